@@ -1,0 +1,9 @@
+"""Analysis and transform passes over the transpile IR, importable by other compilers.
+
+``REGISTRY`` maps each pass's command-line name to its module; every module has
+one entry point ``run(kernel, *, ...) -> Kernel``.
+"""
+
+from __future__ import annotations
+
+REGISTRY: dict = {}
