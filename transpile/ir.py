@@ -500,6 +500,10 @@ def unary(op: str, operand: Expr, *, loc: Loc | None = None) -> Expr:
     if op == "~" and operand.ty.is_float:
         raise TranspileError(loc, f"operator '~' needs an integer operand, got {operand.ty}")
     t = promote(operand.ty)
+    if op == "-" and isinstance(operand, Const):
+        # Fold negative literals so that ``-1`` is one Const wherever it came from
+        # (C source, the text form, or a pass): the printer relies on this.
+        return const(-operand.value, t, loc=loc)
     return Unary(op, cast(operand, t), t, loc=loc)
 
 
