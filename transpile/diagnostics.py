@@ -41,7 +41,7 @@ class TranspileError(Exception):
     @property
     def headline(self) -> str:
         """The one-line ``file:line:col: error: msg`` form."""
-        where = f"{self.loc}: " if self.loc is not None else ""
+        where = f"{self.loc}: " if self.loc is not None else "transpile: "
         return f"{where}error: {self.msg}"
 
     def __str__(self) -> str:

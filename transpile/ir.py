@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, Union
+from typing import Any, Literal, TypeAlias
 
 from transpile.diagnostics import Loc, TranspileError
 
@@ -86,7 +86,7 @@ class ArrayType:
         return len(self.dims)
 
 
-Type: TypeAlias = Union[Scalar, ArrayType]
+Type: TypeAlias = Scalar | ArrayType
 Intent = Literal["in", "out", "inout"]
 
 
@@ -201,8 +201,8 @@ class Call(Node):
     loc: Loc | None = _loc()
 
 
-Expr: TypeAlias = Union[Const, Var, Index, Unary, Binary, Select, Cast, Call]
-LValue: TypeAlias = Union[Var, Index]
+Expr: TypeAlias = Const | Var | Index | Unary | Binary | Select | Cast | Call
+LValue: TypeAlias = Var | Index
 
 # --- Statements.
 
@@ -279,7 +279,7 @@ class Launch(Node):
     loc: Loc | None = _loc()
 
 
-Stmt: TypeAlias = Union[Decl, Assign, For, If, Return, Launch]
+Stmt: TypeAlias = Decl | Assign | For | If | Return | Launch
 
 # --- Functions.
 

@@ -1,0 +1,146 @@
+"""The ``transpile`` command line.
+
+``transpile FILE.c -o OUT.cu`` compiles; subcommands come later
+(``verify``, ``deps``).  Every user-facing failure is printed as a gcc-style
+``file:line:col: error: ...`` line with exit status 1; the output file is
+written atomically, so a failed run never leaves a partial file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from transpile import __version__
+from transpile.diagnostics import TranspileError, silence
+
+_EPILOG = """\b
+Examples:
+  transpile gemm.c -o gemm.cu            C -> CUDA (drop-in host function)
+  transpile gemm.c --emit ir -o -        print the loop-nest IR
+  transpile kernel.ir -o kernel.cu       compile the IR text form
+  transpile bench.c -I utilities -D LARGE_DATASET --function kernel_gemm -o k.cu
+
+\b
+The emitted .cu defines, for each offloaded function NAME:
+  void NAME(<the C signature>)       drop-in: copies host arrays in and out
+  cudaError_t NAME_device(..., cudaStream_t)  device pointers, no copies
+Link the .cu's object in place of the C function's.
+
+\b
+Assumptions: distinct array parameters do not overlap (as with C99
+'restrict' and PPCG); pointer parameters indexed by hand (double *A used as
+A[i*n + j]) are copied over the index range their loops reach, and scalar
+parameters used in those ranges are assumed non-negative.
+"""
+
+
+class _DefaultGroup(click.Group):
+    """A group whose default subcommand is ``compile`` (``transpile FILE``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args.insert(0, "compile")
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultGroup, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="transpile")
+def main() -> None:
+    """Compile C loop nests (or the transpile IR text form) to CUDA.
+
+    Run `transpile compile --help` for the compiler's options.
+    """
+
+
+@main.command("compile", epilog=_EPILOG)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=str, default=None,
+              help="Output file ('-' for stdout). Default: FILE with the suffix .cu (or .ir).")
+@click.option("--emit", type=click.Choice(["cuda", "ir"]), default="cuda", show_default=True,
+              help="What to write: CUDA source, or the front end's IR in text form.")
+@click.option("--function", "function", metavar="NAME", default=None,
+              help="The C function to offload. Default: those holding '#pragma scop', "
+                   "else every function with loops except main.")
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Add DIR to the include path.")
+@click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Define a preprocessor macro.")
+@click.option("--dump-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the IR after every pass into DIR.")
+@click.option("--verify-each/--no-verify-each", default=True, show_default=True,
+              help="Check the IR invariants after every pass.")
+@click.option("--silence", "silence_ids", multiple=True, metavar="ID",
+              help="Silence the warning with this id.")
+def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
+                include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
+                verify_each: bool, silence_ids: tuple[str, ...]) -> None:
+    """Compile FILE (.c or .ir) to CUDA."""
+    for wid in silence_ids:
+        silence(wid)
+    _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each))
+
+
+def _compile(file: Path, output: str | None, emit: str, function: str | None,
+             include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
+             verify_each: bool) -> None:
+    from transpile import frontend
+
+    module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
+    if emit == "ir":
+        from transpile import text
+
+        result = text.show(module)
+        suffix = ".ir"
+    else:
+        from transpile import cuda, pipeline
+
+        lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir)
+        result = cuda.emit(lowered, source=file.name)
+        suffix = ".cu"
+    if output == "-":
+        sys.stdout.write(result)
+        return
+    dest = Path(output) if output is not None else file.with_suffix(suffix)
+    if dest.resolve() == file.resolve():
+        raise TranspileError(None, f"output file '{dest}' would overwrite the input")
+    write_atomic(dest, result)
+
+
+def write_atomic(dest: Path, text: str) -> None:
+    """Write ``text`` to ``dest`` so that readers see the old file or the whole new one."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=dest.parent or Path("."), prefix=f".{dest.name}.", suffix=".tmp")
+    except OSError as e:
+        raise TranspileError(None, f"cannot write '{dest}': {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _guard(action: object) -> None:
+    """Run ``action``; turn diagnostics into stderr + exit 1, never a traceback."""
+    try:
+        action()  # type: ignore[operator]
+    except TranspileError as e:
+        click.echo(str(e), err=True)
+        sys.exit(1)
+    except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
+        raise
+    except Exception as e:  # our bug, not the user's: still no traceback on their screen
+        click.echo(f"transpile: internal compiler error: {type(e).__name__}: {e}\n"
+                   "transpile: please report this with the input file "
+                   "(set TRANSPILE_TRACEBACK=1 for the traceback)", err=True)
+        if os.environ.get("TRANSPILE_TRACEBACK"):
+            raise
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+"""IR invariant checker: ``check(module)`` raises a diagnostic on invalid IR.
+
+Every pass may assume valid IR and must leave valid IR (the contract of
+xDSL's ``ModulePass``); the pipeline calls :func:`check` after each pass when
+``--verify-each`` is on (the default in tests).  IR from the text form (and
+so from an LLM) is user input, which is why a violation is a
+:class:`TranspileError` with the offending node's location rather than an
+``assert``.
+
+The invariants are those of docs/ir.md: names resolve to declarations of the
+same type, C typing rules hold at every node, loop variables are never
+assigned and loop bounds are not written by their loop, array intents cover
+their uses, ``Launch`` only at the top level with its ``par`` loops a leading
+perfect nest, ``Return`` only in helper functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transpile import ir
+from transpile.diagnostics import TranspileError
+
+_CONST_TYPES = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})
+_PAR_DIMS = ("x", "y", "z")
+
+
+def check(module: ir.Module) -> None:
+    """Raise :class:`TranspileError` unless ``module`` satisfies the IR invariants."""
+    funcs: dict[str, ir.Func] = {}
+    for f in module.funcs:
+        if f.name in funcs or f.name in ir.MATH_FUNCS:
+            _fail(f, f"function '{f.name}' is defined twice")
+        funcs[f.name] = f
+    names = set(funcs)
+    for k in module.kernels:
+        if k.name in names:
+            _fail(k, f"'{k.name}' is defined twice")
+        names.add(k.name)
+    for f in module.funcs:
+        _Checker(funcs, f).check_func(f)
+    for k in module.kernels:
+        _Checker(funcs, k).check_kernel(k)
+
+
+def _fail(node: ir.Node | None, msg: str) -> None:
+    raise TranspileError(node.loc if node is not None else None, f"invalid IR: {msg}")
+
+
+@dataclass
+class _Scope:
+    scalars: dict[str, ir.Scalar] = field(default_factory=dict)
+    loop_vars: set[str] = field(default_factory=set)
+
+
+class _Checker:
+    def __init__(self, funcs: dict[str, ir.Func], owner: ir.Kernel | ir.Func) -> None:
+        self.funcs = funcs
+        self.owner = owner
+        self.arrays: dict[str, ir.Param] = {}
+        self.declared: set[str] = set()  # every name declared in this function
+        self.uses = ir.array_uses(owner.body)
+
+    # --- functions
+
+    def _params(self, params: tuple[ir.Param, ...]) -> _Scope:
+        scope = _Scope()
+        for p in params:
+            if p.name in self.declared:
+                _fail(p, f"parameter '{p.name}' is declared twice")
+            self.declared.add(p.name)
+            if isinstance(p.ty, ir.Scalar):
+                if p.intent != "in" or p.pointer:
+                    _fail(p, f"scalar parameter '{p.name}' must have intent 'in' and no pointer flag")
+                scope.scalars[p.name] = p.ty
+            else:
+                self.arrays[p.name] = p
+        # Extents may only use scalar parameters and constants.
+        for p in params:
+            if isinstance(p.ty, ir.ArrayType):
+                if p.ty.rank == 0:
+                    _fail(p, f"array parameter '{p.name}' has no dimensions")
+                if p.pointer and p.ty.rank != 1:
+                    _fail(p, f"pointer parameter '{p.name}' must have exactly one extent")
+                for d in p.ty.dims:
+                    self.expr(d, scope)
+                    if not d.ty.is_int:
+                        _fail(d, f"extent of '{p.name}' must be an integer, got {d.ty}")
+                    for n in ir.walk(d):
+                        if isinstance(n, ir.Index):
+                            _fail(n, f"extent of '{p.name}' may not read array '{n.array}'")
+        return scope
+
+    def check_func(self, f: ir.Func) -> None:
+        for p in f.params:
+            if not isinstance(p.ty, ir.Scalar):
+                _fail(p, f"helper function '{f.name}' may only take scalar parameters")
+        scope = self._params(f.params)
+        self.block(f.body, scope, in_launch=False, top=False)
+
+    def check_kernel(self, k: ir.Kernel) -> None:
+        scope = self._params(k.params)
+        for name, (read, written) in self.uses.items():
+            p = self.arrays.get(name)
+            if p is None:
+                continue  # reported at the access
+            if written and p.intent == "in":
+                _fail(p, f"array '{name}' is written but has intent 'in'")
+            if read and p.intent == "out":
+                _fail(p, f"array '{name}' is read but has intent 'out'")
+        self.block(k.body, scope, in_launch=False, top=True)
+
+    # --- statements
+
+    def block(self, body: tuple[ir.Stmt, ...], scope: _Scope, *, in_launch: bool, top: bool) -> None:
+        inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
+        for s in body:
+            self.stmt(s, inner, in_launch=in_launch, top=top)
+
+    def stmt(self, s: ir.Stmt, scope: _Scope, *, in_launch: bool, top: bool) -> None:
+        if isinstance(s, ir.Decl):
+            if s.name in self.declared:
+                _fail(s, f"'{s.name}' is declared twice in '{self.owner.name}'")
+            self.declared.add(s.name)
+            if s.init is not None:
+                self.expr(s.init, scope)
+                self._same(s.init, s.ty, f"initialiser of '{s.name}'")
+            scope.scalars[s.name] = s.ty
+        elif isinstance(s, ir.Assign):
+            self.expr(s.value, scope)
+            t = s.target
+            if isinstance(t, ir.Var):
+                if t.name in scope.loop_vars:
+                    _fail(s, f"loop variable '{t.name}' is assigned")
+                self.expr(t, scope)
+            elif isinstance(t, ir.Index):
+                self.expr(t, scope)
+            else:
+                _fail(s, f"cannot assign to {type(t).__name__}")
+            self._same(s.value, t.ty, "assigned value")
+        elif isinstance(s, ir.For):
+            self._for(s, scope, in_launch=in_launch)
+        elif isinstance(s, ir.If):
+            self.expr(s.cond, scope)
+            self.block(s.then, scope, in_launch=in_launch, top=False)
+            self.block(s.orelse, scope, in_launch=in_launch, top=False)
+        elif isinstance(s, ir.Return):
+            if not isinstance(self.owner, ir.Func):
+                _fail(s, "'return' outside a helper function")
+            if s.value is None:
+                if self.owner.ret is not None:
+                    _fail(s, f"'{self.owner.name}' must return a {self.owner.ret}")
+            else:
+                self.expr(s.value, scope)
+                if self.owner.ret is None:
+                    _fail(s, f"void function '{self.owner.name}' returns a value")
+                self._same(s.value, self.owner.ret, "returned value")
+        elif isinstance(s, ir.Launch):
+            if not top or in_launch:
+                _fail(s, "'launch' is only allowed at the top level of a kernel")
+            self._launch(s, scope)
+        else:
+            _fail(s, f"unknown statement {type(s).__name__}")
+
+    def _for(self, s: ir.For, scope: _Scope, *, in_launch: bool, par_ok: bool = False) -> None:
+        if s.var in scope.scalars:
+            _fail(s, f"loop variable '{s.var}' shadows a visible variable")
+        if not s.ty.is_int:
+            _fail(s, f"loop variable '{s.var}' must be an integer, got {s.ty}")
+        if not isinstance(s.step, int) or s.step == 0:
+            _fail(s, f"loop step must be a nonzero integer constant, got {s.step!r}")
+        for bound in (s.lo, s.hi):
+            self.expr(bound, scope)
+            if not bound.ty.is_int:
+                _fail(bound, f"loop bound must be an integer, got {bound.ty}")
+        if s.par is not None and not par_ok:
+            _fail(s, "a 'par' loop must be part of the leading loop nest of a 'launch'")
+        # Bounds are evaluated once, so nothing they read may change in the body.
+        written = _written(s.body)
+        for bound in (s.lo, s.hi):
+            for n in ir.walk(bound):
+                if isinstance(n, ir.Var) and n.name in written[0]:
+                    _fail(n, f"loop bound reads '{n.name}', which the loop body writes")
+                if isinstance(n, ir.Index) and n.array in written[1]:
+                    _fail(n, f"loop bound reads array '{n.array}', which the loop body writes")
+        if s.var in written[0]:
+            _fail(s, f"loop variable '{s.var}' is assigned in its loop")
+        inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
+        inner.scalars[s.var] = s.ty
+        inner.loop_vars.add(s.var)
+        if par_ok and len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par is not None:
+            self._for(s.body[0], inner, in_launch=in_launch, par_ok=True)
+            return
+        for c in s.body:
+            self.stmt(c, inner, in_launch=in_launch, top=False)
+
+    def _launch(self, s: ir.Launch, scope: _Scope) -> None:
+        dims: list[str] = []
+        node: ir.Stmt | None = s.body[0] if len(s.body) == 1 else None
+        while isinstance(node, ir.For) and node.par is not None:
+            if node.par not in _PAR_DIMS or node.par in dims:
+                _fail(node, f"bad or repeated par dimension {node.par!r}")
+            if node.step != 1:
+                _fail(node, "a 'par' loop must have step 1")
+            dims.append(node.par)
+            node = node.body[0] if len(node.body) == 1 else None
+        expected = list(reversed(_PAR_DIMS[: len(dims)]))
+        if dims and dims != expected:
+            _fail(s, f"par dimensions must be {expected} from the outside in, got {dims}")
+        for c in s.body:
+            if isinstance(c, ir.For) and c.par is not None:
+                self._for(c, scope, in_launch=True, par_ok=True)
+            else:
+                self.stmt(c, scope, in_launch=True, top=False)
+
+    # --- expressions
+
+    def _same(self, e: ir.Expr, ty: ir.Scalar, what: str) -> None:
+        if e.ty != ty:
+            _fail(e, f"{what} has type {e.ty}, expected {ty}")
+
+    def expr(self, e: ir.Expr, scope: _Scope) -> None:
+        if isinstance(e, ir.Const):
+            if e.ty not in _CONST_TYPES:
+                _fail(e, f"literal of type {e.ty} (literals are i32, i64, u32, u64, f32 or f64)")
+            if e.ty.is_float != isinstance(e.value, float) or isinstance(e.value, bool):
+                _fail(e, f"literal {e.value!r} does not match its type {e.ty}")
+            if e.ty.is_int and ir.wrap_int(e.value, e.ty) != e.value:  # type: ignore[arg-type]
+                _fail(e, f"literal {e.value} is out of range for {e.ty}")
+        elif isinstance(e, ir.Var):
+            ty = scope.scalars.get(e.name)
+            if ty is None:
+                _fail(e, f"'{e.name}' is not a visible scalar")
+            elif ty != e.ty:
+                _fail(e, f"'{e.name}' has type {ty}, referenced as {e.ty}")
+        elif isinstance(e, ir.Index):
+            p = self.arrays.get(e.array)
+            if p is None:
+                _fail(e, f"'{e.array}' is not an array parameter")
+                return
+            assert isinstance(p.ty, ir.ArrayType)
+            if len(e.indices) != p.ty.rank:
+                _fail(e, f"'{e.array}' has {p.ty.rank} dimension(s), indexed with {len(e.indices)}")
+            if e.ty != p.ty.elem:
+                _fail(e, f"'{e.array}' has elements of type {p.ty.elem}, referenced as {e.ty}")
+            for ix in e.indices:
+                self.expr(ix, scope)
+                if not ix.ty.is_int:
+                    _fail(ix, f"array index must be an integer, got {ix.ty}")
+        elif isinstance(e, ir.Unary):
+            self.expr(e.operand, scope)
+            if e.op == "!":
+                self._same(e, ir.I32, "'!'")
+            elif e.op in ("-", "~"):
+                self._same(e.operand, e.ty, f"operand of '{e.op}'")
+                if e.ty != ir.promote(e.ty) or (e.op == "~" and e.ty.is_float):
+                    _fail(e, f"bad operand type {e.ty} for '{e.op}'")
+            else:
+                _fail(e, f"unknown unary operator {e.op!r}")
+        elif isinstance(e, ir.Binary):
+            self._binary(e, scope)
+        elif isinstance(e, ir.Select):
+            for c in (e.cond, e.then, e.orelse):
+                self.expr(c, scope)
+            self._same(e.then, e.ty, "'?:' branch")
+            self._same(e.orelse, e.ty, "'?:' branch")
+        elif isinstance(e, ir.Cast):
+            self.expr(e.operand, scope)
+        elif isinstance(e, ir.Call):
+            for a in e.args:
+                self.expr(a, scope)
+            self._call(e)
+        else:
+            _fail(e, f"unknown expression {type(e).__name__}")
+
+    def _binary(self, e: ir.Binary, scope: _Scope) -> None:
+        self.expr(e.lhs, scope)
+        self.expr(e.rhs, scope)
+        op = e.op
+        if op in ir.LOGICAL_OPS:
+            self._same(e, ir.I32, f"'{op}'")
+        elif op in ir.SHIFT_OPS:
+            self._same(e.lhs, e.ty, f"left operand of '{op}'")
+            if not (e.ty.is_int and e.rhs.ty.is_int):
+                _fail(e, f"'{op}' needs integer operands")
+        elif op in ir.COMPARE_OPS:
+            self._same(e, ir.I32, f"'{op}'")
+            self._same(e.rhs, e.lhs.ty, f"right operand of '{op}'")
+        elif op in ir.ARITH_OPS or op in ir.BITWISE_OPS:
+            self._same(e.lhs, e.ty, f"left operand of '{op}'")
+            self._same(e.rhs, e.ty, f"right operand of '{op}'")
+            if e.ty != ir.promote(e.ty):
+                _fail(e, f"'{op}' on unpromoted type {e.ty}")
+            if (op in ir.BITWISE_OPS or op == "%") and e.ty.is_float:
+                _fail(e, f"'{op}' needs integer operands, got {e.ty}")
+        else:
+            _fail(e, f"unknown binary operator {op!r}")
+
+    def _call(self, e: ir.Call) -> None:
+        if e.fn in ir.MATH_FUNCS:
+            params, ret = ir.MATH_FUNCS[e.fn]
+        elif e.fn in self.funcs:
+            f = self.funcs[e.fn]
+            params = tuple(p.ty for p in f.params)  # type: ignore[misc]
+            if f.ret is None:
+                _fail(e, f"void function '{e.fn}' used as a value")
+            ret = f.ret  # type: ignore[assignment]
+        else:
+            _fail(e, f"call to unknown function '{e.fn}'")
+            return
+        if len(e.args) != len(params):
+            _fail(e, f"'{e.fn}' takes {len(params)} argument(s), got {len(e.args)}")
+        for a, p in zip(e.args, params):
+            self._same(a, p, f"argument of '{e.fn}'")
+        self._same(e, ret, f"result of '{e.fn}'")
+
+
+def _written(body: tuple[ir.Stmt, ...]) -> tuple[set[str], set[str]]:
+    """Scalars and arrays assigned anywhere under ``body``."""
+    scalars: set[str] = set()
+    arrays: set[str] = set()
+    for s in body:
+        for n in ir.walk(s):
+            if isinstance(n, ir.Assign):
+                if isinstance(n.target, ir.Var):
+                    scalars.add(n.target.name)
+                else:
+                    arrays.add(n.target.array)
+    return scalars, arrays
+
