@@ -183,8 +183,6 @@ class _Checker:
                     _fail(n, f"loop bound reads '{n.name}', which the loop body writes")
                 if isinstance(n, ir.Index) and n.array in written[1]:
                     _fail(n, f"loop bound reads array '{n.array}', which the loop body writes")
-        if s.var in written[0]:
-            _fail(s, f"loop variable '{s.var}' is assigned in its loop")
         inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
         inner.scalars[s.var] = s.ty
         inner.loop_vars.add(s.var)
@@ -215,9 +213,9 @@ class _Checker:
 
     # --- expressions
 
-    def _same(self, e: ir.Expr, ty: ir.Scalar, what: str) -> None:
+    def _same(self, e: ir.Expr, ty: ir.Scalar, what: str, at: ir.Node | None = None) -> None:
         if e.ty != ty:
-            _fail(e, f"{what} has type {e.ty}, expected {ty}")
+            _fail(e if at is None or e.loc is not None else at, f"{what} has type {e.ty}, expected {ty}")
 
     def expr(self, e: ir.Expr, scope: _Scope) -> None:
         if isinstance(e, ir.Const):
@@ -280,15 +278,15 @@ class _Checker:
         if op in ir.LOGICAL_OPS:
             self._same(e, ir.I32, f"'{op}'")
         elif op in ir.SHIFT_OPS:
-            self._same(e.lhs, e.ty, f"left operand of '{op}'")
+            self._same(e.lhs, e.ty, f"left operand of '{op}'", at=e)
             if not (e.ty.is_int and e.rhs.ty.is_int):
                 _fail(e, f"'{op}' needs integer operands")
         elif op in ir.COMPARE_OPS:
             self._same(e, ir.I32, f"'{op}'")
-            self._same(e.rhs, e.lhs.ty, f"right operand of '{op}'")
+            self._same(e.rhs, e.lhs.ty, f"right operand of '{op}'", at=e)
         elif op in ir.ARITH_OPS or op in ir.BITWISE_OPS:
-            self._same(e.lhs, e.ty, f"left operand of '{op}'")
-            self._same(e.rhs, e.ty, f"right operand of '{op}'")
+            self._same(e.lhs, e.ty, f"left operand of '{op}'", at=e)
+            self._same(e.rhs, e.ty, f"right operand of '{op}'", at=e)
             if e.ty != ir.promote(e.ty):
                 _fail(e, f"'{op}' on unpromoted type {e.ty}")
             if (op in ir.BITWISE_OPS or op == "%") and e.ty.is_float:
