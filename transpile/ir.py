@@ -218,6 +218,18 @@ class Decl(Node):
     loc: Loc | None = _loc()
 
 
+# Alloc(name, ty): a local array (C's ``double z[n];``), only at the top level
+# of a kernel body, extents over scalar parameters; its elements start out
+# undefined.  Indexed like an array parameter, invisible to the caller.
+@dataclass(frozen=True, slots=True)
+class Alloc(Node):
+    """A kernel-local scratch array."""
+
+    name: str
+    ty: ArrayType
+    loc: Loc | None = _loc()
+
+
 # Assign(target, value): ``target = value``; value has the target's type.
 # Compound assignments are ``x = x op e`` (the printer shows them as ``op=``).
 @dataclass(frozen=True, slots=True)
@@ -279,7 +291,7 @@ class Launch(Node):
     loc: Loc | None = _loc()
 
 
-Stmt: TypeAlias = Decl | Assign | For | If | Return | Launch
+Stmt: TypeAlias = Decl | Alloc | Assign | For | If | Return | Launch
 
 # --- Functions.
 

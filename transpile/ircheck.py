@@ -100,6 +100,16 @@ class _Checker:
 
     def check_kernel(self, k: ir.Kernel) -> None:
         scope = self._params(k.params)
+        for s in k.body:
+            if isinstance(s, ir.Alloc):
+                if s.name in self.declared:
+                    _fail(s, f"'{s.name}' is declared twice in '{k.name}'")
+                self.declared.add(s.name)
+                for d in s.ty.dims:
+                    self.expr(d, scope)
+                    if not d.ty.is_int or any(isinstance(n, ir.Index) for n in ir.walk(d)):
+                        _fail(d, f"extent of local array '{s.name}' must be an integer over scalar parameters")
+                self.arrays[s.name] = ir.Param(s.name, s.ty, "inout", loc=s.loc)
         for name, (read, written) in self.uses.items():
             p = self.arrays.get(name)
             if p is None:
@@ -126,6 +136,9 @@ class _Checker:
                 self.expr(s.init, scope)
                 self._same(s.init, s.ty, f"initialiser of '{s.name}'")
             scope.scalars[s.name] = s.ty
+        elif isinstance(s, ir.Alloc):
+            if not top:
+                _fail(s, f"local array '{s.name}' must be declared at the top level of the kernel")
         elif isinstance(s, ir.Assign):
             self.expr(s.value, scope)
             t = s.target
