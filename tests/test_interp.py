@@ -712,3 +712,24 @@ def test_gcc_int_to_float(clib: ctypes.CDLL) -> None:
 
 def test_huge_int_for_float_param() -> None:
     raises(module((Param("x", F64, loc=L),)), dict(x=2**1100), "'x' = .* is out of range of f64")
+
+
+def test_local_array_is_scratch_and_undefined_until_written() -> None:
+    n_ = ir.Var("n", ir.I32)
+    i_ = ir.Var("i", ir.I32)
+    z = ir.Alloc("z", ir.ArrayType(ir.F64, (n_,)))
+    zi = ir.Index("z", (i_,), ir.F64)
+    xi = ir.Index("x", (i_,), ir.F64)
+    params = (ir.Param("n", ir.I32), ir.Param("x", ir.ArrayType(ir.F64, (n_,)), "inout"))
+    fill = ir.For("i", ir.I32, ir.Const(0, ir.I32), n_, 1, (ir.assign(zi, ir.binary("*", xi, ir.Const(2.0, ir.F64))),))
+    back = ir.For("i", ir.I32, ir.Const(0, ir.I32), n_, -1, (ir.assign(xi, zi, "+"),))
+    ok = ir.Module((), (ir.Kernel("k", params, (z, fill, back)),))
+    out = interp.run(ok, "k", {"n": 3, "x": np.array([1.0, 2.0, 3.0])})
+    assert set(out) == {"x"}
+    assert out["x"].tolist() == [3.0, 6.0, 9.0]
+    bad_read = ir.Index("z", (i_,), ir.F64, loc=Loc("t.ir", 4, 9))
+    bad = ir.Module((), (ir.Kernel("k", params, (z, ir.For("i", ir.I32, ir.Const(0, ir.I32), n_, 1,
+                                                            (ir.assign(xi, bad_read),)))),))
+    with pytest.raises(interp.InterpError, match="undefined element of local array 'z'") as e:
+        interp.run(bad, "k", {"n": 3, "x": np.zeros(3)})
+    assert str(e.value).startswith("t.ir:4:9:")

@@ -96,12 +96,17 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object]) -> dict[str,
         if isinstance(p.ty, ir.ArrayType):
             shape = _extents(comp, p, scope, env)
             shared.arrays[p.name] = _array_arg(p, shape, args[p.name])
+    # Local arrays (top-level Allocs): undefined until written, like C's.
+    for s in k.body:
+        if isinstance(s, ir.Alloc):
+            shape = _extents(comp, ir.Param(s.name, s.ty, loc=s.loc), scope, env)
+            shared.arrays[s.name] = _Array(s.name, s.ty.elem, shape, [None] * math.prod(shape), local=True)
     body = comp.block(k.body, scope)
     env.extend([None] * (comp.nslots - len(env)))
     body(env)
     return {
         name: np.array(a.data, dtype=DTYPES[a.elem.name]).reshape(a.shape)
-        for name, a in shared.arrays.items()
+        for name, a in shared.arrays.items() if not a.local
     }
 
 
@@ -152,6 +157,7 @@ class _Array:
     elem: ir.Scalar
     shape: tuple[int, ...]
     data: list[Any]
+    local: bool = False  # a kernel-local array: elements start as None (undefined)
 
 
 def _array_arg(p: ir.Param, shape: tuple[int, ...], v: object) -> _Array:
@@ -613,7 +619,20 @@ class _FnCompiler:
     def _e_Index(self, e: ir.Index, scope: dict[str, _Sym]) -> ExprFn:
         arr = self.array(e)
         off, data = self.offset(e, arr, scope), arr.data
-        return lambda env: data[off(env)]
+        if not arr.local:
+            return lambda env: data[off(env)]
+
+        def read_local(env: Env) -> Any:
+            v = data[off(env)]
+            if v is None:
+                raise InterpError(e.loc, f"read of an undefined element of local array '{e.array}'")
+            return v
+
+        return read_local
+
+    def _s_Alloc(self, s: ir.Alloc, scope: dict[str, _Sym]) -> StmtFn:
+        # Storage was created on kernel entry (Allocs are top-level only).
+        return lambda env: None
 
     def _e_Cast(self, e: ir.Cast, scope: dict[str, _Sym]) -> ExprFn:
         f = self.expr(e.operand, scope)
