@@ -1,0 +1,13 @@
+// ERROR: 11:12: passing arrays to helper function 'sum' is not supported
+static double sum(int n, double v[n]) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += v[i];
+  return s;
+}
+
+void f(int n, double A[n], double out[1]) {
+#pragma scop
+  for (int i = 0; i < n; i++) A[i] = i;
+  out[0] = sum(n, A);
+#pragma endscop
+}

@@ -1,0 +1,255 @@
+"""C front end: PolyBench-style C loop nests to the typed loop-nest IR.
+
+``parse_file(path)`` / ``parse_source(text, filename)`` preprocess with
+``gcc -E -nostdinc`` against our own minimal libc headers
+(``transpile/include``) plus the caller's ``-I``/``-D``, parse with
+pycparser, pick the kernels and lower them to an :class:`ir.Module`.  Every
+failure is a :class:`TranspileError` located in the original file (line
+markers give the line; :mod:`transpile.cfront_srcmap` realigns columns that
+macro expansion moved).
+
+Kernel selection: ``function=NAME`` picks that function; otherwise every
+function of the file containing ``#pragma scop``; otherwise every function
+containing a ``for`` loop except ``main``.  The kernel body is the *whole*
+function body: scop pragmas only select functions and are dropped, as are
+all other pragmas.  Functions not selected (main, init, print, timing, I/O)
+are never looked at, except helpers called from a kernel, which become
+``ir.Func`` (scalar parameters, scalar or void result, no recursion).
+
+Accepted: scalar parameters of integer/float types (typedefs resolved);
+array parameters with constant or C99 variable extents (``double A[n][m+1]``);
+``double A[][N]`` and ``double (*A)[N]``, whose first extent is derived; flat
+pointers ``double *A`` indexed ``A[i*n + j]``, whose one extent is derived
+from the index range over the loop bounds (see
+:mod:`transpile.cfront_extent`; scalar parameters used there are assumed to
+be >= 0); local scalars anywhere (shadowing declarations are renamed
+``x`` -> ``x_1``); local arrays (``double z[n];``, extents over scalar
+parameters) at the top level of a kernel body, as ``ir.Alloc``; ``const``
+scalar globals and enumerators with constant values (folded); ``for`` loops
+normalised as in :mod:`transpile.cfront_loops`; ``if``/``else``; assignments
+and compound assignments, including chains ``a = b = e;`` as statements
+(lowered ``b = e; a = b;``); ``x++``-style statements; every C arithmetic,
+bitwise, relational and logical operator, ``?:``, casts to scalar types,
+``sizeof`` (folded), literals with C's types, math-library calls
+(``ir.MATH_FUNCS``) and calls to helpers.
+
+Rejected with a located error: ``goto``, labels, ``while``, ``do``, ``break``,
+``continue``, ``switch``, ``return`` other than a kernel's final ``return;``
+or outside loops in helpers, comma expressions, assignments and ``++`` used
+inside expressions, pointers other than flat array parameters (``*p``,
+``&x``, ``p + 1``, ``p++``, ``double **``), structs and unions, strings,
+function pointers, variadic functions, local arrays other than at a kernel's
+top level, statics, non-const globals, ``_Bool`` and ``long double``, calls
+to functions that have no body here and are not math functions.  Call
+statements (of void helpers or pure functions) have no effect and are
+dropped with the warning ``dropped-call``.
+
+Loop variables declared outside their loop (``int i; for (i = 0; ...)``)
+are scoped to the loop in the IR; their ``Decl`` is emitted only if the
+variable is also used as an ordinary scalar, and reading it after the loop
+(before reassigning it) is an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pycparser import c_ast, c_parser
+
+from transpile import ir
+from transpile.cfront_lower import Unit, lower_function
+from transpile.cfront_srcmap import SourceMap
+from transpile.diagnostics import Loc, TranspileError
+
+__all__ = ["INCLUDE_DIR", "parse_file", "parse_source"]
+
+#: Our fake libc headers, searched after the caller's include directories.
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+_PRELUDE = INCLUDE_DIR / "_transpile_prelude.h"
+_CPP = "gcc"
+_DEFINE = re.compile(r"[A-Za-z_]\w*(\([\w\s,.]*\))?(=.*)?", re.DOTALL)
+_GCC_ERROR = re.compile(r"^(.+?):(\d+):(\d+): (?:fatal )?error: (.*)$")
+_PARSE_ERROR = re.compile(r"^(.*?):(\d+)(?::(\d+))?: (.*)$", re.DOTALL)
+
+
+def parse_file(path: str, *, function: str | None = None, include_dirs: Sequence[str] = (),
+               defines: Sequence[str] = ()) -> ir.Module:
+    """Parse the C file ``path`` and lower its kernels (see the module docstring)."""
+    path = os.fspath(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise TranspileError(Loc(path, 1, 1), f"cannot read file: {e.strerror or e}") from None
+    text = _decode(data, path)
+    return _translate(text, path, True, function, include_dirs, defines)
+
+
+def parse_source(text: str, filename: str, *, function: str | None = None,
+                 include_dirs: Sequence[str] = (), defines: Sequence[str] = ()) -> ir.Module:
+    """Like :func:`parse_file` for C source ``text``; ``filename`` names it in every ``Loc``.
+
+    ``#include "x.h"`` is searched for in ``filename``'s directory.
+    """
+    if "\0" in text:
+        raise _binary_error(text.encode("utf-8", "replace"), text.index("\0"), filename)
+    return _translate(text, filename, False, function, include_dirs, defines)
+
+
+def _decode(data: bytes, path: str) -> str:
+    if b"\0" in data:
+        raise _binary_error(data, data.index(b"\0"), path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, col = _line_col(data, e.start)
+        raise TranspileError(Loc(path, line, col), "file is not valid UTF-8 text: not a C source file") from None
+
+
+def _line_col(data: bytes, pos: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, pos) + 1, pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+
+
+def _binary_error(data: bytes, pos: int, path: str) -> TranspileError:
+    line, col = _line_col(data, pos)
+    return TranspileError(Loc(path, line, col), "file contains a NUL byte: binary data is not C source")
+
+
+def _translate(text: str, filename: str, on_disk: bool, function: str | None,
+               include_dirs: Sequence[str], defines: Sequence[str]) -> ir.Module:
+    srcmap = SourceMap({filename: text})
+    try:
+        if not text.strip():
+            raise TranspileError(Loc(filename, 1, 1), "file is empty: there is no function to transpile")
+        pp = _preprocess(text, filename, on_disk, include_dirs, defines, srcmap)
+        srcmap.add_preprocessed(pp)
+        ast = _parse(pp, filename, srcmap)
+        return _lower(ast, filename, srcmap, function)
+    except TranspileError as e:
+        if e.source is None and e.loc is not None:
+            e.source = srcmap.text(e.loc.file)
+        raise
+    except RecursionError:
+        raise TranspileError(Loc(filename, 1, 1), "input is too deeply nested", source=text) from None
+    except Exception as e:  # never a traceback for any input
+        raise TranspileError(Loc(filename, 1, 1), "internal error in the C front end "
+                                                  f"({type(e).__name__}: {e}); please report it") from e
+
+
+def _preprocess(text: str, filename: str, on_disk: bool, include_dirs: Sequence[str],
+                defines: Sequence[str], srcmap: SourceMap) -> str:
+    args = [_CPP, "-E", "-x", "c", "-undef", "-nostdinc", "-fdiagnostics-color=never",
+            "-fdiagnostics-column-unit=byte"]
+    for d in defines:
+        if not _DEFINE.fullmatch(d):
+            raise TranspileError(Loc(filename, 1, 1), f"invalid define '{d}': expected NAME or NAME=VALUE")
+        args.append("-D" + d)
+    for inc in include_dirs:
+        args += ["-I", os.fspath(inc)]
+    args += ["-I", str(INCLUDE_DIR), "-include", str(_PRELUDE)]
+    if on_disk:
+        args.append(filename)
+        stdin = None
+    else:
+        args += ["-iquote", os.path.dirname(filename) or ".", "-"]
+        quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
+        stdin = f'#line 1 "{quoted}"\n{text}'
+    try:
+        res = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120,
+                             errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TranspileError(Loc(filename, 1, 1), f"cannot run the C preprocessor '{_CPP}': {e}") from None
+    if res.returncode != 0:
+        raise _cpp_error(res.stderr, filename, srcmap)
+    return res.stdout
+
+
+def _cpp_error(stderr: str, filename: str, srcmap: SourceMap) -> TranspileError:
+    for line in stderr.splitlines():
+        m = _GCC_ERROR.match(line)
+        if m is None:
+            continue
+        file, lineno, col, msg = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        src = srcmap.text(file)
+        if src is not None:  # gcc counts bytes; Loc counts characters
+            lines = src.split("\n")
+            if 1 <= lineno <= len(lines):
+                col = len(lines[lineno - 1].encode("utf-8")[: col - 1].decode("utf-8", "replace")) + 1
+        missing = re.match(r"(.+): No such file or directory$", msg)
+        if missing is not None:
+            msg = (f"include file '{missing.group(1)}' not found: add its directory to the include "
+                   "path (-I)")
+        return TranspileError(Loc(file, lineno, col), msg)
+    first = stderr.strip().splitlines()[0] if stderr.strip() else "unknown error"
+    return TranspileError(Loc(filename, 1, 1), f"preprocessing failed: {first}")
+
+
+def _parse(pp: str, filename: str, srcmap: SourceMap) -> c_ast.FileAST:
+    parser = c_parser.CParser()
+    try:
+        return parser.parse(pp, filename)
+    except RecursionError:
+        raise
+    except Exception as e:  # ParseError, and ValueError for some malformed literals
+        msg = str(e)
+        m = _PARSE_ERROR.match(msg)
+        lex = parser.clex
+        file = getattr(lex, "filename", None) or filename
+        line = getattr(lex, "_lineno", 1) or 1
+        col: int | None = None
+        if m is not None:
+            file, line, msg = m.group(1), int(m.group(2)), m.group(4)
+            col = int(m.group(3)) if m.group(3) else None
+        elif msg.startswith(f"{file}: "):
+            msg = msg[len(file) + 2:]
+        if msg.startswith("before: "):
+            msg = f"syntax error before '{msg[len('before: '):]}'"
+        elif msg == "At end of input":
+            msg = "syntax error at end of input"
+        else:
+            msg = f"syntax error: {msg}"
+        raise TranspileError(srcmap.loc(file, line, col), msg) from None
+
+
+def _contains(node: c_ast.Node, pred: type[c_ast.Node], scop: bool = False) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, pred) and (not scop or n.string.strip().split()[:1] == ["scop"]):
+            return True
+        stack.extend(child for _, child in n.children())
+    return False
+
+
+def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str | None) -> ir.Module:
+    unit = Unit(ast, srcmap)
+    defs = [ext for ext in ast.ext if isinstance(ext, c_ast.FuncDef)]
+    where = Loc(filename, 1, 1)
+    if function is not None:
+        chosen = [d for d in defs if d.decl.name == function][:1]
+        if not chosen:
+            names = list(dict.fromkeys(d.decl.name for d in defs if unit.loc(d).file == filename))
+            cands = ", ".join(f"'{n}'" for n in names) if names else "none"
+            raise TranspileError(where, f"function '{function}' not found: it has no definition in this "
+                                        f"file (functions defined here: {cands})")
+    else:
+        own = [d for d in defs if unit.loc(d).file == filename and d.body is not None]
+        chosen = [d for d in own if _contains(d.body, c_ast.Pragma, scop=True)]
+        if not chosen:
+            chosen = [d for d in own if d.decl.name != "main" and _contains(d.body, c_ast.For)]
+        if not chosen:
+            raise TranspileError(where, "no kernel found: no function contains '#pragma scop' or a for "
+                                        "loop (select one with function=NAME)")
+    kernels = []
+    for d in chosen:
+        unit.call_stack.append(d.decl.name)
+        try:
+            k = lower_function(unit, d, "kernel")
+        finally:
+            unit.call_stack.pop()
+        assert isinstance(k, ir.Kernel), k
+        kernels.append(k)
+    return ir.Module(tuple(unit.helpers.values()), tuple(kernels), loc=where)
