@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transpile import ir
 from passes import deps
+from transpile import ir
 
 n = ir.Var("n", ir.I32)
 i, j = ir.Var("i", ir.I32), ir.Var("j", ir.I32)
