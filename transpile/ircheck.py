@@ -17,6 +17,7 @@ perfect nest, ``Return`` only in helper functions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from transpile import ir
 from transpile.diagnostics import TranspileError
@@ -43,7 +44,7 @@ def check(module: ir.Module) -> None:
         _Checker(funcs, k).check_kernel(k)
 
 
-def _fail(node: ir.Node | None, msg: str) -> None:
+def _fail(node: ir.Node | None, msg: str) -> NoReturn:
     raise TranspileError(node.loc if node is not None else None, f"invalid IR: {msg}")
 
 
@@ -158,16 +159,19 @@ class _Checker:
             self.block(s.then, scope, in_launch=in_launch, top=False)
             self.block(s.orelse, scope, in_launch=in_launch, top=False)
         elif isinstance(s, ir.Return):
-            if not isinstance(self.owner, ir.Func):
+            owner = self.owner
+            if not isinstance(owner, ir.Func):
                 _fail(s, "'return' outside a helper function")
+                return
             if s.value is None:
-                if self.owner.ret is not None:
-                    _fail(s, f"'{self.owner.name}' must return a {self.owner.ret}")
+                if owner.ret is not None:
+                    _fail(s, f"'{owner.name}' must return a {owner.ret}")
             else:
                 self.expr(s.value, scope)
-                if self.owner.ret is None:
-                    _fail(s, f"void function '{self.owner.name}' returns a value")
-                self._same(s.value, self.owner.ret, "returned value")
+                if owner.ret is None:
+                    _fail(s, f"void function '{owner.name}' returns a value")
+                    return
+                self._same(s.value, owner.ret, "returned value")
         elif isinstance(s, ir.Launch):
             if not top or in_launch:
                 _fail(s, "'launch' is only allowed at the top level of a kernel")
