@@ -1,0 +1,52 @@
+"""CPU execution of emitted CUDA: the verifier's stage (c).
+
+A .cu file is compiled with g++ against ``include/cuda_sim.h``, our
+simulation of the CUDA subset we need, and its ``extern "C"`` host functions
+are called through ctypes on small inputs.  No GPU is involved.
+
+Model: blocks run one at a time (in order, or shuffled under a seed); the
+threads of a block are cooperative fibers that switch only at barriers, warp
+collectives and yield points, so ``__shared__`` is plain ``static`` storage.
+A seed also shuffles the order in which threads resume after each barrier,
+which turns a missing ``__syncthreads()`` into a reproducible wrong answer.
+Barrier divergence and warp-collective deadlocks are reported (never hang);
+``cudaMalloc`` buffers carry guard zones whose corruption is counted;
+copies are checked against the allocation table (a host pointer where a device
+pointer belongs is an error).
+
+    from transpile.sim import build, SimLibrary, run_isolated
+    b = build("gemm.cu", out_dir)
+    run = run_isolated(b, "gemm", A, B, C, np.int32(n), seed=1)
+    assert run.ok
+
+Supported: qualifiers, built-in index variables, ``dim3``/vector types,
+static and ``extern __shared__`` memory, ``__syncthreads`` (+ ``_count``/``_and``/``_or``),
+``__syncwarp``, ``__shfl*_sync``, ``__ballot/any/all_sync``, ``__match_*_sync``,
+``__reduce_*_sync``, ``__activemask``, atomics (incl. ``_block``/``_system``),
+fences, ``__ldg`` & co., CUDA-only math and integer intrinsics, device ``assert``
+and ``printf``, ``__constant__``/``__device__`` variables and the symbol copies,
+and the runtime API for memory, streams, events, device queries, attributes,
+occupancy and ``cudaLaunchKernel``.  Reported by :func:`build` as
+:class:`SimUnsupported`: inline ``asm``, cooperative groups and launches, wmma,
+half/bfloat16/fp8, textures/surfaces, clusters, ``memcpy_async``/pipelines,
+graphs, dynamic parallelism, CUDA libraries, the driver API, and any other
+``cudaXxx()`` call the header does not define.  Not modelled: directed
+rounding (``__fadd_rz`` rounds to nearest), ``__CUDA_ARCH__`` (undefined: host
+code paths), blocks waiting for each other (they run one at a time).
+
+Knobs: ``__sim_set_schedule(seed)`` (:meth:`SimLibrary.set_schedule`,
+``TRANSPILE_SIM_SEED``), ``__sim_set_guard_bytes`` (default 256,
+``TRANSPILE_SIM_GUARD_BYTES``), ``__sim_set_fill_byte`` (poison, default 0xFF),
+``TRANSPILE_SIM_STACK_KB`` (fiber stacks, default 256), ``TRANSPILE_SIM_QUIET``.
+"""
+
+from __future__ import annotations
+
+from transpile.sim.build import INCLUDE_DIR, SimBuild, build, known_api
+from transpile.sim.errors import SimBuildError, SimCrash, SimError, SimTimeout, SimUnsupported
+from transpile.sim.runner import CUDA_ERRORS, DevicePtr, SimLibrary, SimRun, run_isolated
+
+__all__ = [
+    "CUDA_ERRORS", "INCLUDE_DIR", "DevicePtr", "SimBuild", "SimBuildError", "SimCrash", "SimError", "SimLibrary", "SimRun",
+    "SimTimeout", "SimUnsupported", "build", "known_api", "run_isolated",
+]

@@ -1,0 +1,160 @@
+"""Compile a .cu file into a shared library that runs its kernels on the CPU.
+
+``build(path, out_dir)`` checks the file for features the simulator does not
+model (:class:`SimUnsupported`), rewrites launches and dynamic shared memory
+(:mod:`transpile.sim.rewrite`), and compiles the result with
+
+    g++ -std=c++17 -O1 -shared -fPIC -pthread -I<sim include> -include cuda_sim.h -x c++
+
+(``-include`` because nvcc includes ``cuda_runtime.h`` implicitly).  The
+library's file name carries a hash of everything that went into it, so a
+second build of the same text is free and concurrent builds never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from transpile.diagnostics import Loc
+from transpile.sim.errors import SimBuildError, SimUnsupported
+from transpile.sim.rewrite import kernel_names, rewrite, unsupported
+
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+"""Put this first on the include path: it holds cuda_sim.h and the stand-in
+``cuda_runtime.h``, ``cuda_runtime_api.h`` and ``device_launch_parameters.h``."""
+
+BASE_FLAGS: tuple[str, ...] = (
+    "-std=c++17", "-O1", "-shared", "-fPIC", "-pthread",
+    "-fno-strict-aliasing",  # CUDA code type-puns freely (float4 loads of float arrays)
+    "-fstack-clash-protection",  # big kernel locals hit the fiber's guard page, not a neighbour's stack
+    "-Wl,-Bsymbolic",  # the library's own assert handler and globals win inside it
+)
+
+# Names the library exports that are not the .cu file's own extern "C" functions.
+_RUNTIME_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start", "__assert_fail"})
+
+
+@dataclass(frozen=True, slots=True)
+class SimBuild:
+    """A compiled simulation library.
+
+    ``symbols`` are the unmangled (``extern "C"``) functions it exports, the
+    simulator's own ``__sim_*`` API excluded; ``kernels`` are the
+    ``__global__`` names found in the source.
+    """
+
+    source: Path
+    rewritten: Path
+    library: Path
+    symbols: tuple[str, ...]
+    kernels: tuple[str, ...]
+
+
+@cache
+def _header_text() -> str:
+    return "".join(p.read_text() for p in sorted(INCLUDE_DIR.glob("*.h")))
+
+
+@cache
+def known_api() -> frozenset[str]:
+    """Every ``cuda*`` identifier the simulator header defines."""
+    return frozenset(re.findall(r"\b(cuda[A-Z]\w*)", _header_text()))
+
+
+def check(text: str, filename: str) -> None:
+    """Raise :class:`SimUnsupported` if ``text`` uses a feature the simulator lacks."""
+    found = unsupported(text, filename, known_api=known_api())
+    if found:
+        raise SimUnsupported(found, source=text)
+
+
+def _local_includes(src: Path, text: str) -> str:
+    """Text of the files ``text`` includes with quotes from beside ``src`` (for the cache key)."""
+    parts = []
+    for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M):
+        path = src.parent / name
+        if path.is_file():
+            parts.append(path.read_text())
+    return "\0".join(parts)
+
+
+def _first_error_loc(output: str) -> Loc | None:
+    for line in output.splitlines():
+        m = re.match(r"^(.+?):(\d+):(\d+): (?:fatal )?error: ", line)
+        if m:
+            return Loc(m.group(1), int(m.group(2)), int(m.group(3)))
+    return None
+
+
+def exported_symbols(library: Path) -> tuple[str, ...]:
+    """The unmangled functions ``library`` exports (empty if ``nm`` is missing)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return ()
+    proc = subprocess.run([nm, "-D", "--defined-only", "-P", str(library)], capture_output=True, text=True)
+    names = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] in ("T", "W"):
+            name = parts[0]
+            if not name.startswith(("_Z", "__sim_")) and name not in _RUNTIME_SYMBOLS:
+                names.append(name)
+    return tuple(sorted(names))
+
+
+def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, ...] = (),
+          compiler: str = "g++", timeout: float = 300.0) -> SimBuild:
+    """Compile ``cu_path`` for the simulator into ``out_dir``.
+
+    Raises :class:`SimUnsupported` for unmodelled CUDA features and
+    :class:`SimBuildError` when the rewrite or g++ fails (the message carries
+    g++'s diagnostics, whose locations point into the original .cu file).
+    """
+    src = Path(cu_path)
+    out = Path(out_dir)
+    text = src.read_text()
+    filename = str(src)
+    check(text, filename)
+    try:
+        body = rewrite(text)
+    except ValueError as e:
+        line = int(m.group(1)) if (m := re.match(r"line (\d+)", str(e))) else 1
+        raise SimBuildError(Loc(filename, line), str(e), source=text) from None
+    quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
+    cpp_text = f'#line 1 "{quoted}"\n{body}'
+    # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
+    flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
+             *extra_flags]
+    key = hashlib.sha256("\0".join([cpp_text, _header_text(), _local_includes(src, text), compiler, *flags])
+                         .encode()).hexdigest()[:16]
+    out.mkdir(parents=True, exist_ok=True)
+    cpp = out / f"{src.stem}-{key}.sim.cpp"
+    lib = out / f"lib{src.stem}-{key}.so"
+    if not cpp.exists():  # write-then-rename: concurrent builds never see half a file
+        tmp_cpp = cpp.with_name(f"{cpp.name}.{os.getpid()}.tmp")
+        tmp_cpp.write_text(cpp_text)
+        os.replace(tmp_cpp, cpp)
+    if not lib.exists():
+        tmp = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")
+        cmd = [compiler, *flags, "-x", "c++", str(cpp), "-o", str(tmp)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise SimBuildError(None, f"{compiler} not found: the CUDA simulator needs a C++17 compiler") from None
+        except subprocess.TimeoutExpired:
+            raise SimBuildError(None, f"{compiler} timed out after {timeout:.0f}s on {filename}") from None
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            output = proc.stderr.strip()
+            raise SimBuildError(_first_error_loc(output), f"{compiler} rejected the simulated CUDA:\n{output}",
+                                output=output)
+        os.replace(tmp, lib)
+    return SimBuild(source=src, rewritten=cpp, library=lib, symbols=exported_symbols(lib),
+                    kernels=kernel_names(text))

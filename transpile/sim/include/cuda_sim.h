@@ -1,0 +1,1862 @@
+// cuda_sim.h: a CPU simulation of the CUDA subset that transpile emits and
+// that hand-written test kernels use, so CI can run the emitted .cu text with
+// no GPU.  transpile/sim/build.py compiles a .cu file against this header with
+// g++ after rewriting `k<<<grid, block, smem, stream>>>(args)` into
+// `__sim_launch(k, __sim::LaunchConfig(grid, block, smem, stream), args)` and
+// `extern __shared__ T s[];` into a pointer to the dynamic shared buffer.
+//
+// Execution model (see docs in transpile/sim/__init__.py):
+//   * the blocks of a grid run one after another on the calling OS thread, in
+//     linear order, or in a seeded random order (__sim_set_schedule);
+//   * the threads of a block are cooperative fibers (ucontext, one stack each):
+//     a fiber runs until it reaches __syncthreads(), a warp collective
+//     (__shfl_sync & co.), a yield point (failed atomicCAS, atomicExch,
+//     __nanosleep; with a seed also other atomics and fences), or its end;
+//   * with seed 0 the runnable fibers resume in thread order; with a seed they
+//     resume in a random order after every barrier, so a missing barrier
+//     shows up as a deterministic, seed-dependent wrong result;
+//   * __shared__ is `static`: one copy, shared by the fibers of the running
+//     block; blocks never overlap in time, so one copy is enough; it is
+//     poisoned (the fill byte, 0xFF) at the start of every block, so reading
+//     shared memory the block did not write is reproducible;
+//   * a barrier that can never complete (threads exited, or waiting at another
+//     __syncthreads) is reported as "barrier divergence", never a hang.
+//
+// Only one host thread may use the simulator at a time; the file must be a
+// single translation unit (the C API below is defined here).
+#ifndef TRANSPILE_CUDA_SIM_H
+#define TRANSPILE_CUDA_SIM_H
+
+// Standard headers first: the CUDA qualifier macros below must not leak into
+// them (libstdc++ spells attributes such as __noinline__ itself).
+#include <algorithm>
+#include <cassert>
+#include <cfloat>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define __CUDA_SIM__ 1
+#define __CUDACC__ 1
+#define __CUDACC_VER_MAJOR__ 13
+#define __CUDACC_VER_MINOR__ 0
+#define CUDART_VERSION 13000
+
+// ---------------------------------------------------------------- qualifiers
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __shared__ static
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __maxnreg__(...)
+#define __grid_constant__
+#define __align__(n) __attribute__((aligned(n)))
+#define __device_builtin__
+#define __cudart_builtin__
+#if defined(__has_builtin)
+#if !__has_builtin(__builtin_assume)
+#define __builtin_assume(x) ((void)0)
+#endif
+#endif
+
+// ---------------------------------------------------------------- vector types
+// CUDA's types keep default visibility: GCC limits a function's visibility to
+// that of the types in its signature, and the .cu file's extern "C" functions
+// (returning cudaError_t, taking cudaStream_t) must stay exported.  The
+// simulator's own variables and functions are hidden (pragma below).
+#define SIM_VEC1(T, N) \
+  struct N##1 { T x; }; \
+  inline N##1 make_##N##1(T x) { return N##1{x}; }
+#define SIM_VEC2(T, N, A) \
+  struct __attribute__((aligned(A))) N##2 { T x, y; }; \
+  inline N##2 make_##N##2(T x, T y) { return N##2{x, y}; }
+#define SIM_VEC3(T, N) \
+  struct N##3 { T x, y, z; }; \
+  inline N##3 make_##N##3(T x, T y, T z) { return N##3{x, y, z}; }
+#define SIM_VEC4(T, N, A) \
+  struct __attribute__((aligned(A))) N##4 { T x, y, z, w; }; \
+  inline N##4 make_##N##4(T x, T y, T z, T w) { return N##4{x, y, z, w}; }
+#define SIM_VECS(T, N, A2, A4) SIM_VEC1(T, N) SIM_VEC2(T, N, A2) SIM_VEC3(T, N) SIM_VEC4(T, N, A4)
+SIM_VECS(signed char, char, 2, 4)
+SIM_VECS(unsigned char, uchar, 2, 4)
+SIM_VECS(short, short, 4, 8)
+SIM_VECS(unsigned short, ushort, 4, 8)
+SIM_VECS(int, int, 8, 16)
+SIM_VECS(unsigned int, uint, 8, 16)
+SIM_VECS(long, long, 16, 16)
+SIM_VECS(unsigned long, ulong, 16, 16)
+SIM_VECS(long long, longlong, 16, 16)
+SIM_VECS(unsigned long long, ulonglong, 16, 16)
+SIM_VECS(float, float, 8, 16)
+SIM_VECS(double, double, 16, 16)
+#undef SIM_VECS
+#undef SIM_VEC1
+#undef SIM_VEC2
+#undef SIM_VEC3
+#undef SIM_VEC4
+
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+#pragma GCC visibility push(hidden)
+// Built-in variables: the scheduler stores the running fiber's values here
+// before resuming it.
+inline uint3 threadIdx{0, 0, 0};
+inline uint3 blockIdx{0, 0, 0};
+inline dim3 blockDim{1, 1, 1};
+inline dim3 gridDim{1, 1, 1};
+inline constexpr int warpSize = 32;
+#pragma GCC visibility pop
+
+// ---------------------------------------------------------------- runtime types
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidPitchValue = 12,
+  cudaErrorInvalidSymbol = 13,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchOutOfResources = 701,
+  cudaErrorLaunchTimeout = 702,
+  cudaErrorAssert = 710,
+  cudaErrorHostMemoryAlreadyRegistered = 712,
+  cudaErrorHostMemoryNotRegistered = 713,
+  cudaErrorIllegalInstruction = 715,
+  cudaErrorMisalignedAddress = 716,
+  cudaErrorLaunchFailure = 719,
+  cudaErrorNotPermitted = 800,
+  cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999,
+};
+typedef enum cudaError cudaError_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMaxBlockDimX = 2,
+  cudaDevAttrMaxBlockDimY = 3,
+  cudaDevAttrMaxBlockDimZ = 4,
+  cudaDevAttrMaxGridDimX = 5,
+  cudaDevAttrMaxGridDimY = 6,
+  cudaDevAttrMaxGridDimZ = 7,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrTotalConstantMemory = 9,
+  cudaDevAttrWarpSize = 10,
+  cudaDevAttrMaxRegistersPerBlock = 12,
+  cudaDevAttrClockRate = 13,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrConcurrentKernels = 31,
+  cudaDevAttrMemoryClockRate = 36,
+  cudaDevAttrGlobalMemoryBusWidth = 37,
+  cudaDevAttrL2CacheSize = 38,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+  cudaDevAttrUnifiedAddressing = 41,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrManagedMemory = 83,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+};
+enum cudaFuncCache { cudaFuncCachePreferNone = 0, cudaFuncCachePreferShared = 1,
+                     cudaFuncCachePreferL1 = 2, cudaFuncCachePreferEqual = 3 };
+enum cudaSharedMemConfig { cudaSharedMemBankSizeDefault = 0, cudaSharedMemBankSizeFourByte = 1,
+                           cudaSharedMemBankSizeEightByte = 2 };
+enum cudaLimit { cudaLimitStackSize = 0, cudaLimitPrintfFifoSize = 1, cudaLimitMallocHeapSize = 2 };
+enum cudaMemoryAdvise { cudaMemAdviseSetReadMostly = 1 };
+
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+#define cudaMemAttachGlobal 0x01
+#define cudaMemAttachHost 0x02
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaDeviceScheduleAuto 0x00
+#define cudaDeviceMapHost 0x08
+#define cudaCpuDeviceId (-1)
+
+struct CUstream_st { int id; };
+struct CUevent_st { std::chrono::steady_clock::time_point when; bool recorded; };
+typedef CUstream_st* cudaStream_t;
+typedef CUevent_st* cudaEvent_t;
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem, sharedMemPerBlock;
+  int regsPerBlock, warpSize;
+  size_t memPitch;
+  int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3];
+  int clockRate;
+  size_t totalConstMem;
+  int major, minor;
+  size_t textureAlignment;
+  int multiProcessorCount, integrated, canMapHostMemory, concurrentKernels, ECCEnabled;
+  int memoryClockRate, memoryBusWidth, l2CacheSize, maxThreadsPerMultiProcessor;
+  int unifiedAddressing, managedMemory;
+  size_t sharedMemPerMultiprocessor, sharedMemPerBlockOptin;
+  int regsPerMultiprocessor, maxBlocksPerMultiProcessor;
+};
+
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+  int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA;
+  int maxDynamicSharedSizeBytes, preferredShmemCarveout;
+};
+
+// ---------------------------------------------------------------- simulator state
+#pragma GCC visibility push(hidden)
+namespace __sim {
+
+enum FiberState : int { kRunnable, kBarrier, kWarp, kYield, kDone, kAborted };
+enum WarpOp : int {
+  kSyncwarp, kShflIdx, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll,
+  kMatchAny, kMatchAll, kReduceAdd, kReduceMin, kReduceMax, kReduceAnd, kReduceOr, kReduceXor,
+};
+inline const char* const kWarpOpNames[] = {
+  "__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+  "__ballot_sync", "__any_sync", "__all_sync", "__match_any_sync", "__match_all_sync",
+  "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync",
+  "__reduce_or_sync", "__reduce_xor_sync",
+};
+
+struct Fiber {
+  ucontext_t ctx;  // the initial context only (see resume())
+  jmp_buf jb;      // where the fiber continues once started
+  bool started;
+  uint3 tid;
+  unsigned linear;
+  int state;
+  const char* bar_file;  // __syncthreads() call site, for divergence reports
+  int bar_line, bar_kind, bar_pred, bar_result;
+  int wop, warg, wwidth, wsize;  // pending warp collective
+  unsigned wmask;
+  const char* wfile;  // its call site
+  int wline;
+  unsigned long long wval, wres;
+};
+
+enum AllocKind : int { kDevice, kManaged, kPinned, kRegistered, kSymbol };
+inline const char* const kAllocKindNames[] = {"device", "managed", "pinned host", "registered host", "symbol"};
+
+struct Alloc {
+  size_t size, guard, total;  // user bytes; front guard bytes (0: none); bytes from base
+  unsigned char* base;        // what aligned_alloc returned: [guard][user][back guard to total]
+  int kind;
+  unsigned long long id;
+  bool reported;  // guard corruption already reported
+};
+
+constexpr size_t kMaxDynSmem = 232448;  // H100 opt-in maximum per block
+constexpr size_t kDefaultDynSmem = 49152;
+alignas(256) inline unsigned char dyn_smem[kMaxDynSmem];
+
+inline std::recursive_mutex g_mu;
+inline cudaError_t g_last = cudaSuccess;    // cleared by cudaGetLastError
+inline cudaError_t g_sticky = cudaSuccess;  // a kernel fault: every later call fails
+inline std::string g_diag;
+inline int g_diag_count = 0;
+inline bool g_quiet = false;
+inline bool g_ptr_check = true;
+inline unsigned long long g_seed = 0;
+inline unsigned long long g_rng = 0;
+inline unsigned long long g_launches = 0;
+inline size_t g_guard = 256;
+inline int g_fill = 0xFF;  // poison for fresh allocations and dynamic smem; -1: none
+inline size_t g_stack_bytes = 256 * 1024;
+inline std::map<uintptr_t, Alloc> g_allocs;
+inline unsigned long long g_alloc_ids = 0;
+inline long long g_freed_corrupt = 0;
+inline std::set<cudaStream_t> g_streams;
+inline std::set<cudaEvent_t> g_events;
+inline std::map<const void*, int> g_func_smem;
+struct SharedVar { void* p; size_t n; };
+inline std::vector<SharedVar> g_shared;  // static __shared__ variables (see register_shared)
+
+// Per-launch and per-block scheduler state.
+inline void (*g_thunk)(void*) = nullptr;
+inline void* g_thunk_ctx = nullptr;
+inline const char* g_kernel = "";
+inline Fiber* g_fibers = nullptr;
+inline unsigned g_fiber_cap = 0;
+inline unsigned g_nthreads = 0;
+inline Fiber* g_cur = nullptr;
+inline ucontext_t g_sched;
+inline jmp_buf g_sched_jb;
+inline std::deque<unsigned> g_runq;
+inline bool g_failed = false;
+inline char* g_stacks = nullptr;
+inline size_t g_stack_slot = 0;
+inline size_t g_page = 4096;
+inline char g_fault_msg[512];  // set by the fault handler, reported by the scheduler
+inline unsigned g_stack_cap = 0;
+
+inline unsigned long long next_random() {  // splitmix64
+  unsigned long long z = (g_rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline std::string format(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+inline void diagnose(const std::string& msg) {
+  if (g_diag_count < 1000) {
+    g_diag += msg;
+    g_diag += '\n';
+  }
+  ++g_diag_count;
+  if (!g_quiet) fprintf(stderr, "cuda-sim: %s\n", msg.c_str());
+}
+
+inline cudaError_t api_error(cudaError_t code, const std::string& msg) {
+  g_last = code;
+  diagnose(msg);
+  return code;
+}
+
+inline std::string where() {
+  if (!g_cur) return format("kernel %s", g_kernel);
+  return format("kernel %s, block (%u,%u,%u), thread (%u,%u,%u)", g_kernel, blockIdx.x, blockIdx.y,
+                blockIdx.z, g_cur->tid.x, g_cur->tid.y, g_cur->tid.z);
+}
+
+// Context switches.  ucontext starts a fiber on its own stack; after that the
+// switches use _setjmp/_longjmp, which (unlike swapcontext) make no
+// signal-mask system call: ~10x faster for barrier-heavy kernels.  Define
+// CUDA_SIM_SWAPCONTEXT to use swapcontext throughout.
+inline void to_scheduler() {
+#ifdef CUDA_SIM_SWAPCONTEXT
+  swapcontext(&g_cur->ctx, &g_sched);
+#else
+  if (!_setjmp(g_cur->jb)) _longjmp(g_sched_jb, 1);
+#endif
+}
+
+inline void resume(Fiber& f) {
+#ifdef CUDA_SIM_SWAPCONTEXT
+  swapcontext(&g_sched, &f.ctx);
+#else
+  if (!_setjmp(g_sched_jb)) {
+    if (f.started) _longjmp(f.jb, 1);
+    f.started = true;
+    setcontext(&f.ctx);
+  }
+#endif
+}
+
+// A fault in the running kernel: sticky error, the kernel stops.  Called in a
+// fiber it never returns (the fiber is abandoned); called by the scheduler it
+// returns so the scheduler can unwind.
+inline void kernel_fault(cudaError_t code, const std::string& msg) {
+  if (!g_failed) diagnose(msg);
+  g_failed = true;
+  if (g_sticky == cudaSuccess) g_sticky = code;
+  if (g_cur) {
+    g_cur->state = kAborted;
+    to_scheduler();
+    abort();  // unreachable: an aborted fiber is never resumed
+  }
+}
+
+inline bool seeded() { return g_seed != 0; }
+
+inline void yield_now() {
+  if (!g_cur) return;
+  g_cur->state = kYield;
+  to_scheduler();
+}
+inline void maybe_yield() {
+  if (g_cur && seeded() && (next_random() & 1)) yield_now();
+}
+
+inline void fiber_main() {
+  try {
+    g_thunk(g_thunk_ctx);
+  } catch (...) {
+    kernel_fault(cudaErrorLaunchFailure, "C++ exception escaped " + where());
+  }
+  g_cur->state = kDone;
+  to_scheduler();
+  abort();
+}
+
+inline void ensure_fibers(unsigned n) {
+  if (n <= g_fiber_cap) return;
+  delete[] g_fibers;
+  g_fibers = new Fiber[n];
+  g_fiber_cap = n;
+}
+
+inline bool ensure_stacks(unsigned n) {
+  if (n <= g_stack_cap) return true;
+  size_t page = g_page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t bytes = (std::max(g_stack_bytes, (size_t)65536) + page - 1) / page * page;
+  if (g_stacks) munmap(g_stacks, g_stack_slot * g_stack_cap);
+  g_stack_slot = bytes + page;  // one PROT_NONE guard page below each stack
+  void* m = mmap(nullptr, g_stack_slot * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (m == MAP_FAILED) {
+    g_stacks = nullptr;
+    g_stack_cap = 0;
+    return false;
+  }
+  g_stacks = static_cast<char*>(m);
+  for (unsigned i = 0; i < n; ++i) mprotect(g_stacks + i * g_stack_slot, page, PROT_NONE);
+  g_stack_cap = n;
+  return true;
+}
+
+inline void push_runnable(unsigned i) {
+  g_fibers[i].state = kRunnable;
+  if (seeded() && !g_runq.empty()) {
+    size_t pos = next_random() % (g_runq.size() + 1);
+    g_runq.insert(g_runq.begin() + (std::ptrdiff_t)pos, i);
+  } else {
+    g_runq.push_back(i);
+  }
+}
+
+inline void push_all_shuffled(std::vector<unsigned>& ids) {
+  if (seeded()) {
+    for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[next_random() % i]);
+  }
+  for (unsigned i : ids) {
+    g_fibers[i].state = kRunnable;
+    g_runq.push_back(i);
+  }
+}
+
+inline std::string tid_str(const Fiber& f) { return format("(%u,%u,%u)", f.tid.x, f.tid.y, f.tid.z); }
+
+inline std::string block_str() {
+  return format("kernel %s, block (%u,%u,%u)", g_kernel, blockIdx.x, blockIdx.y, blockIdx.z);
+}
+
+// Nothing is runnable: release the block barrier, or report why the block
+// can never make progress.  Returns false when the kernel must stop.
+inline bool resolve_stall(unsigned live) {
+  Fiber* warp_waiter = nullptr;
+  Fiber* bar_first = nullptr;
+  for (unsigned i = 0; i < g_nthreads; ++i) {
+    Fiber& f = g_fibers[i];
+    if (f.state == kWarp && !warp_waiter) warp_waiter = &f;
+    if (f.state == kBarrier && !bar_first) bar_first = &f;
+  }
+  if (warp_waiter) {
+    Fiber& w = *warp_waiter;
+    unsigned base = w.linear / 32 * 32;
+    std::string why = "a lane never arrived";
+    for (unsigned l = 0; l < 32 && base + l < g_nthreads; ++l) {
+      if (!(w.wmask >> l & 1)) continue;
+      Fiber& o = g_fibers[base + l];
+      if (o.state == kDone) {
+        why = format("lane %u, thread %s, has exited", l, tid_str(o).c_str());
+      } else if (o.state == kBarrier) {
+        why = format("lane %u, thread %s, waits at __syncthreads() (%s:%d)", l, tid_str(o).c_str(), o.bar_file,
+                     o.bar_line);
+      } else if (o.wop != w.wop || o.wmask != w.wmask) {
+        why = format("lane %u, thread %s, waits in %s (%s:%d) with mask 0x%08x", l, tid_str(o).c_str(),
+                     kWarpOpNames[o.wop], o.wfile, o.wline, o.wmask);
+      } else {
+        continue;
+      }
+      break;
+    }
+    kernel_fault(cudaErrorLaunchFailure,
+                 format("warp divergence in %s: thread %s waits in %s (%s:%d) with mask 0x%08x, but %s",
+                        block_str().c_str(), tid_str(w).c_str(), kWarpOpNames[w.wop], w.wfile, w.wline, w.wmask,
+                        why.c_str()));
+    return false;
+  }
+  // Every live fiber waits at a block barrier.
+  std::vector<unsigned> ids;
+  ids.reserve(live);
+  for (unsigned i = 0; i < g_nthreads; ++i) {
+    Fiber& f = g_fibers[i];
+    if (f.state != kBarrier) continue;
+    if (f.bar_line != bar_first->bar_line || std::strcmp(f.bar_file, bar_first->bar_file) != 0 ||
+        f.bar_kind != bar_first->bar_kind) {
+      kernel_fault(cudaErrorLaunchFailure,
+                   format("barrier divergence in %s: threads wait at different barriers: %s:%d (thread %s) "
+                          "and %s:%d (thread %s)",
+                          block_str().c_str(), bar_first->bar_file, bar_first->bar_line,
+                          tid_str(*bar_first).c_str(), f.bar_file, f.bar_line, tid_str(f).c_str()));
+      return false;
+    }
+    ids.push_back(i);
+  }
+  if (live < g_nthreads) {
+    const Fiber* gone = nullptr;
+    for (unsigned i = 0; i < g_nthreads && !gone; ++i)
+      if (g_fibers[i].state == kDone) gone = &g_fibers[i];
+    kernel_fault(cudaErrorLaunchFailure,
+                 format("barrier divergence in %s: %u thread(s) wait at __syncthreads() (%s:%d) but %u "
+                        "thread(s) of the block exited without reaching it, e.g. thread %s",
+                        block_str().c_str(), live, bar_first->bar_file, bar_first->bar_line,
+                        g_nthreads - live, gone ? tid_str(*gone).c_str() : "?"));
+    return false;
+  }
+  int count = 0;
+  for (unsigned i : ids) count += g_fibers[i].bar_pred;
+  int result = bar_first->bar_kind == 1 ? count
+             : bar_first->bar_kind == 2 ? (count == (int)ids.size())
+             : bar_first->bar_kind == 3 ? (count > 0) : 0;
+  for (unsigned i : ids) g_fibers[i].bar_result = result;
+  push_all_shuffled(ids);
+  return true;
+}
+
+// Runs one block to completion; false if the kernel faulted.
+inline bool run_block() {
+  unsigned bx = blockDim.x, by = blockDim.y;
+  unsigned n = g_nthreads;
+  std::vector<unsigned> ids(n);
+  for (unsigned i = 0; i < n; ++i) {
+    Fiber& f = g_fibers[i];
+    f.linear = i;
+    f.tid = uint3{i % bx, (i / bx) % by, i / (bx * by)};
+    f.state = kRunnable;
+    f.started = false;
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = g_stacks + (size_t)i * g_stack_slot + g_page;  // above the guard page
+    f.ctx.uc_stack.ss_size = g_stack_slot - g_page;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiber_main, 0);
+    ids[i] = i;
+  }
+  g_runq.clear();
+  push_all_shuffled(ids);
+  unsigned live = n;
+  for (;;) {
+    while (!g_runq.empty()) {
+      unsigned i = g_runq.front();
+      g_runq.pop_front();
+      Fiber& f = g_fibers[i];
+      g_cur = &f;
+      threadIdx = f.tid;
+      resume(f);
+      g_cur = nullptr;
+      if (f.state == kAborted) {
+        if (g_fault_msg[0]) {  // set by on_fault()
+          kernel_fault(cudaErrorIllegalAddress, g_fault_msg);
+          g_fault_msg[0] = 0;
+        }
+        return false;
+      }
+      if (f.state == kDone) --live;
+      else if (f.state == kYield) push_runnable(i);
+    }
+    if (live == 0) return true;
+    if (!resolve_stall(live)) return false;
+  }
+}
+
+// Called once per static __shared__ variable (build.py appends the call to its
+// declaration); run_grid() poisons them all at the start of every block.
+inline bool register_shared(void* p, size_t n) {
+  g_shared.push_back(SharedVar{p, n});
+  if (g_fill >= 0) std::memset(p, g_fill, n);
+  return true;
+}
+
+inline void set_block_index(unsigned long long b) {
+  blockIdx = uint3{(unsigned)(b % gridDim.x), (unsigned)(b / gridDim.x % gridDim.y),
+                   (unsigned)(b / ((unsigned long long)gridDim.x * gridDim.y))};
+}
+
+inline unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5u ^ (unsigned)(i * 0x3Bu)); }
+
+// Corrupted guard bytes of one allocation, with the first and last offending
+// offsets relative to the start of the user region.
+inline size_t corrupt_bytes(const Alloc& a, long long* first = nullptr, long long* last = nullptr) {
+  if (!a.guard) return 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < a.total; ++i) {
+    if (i == a.guard) i = a.guard + a.size;  // skip the user region
+    if (i >= a.total) break;
+    if (a.base[i] != guard_byte(i)) {
+      long long off = (long long)i - (long long)a.guard;
+      if (!bad && first) *first = off;
+      if (last) *last = off;
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+inline void report_guards(Alloc& a, const char* when) {
+  long long first = 0, last = 0;
+  size_t bad = corrupt_bytes(a, &first, &last);
+  if (!bad || a.reported) return;
+  a.reported = true;
+  diagnose(format("out-of-bounds write %s: %zu guard byte(s) of %s allocation #%llu (%zu bytes) corrupted at "
+                  "offsets %lld..%lld (relative to its start)",
+                  when, bad, kAllocKindNames[a.kind], a.id, a.size, first, last));
+}
+
+inline const Alloc* find_alloc(const void* p, uintptr_t* start = nullptr, bool end_inclusive = false) {
+  uintptr_t q = (uintptr_t)p;
+  auto it = g_allocs.upper_bound(q);
+  if (it == g_allocs.begin()) return nullptr;
+  --it;
+  size_t size = it->second.size;
+  if (q < it->first + size || q == it->first || (end_inclusive && q == it->first + size)) {
+    if (start) *start = it->first;
+    return &it->second;
+  }
+  return nullptr;
+}
+
+inline bool is_device_kind(int k) { return k == kDevice || k == kManaged || k == kSymbol; }
+
+// [p, p+n) must lie inside device(-accessible) memory.
+inline cudaError_t require_device(const void* p, size_t n, const char* api, const char* role) {
+  uintptr_t start = 0;
+  const Alloc* a = find_alloc(p, &start);
+  if (!a || !is_device_kind(a->kind))
+    return api_error(cudaErrorInvalidValue, format("%s: %s %p is not inside a device allocation", api, role, p));
+  if ((uintptr_t)p + n > start + a->size)
+    return api_error(cudaErrorInvalidValue,
+                     format("%s: %s range of %zu bytes at offset %zu overruns %s allocation #%llu of %zu bytes",
+                            api, role, n, (size_t)((uintptr_t)p - start), kAllocKindNames[a->kind], a->id,
+                            a->size));
+  return cudaSuccess;
+}
+
+inline cudaError_t require_host(const void* p, size_t, const char* api, const char* role) {
+  const Alloc* a = find_alloc(p);
+  if (a && a->kind == kDevice)
+    return api_error(cudaErrorInvalidValue, format("%s: %s %p is device memory (allocation #%llu) but the copy "
+                                                   "kind says host",
+                                                   api, role, p, a->id));
+  return cudaSuccess;
+}
+
+inline cudaError_t allocate(void** out, size_t size, int kind, const char* api) {
+  if (!out) return api_error(cudaErrorInvalidValue, format("%s: null output pointer", api));
+  *out = nullptr;
+  if (size == 0) return cudaSuccess;
+  size_t guard = (kind == kDevice || kind == kManaged) ? g_guard : 0;
+  size_t total = guard + size + guard;
+  total = (total + 255) / 256 * 256;
+  auto* base = static_cast<unsigned char*>(std::aligned_alloc(256, total));
+  if (!base) return api_error(cudaErrorMemoryAllocation, format("%s: out of memory (%zu bytes)", api, size));
+  // The back guard starts right after the last user byte and also takes the
+  // rounding slack, so a write one element past the end is caught.
+  if (guard)
+    for (size_t i = 0; i < total; ++i) base[i] = guard_byte(i);
+  unsigned char* user = base + guard;
+  if (g_fill >= 0) std::memset(user, g_fill, size);
+  g_allocs[(uintptr_t)user] = Alloc{size, guard, total, base, kind, ++g_alloc_ids, false};
+  *out = user;
+  return cudaSuccess;
+}
+
+inline cudaError_t release(void* p, int kind, const char* api) {
+  if (!p) return cudaSuccess;
+  auto it = g_allocs.find((uintptr_t)p);
+  bool ok_kind = it != g_allocs.end() &&
+                 (it->second.kind == kind || (kind == kDevice && it->second.kind == kManaged));
+  if (!ok_kind) {
+    const Alloc* inside = find_alloc(p);
+    if (inside && inside->kind == kind)
+      return api_error(cudaErrorInvalidValue,
+                       format("%s(%p): pointer into the middle of allocation #%llu", api, p, inside->id));
+    return api_error(cudaErrorInvalidValue,
+                     format("%s(%p): not a live %s allocation (double free, or wrong free function?)", api, p,
+                            kAllocKindNames[kind]));
+  }
+  Alloc& a = it->second;
+  report_guards(a, format("detected at %s", api).c_str());
+  g_freed_corrupt += (long long)corrupt_bytes(a);
+  std::free(a.base);
+  g_allocs.erase(it);
+  return cudaSuccess;
+}
+
+inline bool valid_stream(cudaStream_t s) {
+  return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread || g_streams.count(s);
+}
+
+struct LaunchConfig {
+  dim3 grid, block;
+  size_t smem;
+  cudaStream_t stream;
+  const char* name = "<kernel>";
+  const char* file = "";
+  int line = 0;
+  LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), smem(s), stream(st) {}
+  LaunchConfig& at(const char* n, const char* f, int l) {
+    name = n;
+    file = f;
+    line = l;
+    return *this;
+  }
+};
+
+inline cudaError_t validate_launch(const LaunchConfig& c, const void* key) {
+  if (g_sticky) return g_last = g_sticky;
+  const dim3 &g = c.grid, &b = c.block;
+  unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z || threads > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 ||
+      g.x > 2147483647u || g.y > 65535 || g.z > 65535)
+    return api_error(cudaErrorInvalidConfiguration,
+                     format("launch of %s at %s:%d: invalid configuration grid (%u,%u,%u) block (%u,%u,%u)",
+                            c.name, c.file, c.line, g.x, g.y, g.z, b.x, b.y, b.z));
+  auto it = g_func_smem.find(key);
+  size_t limit = it == g_func_smem.end() ? kDefaultDynSmem : (size_t)it->second;
+  if (c.smem > limit)
+    return api_error(cudaErrorInvalidValue,
+                     format("launch of %s at %s:%d: %zu bytes of dynamic shared memory exceed the limit of %zu "
+                            "(raise it with cudaFuncSetAttribute(..., "
+                            "cudaFuncAttributeMaxDynamicSharedMemorySize, ...))",
+                            c.name, c.file, c.line, c.smem, limit));
+  if (!valid_stream(c.stream))
+    return api_error(cudaErrorInvalidResourceHandle,
+                     format("launch of %s at %s:%d: invalid stream", c.name, c.file, c.line));
+  return cudaSuccess;
+}
+
+inline bool check_pointer_arg(const LaunchConfig& c, int index, const void* p) {
+  if (!g_ptr_check || !p) return true;
+  const Alloc* a = find_alloc(p, nullptr, true);
+  if (a) return true;
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  diagnose(format("launch of %s at %s:%d: argument %d (%p) is not device-accessible memory (a host pointer?)",
+                  c.name, c.file, c.line, index, p));
+  if (!g_sticky) g_sticky = cudaErrorIllegalAddress;
+  g_last = g_sticky;
+  return false;
+}
+
+template <class T>
+bool check_arg(const LaunchConfig& c, int index, const T& v) {
+  if constexpr (std::is_pointer_v<T>) {
+    if constexpr (std::is_object_v<std::remove_pointer_t<T>>) return check_pointer_arg(c, index, (const void*)v);
+  }
+  return true;
+}
+
+template <class Tup, size_t... I>
+bool check_args(const LaunchConfig& c, const Tup& t, std::index_sequence<I...>) {
+  return (check_arg(c, (int)I, std::get<I>(t)) && ... && true);
+}
+
+inline void scan_guards_after(const char* kernel) {
+  for (auto& kv : g_allocs) report_guards(kv.second, format("by kernel %s", kernel).c_str());
+}
+
+// A memory fault inside a fiber (an access far outside any allocation, or a
+// fiber stack overflow) becomes cudaErrorIllegalAddress for the launch, as on a
+// GPU, instead of killing the host process.  The handler runs on its own
+// signal stack and resumes the scheduler; faults outside kernels go to the
+// previous handler.
+inline struct sigaction g_old_segv, g_old_bus;
+inline stack_t g_old_altstack;
+alignas(16) inline char g_altstack[1 << 16];
+inline void on_fault(int sig, siginfo_t* info, void*) {
+  if (!g_cur) {  // not in a kernel: let the previous handler see it
+    sigaction(SIGSEGV, &g_old_segv, nullptr);
+    sigaction(SIGBUS, &g_old_bus, nullptr);
+    return;
+  }
+  uintptr_t a = (uintptr_t)info->si_addr, s0 = (uintptr_t)g_stacks;
+  bool overflow = g_stacks && a >= s0 && a < s0 + g_stack_slot * g_stack_cap && (a - s0) % g_stack_slot < g_page;
+  // Only async-signal-safe formatting here; diagnose() runs back in the scheduler.
+  snprintf(g_fault_msg, sizeof g_fault_msg,
+           overflow ? "stack overflow in kernel %s, block (%u,%u,%u), thread (%u,%u,%u): raise TRANSPILE_SIM_STACK_KB"
+                    : "illegal address in kernel %s, block (%u,%u,%u), thread (%u,%u,%u): %s at %p",
+           g_kernel, blockIdx.x, blockIdx.y, blockIdx.z, g_cur->tid.x, g_cur->tid.y, g_cur->tid.z,
+           sig == SIGBUS ? "bus error" : "segmentation fault", info->si_addr);
+  g_cur->state = kAborted;
+#ifdef CUDA_SIM_SWAPCONTEXT
+  setcontext(&g_sched);  // back into run_block(), which sees kAborted
+#else
+  _longjmp(g_sched_jb, 1);  // SA_NODEFER: the signal is not left blocked
+#endif
+}
+
+struct FaultGuard {
+  FaultGuard() {
+    stack_t ss{};
+    ss.ss_sp = g_altstack;
+    ss.ss_size = sizeof g_altstack;
+    sigaltstack(&ss, &g_old_altstack);
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+  }
+  ~FaultGuard() {
+    sigaction(SIGSEGV, &g_old_segv, nullptr);
+    sigaction(SIGBUS, &g_old_bus, nullptr);
+    sigaltstack(&g_old_altstack, nullptr);
+  }
+};
+
+inline cudaError_t run_grid(const LaunchConfig& c, void (*thunk)(void*), void* ctx) {
+  ++g_launches;
+  g_rng = g_seed * 0x2545F4914F6CDD1Dull + g_launches;
+  unsigned n = c.block.x * c.block.y * c.block.z;
+  ensure_fibers(n);
+  if (!ensure_stacks(n))
+    return api_error(cudaErrorMemoryAllocation, format("launch of %s: cannot map fiber stacks", c.name));
+  g_thunk = thunk;
+  g_thunk_ctx = ctx;
+  g_kernel = c.name;
+  g_nthreads = n;
+  g_failed = false;
+  gridDim = c.grid;
+  blockDim = c.block;
+  unsigned long long nb = (unsigned long long)c.grid.x * c.grid.y * c.grid.z;
+  // Block order: identity, or a seeded permutation (explicit for small grids,
+  // an affine bijection b -> (a*b + s) mod nb for huge ones).
+  std::vector<unsigned long long> order;
+  unsigned long long mul = 1, add = 0;
+  if (seeded()) {
+    if (nb <= (1ull << 20)) {
+      order.resize(nb);
+      for (unsigned long long i = 0; i < nb; ++i) order[i] = i;
+      for (unsigned long long i = nb; i > 1; --i) std::swap(order[i - 1], order[next_random() % i]);
+    } else {
+      add = next_random() % nb;
+      do mul = next_random() % nb | 1; while (std::gcd(mul, nb) != 1);
+    }
+  }
+  FaultGuard fault_guard;
+  g_fault_msg[0] = 0;
+  for (unsigned long long k = 0; k < nb && !g_failed; ++k) {
+    unsigned long long b = order.empty() ? (unsigned long long)(((unsigned __int128)k * mul + add) % nb) : order[k];
+    set_block_index(b);
+    if (g_fill >= 0) {
+      if (c.smem) std::memset(dyn_smem, g_fill, c.smem);
+      for (const SharedVar& v : g_shared) std::memset(v.p, g_fill, v.n);
+    }
+    if (!run_block()) break;
+  }
+  g_cur = nullptr;
+  threadIdx = uint3{0, 0, 0};
+  scan_guards_after(c.name);
+  return g_sticky;
+}
+
+template <class K, class Tup>
+struct Invocation {
+  K kernel;
+  Tup* params;
+};
+
+template <class K, class Tup>
+void invoke(void* p) {
+  auto* inv = static_cast<Invocation<K, Tup>*>(p);
+  std::apply(inv->kernel, *inv->params);  // copies: each thread owns its parameters
+}
+
+template <class... P>
+cudaError_t launch_tuple(void (*kernel)(P...), const LaunchConfig& c, std::tuple<std::decay_t<P>...>& params) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  if (g_cur) {  // build.py rejects this; a hand-made build might not
+    kernel_fault(cudaErrorNotSupported, "dynamic parallelism (a launch of " + std::string(c.name) + " inside " +
+                                            where() + ") is not simulated");
+  }
+  const void* key = reinterpret_cast<const void*>(kernel);
+  if (cudaError_t e = validate_launch(c, key)) return e;
+  if (!check_args(c, params, std::index_sequence_for<P...>{})) return g_sticky;
+  using Tup = std::tuple<std::decay_t<P>...>;
+  Invocation<void (*)(P...), Tup> inv{kernel, &params};
+  return run_grid(c, &invoke<void (*)(P...), Tup>, &inv);
+}
+
+// --- barriers and warp collectives (called from kernel code)
+
+inline int syncthreads_at(const char* file, int line, int kind, int pred) {
+  if (!g_cur) return pred != 0;  // host code: a one-thread block
+  Fiber& me = *g_cur;
+  me.state = kBarrier;
+  me.bar_file = file;
+  me.bar_line = line;
+  me.bar_kind = kind;
+  me.bar_pred = pred != 0;
+  to_scheduler();
+  return me.bar_result;
+}
+
+inline unsigned lanes_present(unsigned warp) {
+  unsigned base = warp * 32;
+  unsigned k = g_nthreads - base >= 32 ? 32 : g_nthreads - base;
+  return k == 32 ? 0xFFFFFFFFu : ((1u << k) - 1);
+}
+
+inline void complete_warp(unsigned base, unsigned mask) {
+  Fiber* lanes[32] = {};
+  for (unsigned l = 0; l < 32; ++l)
+    if (mask >> l & 1) lanes[l] = &g_fibers[base + l];
+  Fiber& first = *lanes[__builtin_ctz(mask)];
+  int op = first.wop;
+  unsigned ballot = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    if (lanes[l] && lanes[l]->wval) ballot |= 1u << l;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!lanes[l]) continue;
+    Fiber& f = *lanes[l];
+    unsigned w = (unsigned)f.wwidth;
+    unsigned seg = l & ~(w - 1);
+    long long src = l;
+    unsigned long long r = f.wval;
+    switch (op) {
+      case kShflIdx: src = seg + ((unsigned)f.warg & (w - 1)); break;
+      case kShflUp: src = (l - seg) >= (unsigned)f.warg ? (long long)l - f.warg : l; break;
+      case kShflDown: src = (l - seg) + (unsigned)f.warg < w ? (long long)l + f.warg : l; break;
+      case kShflXor: src = l ^ (unsigned)f.warg; if (src >= (long long)(seg + w)) src = l; break;
+      case kBallot: r = ballot; break;
+      case kAny: r = ballot != 0; break;
+      case kAll: r = ballot == mask; break;
+      case kMatchAny:
+      case kMatchAll: {
+        unsigned same = 0;
+        for (unsigned m = 0; m < 32; ++m)
+          if (lanes[m] && lanes[m]->wval == f.wval) same |= 1u << m;
+        r = op == kMatchAny ? same : (same == mask ? mask : 0);
+        break;
+      }
+      default: {  // reductions over 32-bit values; warg != 0: signed
+        unsigned long long acc = 0;
+        bool init = false;
+        for (unsigned m = 0; m < 32; ++m) {
+          if (!lanes[m]) continue;
+          unsigned v = (unsigned)lanes[m]->wval;
+          if (!init) { acc = v; init = true; continue; }
+          unsigned a = (unsigned)acc;
+          switch (op) {
+            case kReduceAdd: a += v; break;
+            case kReduceMin: a = f.warg ? (unsigned)std::min((int)a, (int)v) : std::min(a, v); break;
+            case kReduceMax: a = f.warg ? (unsigned)std::max((int)a, (int)v) : std::max(a, v); break;
+            case kReduceAnd: a &= v; break;
+            case kReduceOr: a |= v; break;
+            case kReduceXor: a ^= v; break;
+          }
+          acc = a;
+        }
+        r = acc;
+      }
+    }
+    if (op >= kShflIdx && op <= kShflXor) {
+      // A source lane outside the mask (or absent) is undefined in CUDA: own value.
+      r = (src >= 0 && src < 32 && lanes[src]) ? lanes[src]->wval : f.wval;
+    }
+    f.wres = r;
+  }
+}
+
+// Arrive at a warp collective; returns this lane's result.
+inline unsigned long long warp_op(int op, unsigned mask, unsigned long long val, int arg, int width,
+                                  const char* file, int line) {
+  if (!g_cur) {
+    if (op == kBallot) return val ? 1 : 0;
+    if (op == kMatchAny || op == kMatchAll) return 1;
+    return val;
+  }
+  Fiber& me = *g_cur;
+  unsigned lane = me.linear % 32, base = me.linear - lane;
+  if (width <= 0 || width > 32 || (width & (width - 1)))
+    kernel_fault(cudaErrorLaunchFailure, format("%s in %s: width %d is not a power of two <= 32",
+                                                kWarpOpNames[op], where().c_str(), width));
+  mask &= lanes_present(me.linear / 32);
+  if (!(mask >> lane & 1))
+    kernel_fault(cudaErrorLaunchFailure, format("%s in %s: mask 0x%08x does not include the calling lane %u",
+                                                kWarpOpNames[op], where().c_str(), mask, lane));
+  me.state = kWarp;
+  me.wop = op;
+  me.wmask = mask;
+  me.wval = val;
+  me.warg = arg;
+  me.wwidth = width;
+  me.wfile = file;
+  me.wline = line;
+  bool complete = true;
+  for (unsigned l = 0; l < 32 && complete; ++l) {
+    if (!(mask >> l & 1)) continue;
+    const Fiber& o = g_fibers[base + l];
+    complete = o.state == kWarp && o.wop == op && o.wmask == mask;
+  }
+  if (complete) {
+    complete_warp(base, mask);
+    for (unsigned l = 0; l < 32; ++l)
+      if ((mask >> l & 1) && l != lane) push_runnable(base + l);
+    me.state = kRunnable;
+    maybe_yield();
+  } else {
+    to_scheduler();
+  }
+  return me.wres;
+}
+
+template <class T>
+unsigned long long to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp shuffles move at most 8 bytes");
+  unsigned long long b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <class T>
+T from_bits(unsigned long long b) {
+  T v;
+  std::memcpy(&v, &b, sizeof(T));
+  return v;
+}
+
+template <class T>
+struct Id { using type = T; };
+
+inline void after_atomic() { maybe_yield(); }
+
+inline long long clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline void read_env() {
+  if (const char* s = getenv("TRANSPILE_SIM_SEED")) g_seed = strtoull(s, nullptr, 0);
+  if (const char* s = getenv("TRANSPILE_SIM_GUARD_BYTES")) g_guard = (strtoull(s, nullptr, 0) + 255) / 256 * 256;
+  if (const char* s = getenv("TRANSPILE_SIM_STACK_KB")) g_stack_bytes = strtoull(s, nullptr, 0) * 1024;
+  if (const char* s = getenv("TRANSPILE_SIM_QUIET")) g_quiet = *s && *s != '0';
+}
+static const bool g_env_read = (read_env(), true);  // static: always initialized
+
+}  // namespace __sim
+
+// ---------------------------------------------------------------- kernel launch
+template <class... P, class... A>
+void __sim_launch(void (*kernel)(P...), const __sim::LaunchConfig& c, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "cuda-sim: kernel launched with the wrong number of arguments");
+  auto params = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...);
+  __sim::launch_tuple(kernel, c, params);
+}
+
+template <class... P, size_t... I>
+std::tuple<std::decay_t<P>...> __sim_unpack_args(void** args, std::index_sequence<I...>) {
+  return std::tuple<std::decay_t<P>...>(*static_cast<std::decay_t<P>*>(args[I])...);
+}
+
+template <class... P>
+cudaError_t cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t smem = 0,
+                             cudaStream_t stream = nullptr) {
+  auto params = __sim_unpack_args<P...>(args, std::index_sequence_for<P...>{});
+  return __sim::launch_tuple(kernel, __sim::LaunchConfig(grid, block, smem, stream).at("cudaLaunchKernel", "", 0),
+                             params);
+}
+
+// ---------------------------------------------------------------- barriers, warps
+#define __syncthreads() __sim::syncthreads_at(__FILE__, __LINE__, 0, 0)
+#define __syncthreads_count(p) __sim::syncthreads_at(__FILE__, __LINE__, 1, (p))
+#define __syncthreads_and(p) __sim::syncthreads_at(__FILE__, __LINE__, 2, (p))
+#define __syncthreads_or(p) __sim::syncthreads_at(__FILE__, __LINE__, 3, (p))
+
+// The trailing file/line parameters default to the call site (GCC builtins
+// honour #line), for divergence reports.
+#define SIM_SITE const char* sim_file_ = __builtin_FILE(), int sim_line_ = __builtin_LINE()
+#define SIM_AT sim_file_, sim_line_
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, SIM_SITE) { __sim::warp_op(__sim::kSyncwarp, mask, 0, 0, 32, SIM_AT); }
+template <class T>
+T __shfl_sync(unsigned mask, T v, int src, int width = 32, SIM_SITE) {
+  return __sim::from_bits<T>(__sim::warp_op(__sim::kShflIdx, mask, __sim::to_bits(v), src, width, SIM_AT));
+}
+template <class T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32, SIM_SITE) {
+  return __sim::from_bits<T>(__sim::warp_op(__sim::kShflUp, mask, __sim::to_bits(v), (int)delta, width, SIM_AT));
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32, SIM_SITE) {
+  return __sim::from_bits<T>(__sim::warp_op(__sim::kShflDown, mask, __sim::to_bits(v), (int)delta, width, SIM_AT));
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32, SIM_SITE) {
+  return __sim::from_bits<T>(__sim::warp_op(__sim::kShflXor, mask, __sim::to_bits(v), lane_mask, width, SIM_AT));
+}
+inline unsigned __ballot_sync(unsigned mask, int pred, SIM_SITE) {
+  return (unsigned)__sim::warp_op(__sim::kBallot, mask, pred != 0, 0, 32, SIM_AT);
+}
+inline int __any_sync(unsigned mask, int pred, SIM_SITE) { return (int)__sim::warp_op(__sim::kAny, mask, pred != 0, 0, 32, SIM_AT); }
+inline int __all_sync(unsigned mask, int pred, SIM_SITE) { return (int)__sim::warp_op(__sim::kAll, mask, pred != 0, 0, 32, SIM_AT); }
+template <class T>
+unsigned __match_any_sync(unsigned mask, T v, SIM_SITE) {
+  return (unsigned)__sim::warp_op(__sim::kMatchAny, mask, __sim::to_bits(v), 0, 32, SIM_AT);
+}
+template <class T>
+unsigned __match_all_sync(unsigned mask, T v, int* pred, SIM_SITE) {
+  unsigned r = (unsigned)__sim::warp_op(__sim::kMatchAll, mask, __sim::to_bits(v), 0, 32, SIM_AT);
+  *pred = r != 0;
+  return r;
+}
+#define SIM_WARP_REDUCE(NAME, OP)                                                                 \
+  inline unsigned NAME(unsigned mask, unsigned v, SIM_SITE) {                                     \
+    return (unsigned)__sim::warp_op(__sim::OP, mask, v, 0, 32, SIM_AT);                                   \
+  }                                                                                               \
+  inline int NAME(unsigned mask, int v, SIM_SITE) {                                               \
+    return (int)(unsigned)__sim::warp_op(__sim::OP, mask, (unsigned)v, 1, 32, SIM_AT);                    \
+  }
+SIM_WARP_REDUCE(__reduce_add_sync, kReduceAdd)
+SIM_WARP_REDUCE(__reduce_min_sync, kReduceMin)
+SIM_WARP_REDUCE(__reduce_max_sync, kReduceMax)
+#undef SIM_WARP_REDUCE
+inline unsigned __reduce_and_sync(unsigned mask, unsigned v, SIM_SITE) {
+  return (unsigned)__sim::warp_op(__sim::kReduceAnd, mask, v, 0, 32, SIM_AT);
+}
+inline unsigned __reduce_or_sync(unsigned mask, unsigned v, SIM_SITE) {
+  return (unsigned)__sim::warp_op(__sim::kReduceOr, mask, v, 0, 32, SIM_AT);
+}
+inline unsigned __reduce_xor_sync(unsigned mask, unsigned v, SIM_SITE) {
+  return (unsigned)__sim::warp_op(__sim::kReduceXor, mask, v, 0, 32, SIM_AT);
+}
+inline unsigned __activemask() {
+  if (!__sim::g_cur) return 1;
+  unsigned lane = __sim::g_cur->linear % 32, base = __sim::g_cur->linear - lane, m = 0;
+  for (unsigned l = 0; l < 32 && base + l < __sim::g_nthreads; ++l)
+    if (__sim::g_fibers[base + l].state != __sim::kDone) m |= 1u << l;
+  return m;
+}
+
+#undef SIM_SITE
+#undef SIM_AT
+
+inline void __threadfence() { __sim::maybe_yield(); }
+inline void __threadfence_block() { __sim::maybe_yield(); }
+inline void __threadfence_system() { __sim::maybe_yield(); }
+inline void __nanosleep(unsigned) { __sim::yield_now(); }
+inline long long clock64() { return __sim::clock_ns(); }
+inline void __trap() {
+  __sim::kernel_fault(cudaErrorLaunchFailure, "__trap() in " + __sim::where());
+  abort();
+}
+inline void __brkpt() {}
+
+// ---------------------------------------------------------------- atomics
+// Fibers never run concurrently and are only switched at explicit points, so a
+// plain read-modify-write is atomic.  A failed atomicCAS and atomicExch yield,
+// so spin locks make progress; with a seed, other atomics may yield too.
+template <class T> T atomicAdd(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o + v; __sim::after_atomic(); return o; }
+template <class T> T atomicSub(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o - v; __sim::after_atomic(); return o; }
+template <class T> T atomicMax(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o < v ? v : o; __sim::after_atomic(); return o; }
+template <class T> T atomicMin(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = v < o ? v : o; __sim::after_atomic(); return o; }
+template <class T> T atomicAnd(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o & v; __sim::after_atomic(); return o; }
+template <class T> T atomicOr(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o | v; __sim::after_atomic(); return o; }
+template <class T> T atomicXor(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = o ^ v; __sim::after_atomic(); return o; }
+template <class T> T atomicExch(T* a, typename __sim::Id<T>::type v) { T o = *a; *a = v; __sim::yield_now(); return o; }
+template <class T> T atomicCAS(T* a, typename __sim::Id<T>::type cmp, typename __sim::Id<T>::type v) {
+  T o = *a;
+  if (o == cmp) { *a = v; __sim::after_atomic(); }
+  else __sim::yield_now();
+  return o;
+}
+inline unsigned atomicInc(unsigned* a, unsigned v) { unsigned o = *a; *a = o >= v ? 0 : o + 1; __sim::after_atomic(); return o; }
+inline unsigned atomicDec(unsigned* a, unsigned v) { unsigned o = *a; *a = (o == 0 || o > v) ? v : o - 1; __sim::after_atomic(); return o; }
+#define SIM_ATOMIC_SCOPES(NAME) \
+  template <class T, class... A> T NAME##_block(T* a, A... v) { return NAME(a, v...); } \
+  template <class T, class... A> T NAME##_system(T* a, A... v) { return NAME(a, v...); }
+SIM_ATOMIC_SCOPES(atomicAdd) SIM_ATOMIC_SCOPES(atomicSub) SIM_ATOMIC_SCOPES(atomicMax)
+SIM_ATOMIC_SCOPES(atomicMin) SIM_ATOMIC_SCOPES(atomicAnd) SIM_ATOMIC_SCOPES(atomicOr)
+SIM_ATOMIC_SCOPES(atomicXor) SIM_ATOMIC_SCOPES(atomicExch) SIM_ATOMIC_SCOPES(atomicCAS)
+SIM_ATOMIC_SCOPES(atomicInc) SIM_ATOMIC_SCOPES(atomicDec)
+#undef SIM_ATOMIC_SCOPES
+
+// ---------------------------------------------------------------- loads / stores
+template <class T> T __ldg(const T* p) { return *p; }
+template <class T> T __ldcg(const T* p) { return *p; }
+template <class T> T __ldca(const T* p) { return *p; }
+template <class T> T __ldcs(const T* p) { return *p; }
+template <class T> T __ldlu(const T* p) { return *p; }
+template <class T> T __ldcv(const T* p) { return *p; }
+template <class T> void __stwb(T* p, T v) { *p = v; }
+template <class T> void __stcg(T* p, T v) { *p = v; }
+template <class T> void __stcs(T* p, T v) { *p = v; }
+template <class T> void __stwt(T* p, T v) { *p = v; }
+
+// ---------------------------------------------------------------- device math
+// min/max: CUDA declares non-template overloads for every pair of arithmetic
+// types (the result is the usual arithmetic conversion); non-templates also
+// win over std::min/std::max under `using namespace std`.
+#define SIM_MINMAX(A, B)                                                             \
+  inline std::common_type_t<A, B> min(A a, B b) {                                    \
+    using R = std::common_type_t<A, B>;                                              \
+    if constexpr (std::is_floating_point_v<R>) return std::fmin((R)a, (R)b);         \
+    else return (R)a < (R)b ? (R)a : (R)b;                                           \
+  }                                                                                  \
+  inline std::common_type_t<A, B> max(A a, B b) {                                    \
+    using R = std::common_type_t<A, B>;                                              \
+    if constexpr (std::is_floating_point_v<R>) return std::fmax((R)a, (R)b);         \
+    else return (R)a < (R)b ? (R)b : (R)a;                                           \
+  }
+#define SIM_MINMAX_ROW(A) \
+  SIM_MINMAX(A, int) SIM_MINMAX(A, unsigned int) SIM_MINMAX(A, long) SIM_MINMAX(A, unsigned long) \
+  SIM_MINMAX(A, long long) SIM_MINMAX(A, unsigned long long) SIM_MINMAX(A, float) SIM_MINMAX(A, double)
+SIM_MINMAX_ROW(int) SIM_MINMAX_ROW(unsigned int) SIM_MINMAX_ROW(long) SIM_MINMAX_ROW(unsigned long)
+SIM_MINMAX_ROW(long long) SIM_MINMAX_ROW(unsigned long long) SIM_MINMAX_ROW(float) SIM_MINMAX_ROW(double)
+#undef SIM_MINMAX_ROW
+#undef SIM_MINMAX
+inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned umax(unsigned a, unsigned b) { return a < b ? b : a; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a < b ? b : a; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a < b ? b : a; }
+
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float rcbrtf(float x) { return 1.0f / std::cbrt(x); }
+inline double rcbrt(double x) { return 1.0 / std::cbrt(x); }
+#if !(defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 41)))
+// glibc 2.41 declares the C23 sinpi/cospi itself.
+inline double sinpi(double x) { return std::sin(M_PI * x); }
+inline double cospi(double x) { return std::cos(M_PI * x); }
+inline float sinpif(float x) { return (float)std::sin(M_PI * (double)x); }
+inline float cospif(float x) { return (float)std::cos(M_PI * (double)x); }
+#endif
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+inline double norm3d(double a, double b, double c) { return std::sqrt(a * a + b * b + c * c); }
+inline float norm3df(float a, float b, float c) { return std::sqrt(a * a + b * b + c * c); }
+inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
+inline double norm4d(double a, double b, double c, double d) { return std::sqrt(a * a + b * b + c * c + d * d); }
+inline float norm4df(float a, float b, float c, float d) { return std::sqrt(a * a + b * b + c * c + d * d); }
+inline double rhypot(double a, double b) { return 1.0 / std::hypot(a, b); }
+inline float rhypotf(float a, float b) { return 1.0f / std::hypot(a, b); }
+inline double normcdf(double x) { return 0.5 * std::erfc(-x / M_SQRT2); }
+inline float normcdff(float x) { return 0.5f * std::erfc(-x / (float)M_SQRT2); }
+inline float fdividef(float a, float b) { return a / b; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __log2f(float x) { return std::log2(x); }
+inline float __log10f(float x) { return std::log10(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __tanf(float x) { return std::tan(x); }
+inline float __powf(float a, float b) { return std::pow(a, b); }
+inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
+inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
+// Directed rounding is not simulated: all _r? variants round to nearest.
+#define SIM_ROUNDINGS(F) F(rn) F(rz) F(ru) F(rd)
+#define SIM_FARITH(R)                                                        \
+  inline float __fadd_##R(float a, float b) { return a + b; }                \
+  inline float __fsub_##R(float a, float b) { return a - b; }                \
+  inline float __fmul_##R(float a, float b) { return a * b; }                \
+  inline float __fdiv_##R(float a, float b) { return a / b; }                \
+  inline float __frcp_##R(float a) { return 1.0f / a; }                      \
+  inline float __fsqrt_##R(float a) { return std::sqrt(a); }                 \
+  inline float __fmaf_##R(float a, float b, float c) { return std::fma(a, b, c); } \
+  inline double __dadd_##R(double a, double b) { return a + b; }             \
+  inline double __dsub_##R(double a, double b) { return a - b; }             \
+  inline double __dmul_##R(double a, double b) { return a * b; }             \
+  inline double __ddiv_##R(double a, double b) { return a / b; }             \
+  inline double __drcp_##R(double a) { return 1.0 / a; }                     \
+  inline double __dsqrt_##R(double a) { return std::sqrt(a); }               \
+  inline double __fma_##R(double a, double b, double c) { return std::fma(a, b, c); }
+SIM_ROUNDINGS(SIM_FARITH)
+#undef SIM_FARITH
+#undef SIM_ROUNDINGS
+inline float __frsqrt_rn(float a) { return 1.0f / std::sqrt(a); }
+
+inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline int __float2int_ru(float x) { return (int)std::ceil(x); }
+inline int __float2int_rd(float x) { return (int)std::floor(x); }
+inline unsigned __float2uint_rn(float x) { return (unsigned)std::nearbyint(x); }
+inline unsigned __float2uint_rz(float x) { return (unsigned)x; }
+inline long long __float2ll_rn(float x) { return (long long)std::nearbyint(x); }
+inline long long __float2ll_rz(float x) { return (long long)x; }
+inline int __double2int_rn(double x) { return (int)std::nearbyint(x); }
+inline int __double2int_rz(double x) { return (int)x; }
+inline long long __double2ll_rn(double x) { return (long long)std::nearbyint(x); }
+inline float __double2float_rn(double x) { return (float)x; }
+inline float __int2float_rn(int x) { return (float)x; }
+inline float __uint2float_rn(unsigned x) { return (float)x; }
+inline float __ll2float_rn(long long x) { return (float)x; }
+inline double __ll2double_rn(long long x) { return (double)x; }
+inline double __int2double_rn(int x) { return (double)x; }
+template <class To, class From> To __sim_bitcast(From v) { To t; std::memcpy(&t, &v, sizeof t); return t; }
+inline int __float_as_int(float x) { return __sim_bitcast<int>(x); }
+inline unsigned __float_as_uint(float x) { return __sim_bitcast<unsigned>(x); }
+inline float __int_as_float(int x) { return __sim_bitcast<float>(x); }
+inline float __uint_as_float(unsigned x) { return __sim_bitcast<float>(x); }
+inline long long __double_as_longlong(double x) { return __sim_bitcast<long long>(x); }
+inline double __longlong_as_double(long long x) { return __sim_bitcast<double>(x); }
+inline int __double2hiint(double x) { return (int)(__double_as_longlong(x) >> 32); }
+inline int __double2loint(double x) { return (int)(unsigned)__double_as_longlong(x); }
+inline double __hiloint2double(int hi, int lo) {
+  return __longlong_as_double((long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo));
+}
+
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+  return ((unsigned long long)__brev((unsigned)x) << 32) | __brev((unsigned)(x >> 32));
+}
+inline int __mul24(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
+inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+inline unsigned __sad(int x, int y, unsigned z) { return (unsigned)(x > y ? x - y : y - x) + z; }
+inline unsigned __usad(unsigned x, unsigned y, unsigned z) { return (x > y ? x - y : y - x) + z; }
+inline int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
+inline int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
+inline unsigned __uhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b) >> 1); }
+inline unsigned __urhadd(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a + b + 1) >> 1); }
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  unsigned long long v = ((unsigned long long)y << 32) | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= (unsigned)((v >> (((s >> (4 * i)) & 7) * 8)) & 0xFF) << (8 * i);
+  return r;
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+  return (unsigned)(((((unsigned long long)hi << 32) | lo) << (s & 31)) >> 32);
+}
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned s) {
+  return (unsigned)(((((unsigned long long)hi << 32) | lo) << (s > 32 ? 32 : s)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+  return (unsigned)((((unsigned long long)hi << 32) | lo) >> (s & 31));
+}
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
+  return (unsigned)((((unsigned long long)hi << 32) | lo) >> (s > 32 ? 32 : s));
+}
+
+// ---------------------------------------------------------------- runtime API
+#define SIM_API_ENTER                                    \
+  std::lock_guard<std::recursive_mutex> sim_lock_(__sim::g_mu); \
+  if (__sim::g_sticky) return __sim::g_last = __sim::g_sticky
+
+inline const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+#define SIM_E(N) case N: return #N;
+    SIM_E(cudaSuccess) SIM_E(cudaErrorInvalidValue) SIM_E(cudaErrorMemoryAllocation)
+    SIM_E(cudaErrorInitializationError) SIM_E(cudaErrorInvalidConfiguration) SIM_E(cudaErrorInvalidPitchValue)
+    SIM_E(cudaErrorInvalidSymbol) SIM_E(cudaErrorInvalidDevicePointer) SIM_E(cudaErrorInvalidMemcpyDirection)
+    SIM_E(cudaErrorInvalidDeviceFunction) SIM_E(cudaErrorNoDevice) SIM_E(cudaErrorInvalidDevice)
+    SIM_E(cudaErrorInvalidResourceHandle) SIM_E(cudaErrorNotReady) SIM_E(cudaErrorIllegalAddress)
+    SIM_E(cudaErrorLaunchOutOfResources) SIM_E(cudaErrorLaunchTimeout) SIM_E(cudaErrorAssert)
+    SIM_E(cudaErrorHostMemoryAlreadyRegistered) SIM_E(cudaErrorHostMemoryNotRegistered)
+    SIM_E(cudaErrorIllegalInstruction) SIM_E(cudaErrorMisalignedAddress) SIM_E(cudaErrorLaunchFailure)
+    SIM_E(cudaErrorNotPermitted) SIM_E(cudaErrorNotSupported) SIM_E(cudaErrorUnknown)
+#undef SIM_E
+  }
+  return "cudaErrorUnknown";
+}
+inline const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorAssert: return "device-side assert triggered";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorNotSupported: return "operation not supported";
+    default: return cudaGetErrorName(e);
+  }
+}
+inline cudaError_t cudaGetLastError() {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  cudaError_t e = __sim::g_sticky ? __sim::g_sticky : __sim::g_last;
+  __sim::g_last = cudaSuccess;
+  return e;
+}
+inline cudaError_t cudaPeekAtLastError() { return __sim::g_sticky ? __sim::g_sticky : __sim::g_last; }
+inline cudaError_t cudaDeviceSynchronize() { return __sim::g_sticky; }
+inline cudaError_t cudaThreadSynchronize() { return __sim::g_sticky; }
+inline cudaError_t cudaDeviceReset() {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  for (auto& kv : __sim::g_allocs)
+    if (kv.second.kind != __sim::kRegistered && kv.second.kind != __sim::kSymbol) std::free(kv.second.base);
+  __sim::g_allocs.clear();
+  __sim::g_sticky = __sim::g_last = cudaSuccess;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMalloc(void** p, size_t n) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kDevice, "cudaMalloc"); }
+template <class T> cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc(reinterpret_cast<void**>(p), n); }
+inline cudaError_t cudaMallocManaged(void** p, size_t n, unsigned = cudaMemAttachGlobal) {
+  SIM_API_ENTER;
+  return __sim::allocate(p, n, __sim::kManaged, "cudaMallocManaged");
+}
+template <class T> cudaError_t cudaMallocManaged(T** p, size_t n, unsigned f = cudaMemAttachGlobal) {
+  return cudaMallocManaged(reinterpret_cast<void**>(p), n, f);
+}
+inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+template <class T> cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
+  return cudaMallocAsync(reinterpret_cast<void**>(p), n, s);
+}
+inline cudaError_t cudaFree(void* p) { SIM_API_ENTER; return __sim::release(p, __sim::kDevice, "cudaFree"); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+inline cudaError_t cudaMallocHost(void** p, size_t n) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaMallocHost"); }
+template <class T> cudaError_t cudaMallocHost(T** p, size_t n) { return cudaMallocHost(reinterpret_cast<void**>(p), n); }
+inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaHostAlloc"); }
+template <class T> cudaError_t cudaHostAlloc(T** p, size_t n, unsigned f) { return cudaHostAlloc(reinterpret_cast<void**>(p), n, f); }
+inline cudaError_t cudaFreeHost(void* p) { SIM_API_ENTER; return __sim::release(p, __sim::kPinned, "cudaFreeHost"); }
+inline cudaError_t cudaHostRegister(void* p, size_t n, unsigned) {
+  SIM_API_ENTER;
+  if (__sim::find_alloc(p)) return __sim::api_error(cudaErrorHostMemoryAlreadyRegistered, "cudaHostRegister: already registered");
+  __sim::g_allocs[(uintptr_t)p] = __sim::Alloc{n, 0, n, static_cast<unsigned char*>(p), __sim::kRegistered, ++__sim::g_alloc_ids, false};
+  return cudaSuccess;
+}
+inline cudaError_t cudaHostUnregister(void* p) {
+  SIM_API_ENTER;
+  auto it = __sim::g_allocs.find((uintptr_t)p);
+  if (it == __sim::g_allocs.end() || it->second.kind != __sim::kRegistered)
+    return __sim::api_error(cudaErrorHostMemoryNotRegistered, "cudaHostUnregister: pointer not registered");
+  __sim::g_allocs.erase(it);
+  return cudaSuccess;
+}
+inline cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned) {
+  SIM_API_ENTER;
+  const __sim::Alloc* a = __sim::find_alloc(h);
+  if (!a || (a->kind != __sim::kPinned && a->kind != __sim::kRegistered))
+    return __sim::api_error(cudaErrorInvalidValue, "cudaHostGetDevicePointer: not page-locked host memory");
+  *d = h;
+  return cudaSuccess;
+}
+template <class T> cudaError_t cudaHostGetDevicePointer(T** d, void* h, unsigned f) {
+  return cudaHostGetDevicePointer(reinterpret_cast<void**>(d), h, f);
+}
+inline cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  *pitch = (width + 511) / 512 * 512;
+  return cudaMalloc(p, *pitch * height);
+}
+template <class T> cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t w, size_t h) {
+  return cudaMallocPitch(reinterpret_cast<void**>(p), pitch, w, h);
+}
+
+inline cudaError_t __sim_check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, const char* api) {
+  using namespace __sim;
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      if (cudaError_t e = require_device(dst, n, api, "destination")) return e;
+      return require_host(src, n, api, "source");
+    case cudaMemcpyDeviceToHost:
+      if (cudaError_t e = require_device(src, n, api, "source")) return e;
+      return require_host(dst, n, api, "destination");
+    case cudaMemcpyDeviceToDevice:
+      if (cudaError_t e = require_device(src, n, api, "source")) return e;
+      return require_device(dst, n, api, "destination");
+    case cudaMemcpyHostToHost:
+      if (cudaError_t e = require_host(src, n, api, "source")) return e;
+      return require_host(dst, n, api, "destination");
+    case cudaMemcpyDefault: return cudaSuccess;
+  }
+  return api_error(cudaErrorInvalidMemcpyDirection, format("%s: invalid cudaMemcpyKind %d", api, (int)kind));
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  SIM_API_ENTER;
+  if (n == 0) return cudaSuccess;
+  if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpy")) return e;
+  std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: invalid stream");
+  return cudaMemcpy(dst, src, n, kind);
+}
+inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                size_t height, cudaMemcpyKind kind) {
+  SIM_API_ENTER;
+  if (width > dpitch || width > spitch) return __sim::api_error(cudaErrorInvalidPitchValue, "cudaMemcpy2D: width exceeds pitch");
+  for (size_t r = 0; r < height; ++r) {
+    char* d = static_cast<char*>(dst) + r * dpitch;
+    const char* s = static_cast<const char*>(src) + r * spitch;
+    if (cudaError_t e = __sim_check_copy(d, s, width, kind, "cudaMemcpy2D")) return e;
+    std::memmove(d, s, width);
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
+                                     cudaMemcpyKind k, cudaStream_t = nullptr) {
+  return cudaMemcpy2D(dst, dp, src, sp, w, h, k);
+}
+inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  SIM_API_ENTER;
+  if (n == 0) return cudaSuccess;
+  if (cudaError_t e = __sim::require_device(p, n, "cudaMemset", "destination")) return e;
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(p, v, n); }
+inline cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t w, size_t h) {
+  for (size_t r = 0; r < h; ++r)
+    if (cudaError_t e = cudaMemset(static_cast<char*>(p) + r * pitch, v, w)) return e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPrefetchAsync(const void*, size_t, int, cudaStream_t = nullptr) { return __sim::g_sticky; }
+inline cudaError_t cudaMemAdvise(const void*, size_t, cudaMemoryAdvise, int) { return __sim::g_sticky; }
+inline cudaError_t cudaMemGetInfo(size_t* free_b, size_t* total) {
+  *free_b = (size_t)80 << 30;
+  *total = (size_t)80 << 30;
+  return __sim::g_sticky;
+}
+
+template <class T>
+cudaError_t cudaMemcpyToSymbol(const T& sym, const void* src, size_t n, size_t off = 0,
+                               cudaMemcpyKind = cudaMemcpyHostToDevice) {
+  SIM_API_ENTER;
+  if (off + n > sizeof(T)) return __sim::api_error(cudaErrorInvalidValue, "cudaMemcpyToSymbol: range exceeds the symbol");
+  std::memmove(reinterpret_cast<char*>(const_cast<T*>(&sym)) + off, src, n);
+  return cudaSuccess;
+}
+template <class T>
+cudaError_t cudaMemcpyFromSymbol(void* dst, const T& sym, size_t n, size_t off = 0,
+                                 cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+  SIM_API_ENTER;
+  if (off + n > sizeof(T)) return __sim::api_error(cudaErrorInvalidValue, "cudaMemcpyFromSymbol: range exceeds the symbol");
+  std::memmove(dst, reinterpret_cast<const char*>(&sym) + off, n);
+  return cudaSuccess;
+}
+template <class T>
+cudaError_t cudaMemcpyToSymbolAsync(const T& sym, const void* src, size_t n, size_t off = 0,
+                                    cudaMemcpyKind k = cudaMemcpyHostToDevice, cudaStream_t = nullptr) {
+  return cudaMemcpyToSymbol(sym, src, n, off, k);
+}
+template <class T>
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& sym, size_t n, size_t off = 0,
+                                      cudaMemcpyKind k = cudaMemcpyDeviceToHost, cudaStream_t = nullptr) {
+  return cudaMemcpyFromSymbol(dst, sym, n, off, k);
+}
+template <class T>
+cudaError_t cudaGetSymbolAddress(void** p, const T& sym) {
+  SIM_API_ENTER;
+  *p = const_cast<T*>(&sym);
+  if (!__sim::find_alloc(*p))
+    __sim::g_allocs[(uintptr_t)*p] = __sim::Alloc{sizeof(T), 0, sizeof(T), static_cast<unsigned char*>(*p), __sim::kSymbol,
+                                                 ++__sim::g_alloc_ids, false};
+  return cudaSuccess;
+}
+template <class T>
+cudaError_t cudaGetSymbolSize(size_t* n, const T&) { *n = sizeof(T); return __sim::g_sticky; }
+
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  SIM_API_ENTER;
+  *s = new CUstream_st{(int)__sim::g_streams.size() + 1};
+  __sim::g_streams.insert(*s);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  SIM_API_ENTER;
+  if (!__sim::g_streams.erase(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: invalid stream");
+  delete s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  SIM_API_ENTER;
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid stream");
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t, unsigned = 0) { return cudaStreamSynchronize(s); }
+inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return __sim::g_sticky;
+}
+
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  SIM_API_ENTER;
+  *e = new CUevent_st{{}, false};
+  __sim::g_events.insert(*e);
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+  SIM_API_ENTER;
+  if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: invalid event");
+  e->when = std::chrono::steady_clock::now();
+  e->recorded = true;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  SIM_API_ENTER;
+  if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: invalid event");
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  SIM_API_ENTER;
+  if (!__sim::g_events.count(a) || !__sim::g_events.count(b) || !a->recorded || !b->recorded)
+    return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: event not recorded");
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  SIM_API_ENTER;
+  if (!__sim::g_events.erase(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventDestroy: invalid event");
+  delete e;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+inline cudaError_t cudaGetDevice(int* d) { *d = 0; return __sim::g_sticky; }
+inline cudaError_t cudaSetDevice(int d) {
+  if (d != 0) return __sim::api_error(cudaErrorInvalidDevice, __sim::format("cudaSetDevice(%d): only device 0 exists", d));
+  return __sim::g_sticky;
+}
+inline cudaError_t cudaSetDeviceFlags(unsigned) { return __sim::g_sticky; }
+inline cudaError_t cudaDriverGetVersion(int* v) { *v = CUDART_VERSION; return cudaSuccess; }
+inline cudaError_t cudaRuntimeGetVersion(int* v) { *v = CUDART_VERSION; return cudaSuccess; }
+inline cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return __sim::g_sticky; }
+inline cudaError_t cudaDeviceGetLimit(size_t* v, cudaLimit l) {
+  *v = l == cudaLimitStackSize ? 1024 : ((size_t)8 << 20);
+  return __sim::g_sticky;
+}
+inline cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return __sim::g_sticky; }
+inline cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig) { return __sim::g_sticky; }
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int dev) {
+  if (dev != 0) return __sim::api_error(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: only device 0 exists");
+  switch (a) {
+    case cudaDevAttrMaxThreadsPerBlock: case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: *v = 1024; break;
+    case cudaDevAttrMaxBlockDimZ: *v = 64; break;
+    case cudaDevAttrMaxGridDimX: *v = 2147483647; break;
+    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *v = 65535; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)__sim::kDefaultDynSmem; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)__sim::kMaxDynSmem; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = 233472; break;
+    case cudaDevAttrTotalConstantMemory: *v = 65536; break;
+    case cudaDevAttrWarpSize: *v = 32; break;
+    case cudaDevAttrMaxRegistersPerBlock: *v = 65536; break;
+    case cudaDevAttrClockRate: *v = 1980000; break;
+    case cudaDevAttrMultiProcessorCount: *v = 132; break;
+    case cudaDevAttrMemoryClockRate: *v = 2619000; break;
+    case cudaDevAttrGlobalMemoryBusWidth: *v = 5120; break;
+    case cudaDevAttrL2CacheSize: *v = 50331648; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = 2048; break;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
+    case cudaDevAttrConcurrentKernels: case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory: *v = 1; break;
+    default: return __sim::api_error(cudaErrorInvalidValue, __sim::format("cudaDeviceGetAttribute: attribute %d not simulated", (int)a));
+  }
+  return __sim::g_sticky;
+}
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int dev) {
+  if (dev != 0) return __sim::api_error(cudaErrorInvalidDevice, "cudaGetDeviceProperties: only device 0 exists");
+  std::memset(p, 0, sizeof *p);
+  std::strcpy(p->name, "transpile CUDA simulator (sm_90)");
+  p->totalGlobalMem = (size_t)80 << 30;
+  p->sharedMemPerBlock = __sim::kDefaultDynSmem;
+  p->sharedMemPerBlockOptin = __sim::kMaxDynSmem;
+  p->sharedMemPerMultiprocessor = 233472;
+  p->regsPerBlock = p->regsPerMultiprocessor = 65536;
+  p->warpSize = 32;
+  p->memPitch = (size_t)1 << 31;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647;
+  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+  p->clockRate = 1980000;
+  p->totalConstMem = 65536;
+  p->major = 9;
+  p->minor = 0;
+  p->textureAlignment = 512;
+  p->multiProcessorCount = 132;
+  p->canMapHostMemory = p->concurrentKernels = p->unifiedAddressing = p->managedMemory = 1;
+  p->memoryClockRate = 2619000;
+  p->memoryBusWidth = 5120;
+  p->l2CacheSize = 50331648;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->maxBlocksPerMultiProcessor = 32;
+  return __sim::g_sticky;
+}
+
+inline cudaError_t cudaFuncSetAttribute(const void* f, cudaFuncAttribute attr, int value) {
+  SIM_API_ENTER;
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || (size_t)value > __sim::kMaxDynSmem)
+      return __sim::api_error(cudaErrorInvalidValue,
+                              __sim::format("cudaFuncSetAttribute: %d bytes of dynamic shared memory exceed the "
+                                            "device maximum %zu", value, __sim::kMaxDynSmem));
+    __sim::g_func_smem[f] = value;
+  }
+  return cudaSuccess;
+}
+template <class T> cudaError_t cudaFuncSetAttribute(T* f, cudaFuncAttribute a, int v) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(f), a, v);
+}
+inline cudaError_t cudaFuncSetCacheConfig(const void*, cudaFuncCache) { return __sim::g_sticky; }
+template <class T> cudaError_t cudaFuncSetCacheConfig(T*, cudaFuncCache) { return __sim::g_sticky; }
+inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* f) {
+  std::memset(a, 0, sizeof *a);
+  a->maxThreadsPerBlock = 1024;
+  a->numRegs = 32;
+  a->ptxVersion = a->binaryVersion = 90;
+  auto it = __sim::g_func_smem.find(f);
+  a->maxDynamicSharedSizeBytes = it == __sim::g_func_smem.end() ? (int)__sim::kDefaultDynSmem : it->second;
+  return __sim::g_sticky;
+}
+template <class T> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, T* f) {
+  return cudaFuncGetAttributes(a, reinterpret_cast<const void*>(f));
+}
+template <class T>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, T, int block, size_t = 0) {
+  *n = block > 0 ? std::max(1, 2048 / block) : 0;
+  return __sim::g_sticky;
+}
+template <class T>
+cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, T, size_t = 0, int limit = 0) {
+  *block = limit > 0 && limit < 1024 ? limit : 1024;
+  *min_grid = 132 * (2048 / *block);
+  return __sim::g_sticky;
+}
+
+// ---------------------------------------------------------------- C API for the host
+// Exported (default visibility) so the verifier can drive the simulator
+// through ctypes.
+#pragma GCC visibility push(default)
+extern "C" {
+// 0: blocks and threads in order; other seeds: shuffled blocks and interleavings.
+void __sim_set_schedule(unsigned long long seed) { __sim::g_seed = seed; }
+void __sim_set_block_order(unsigned long long seed) { __sim::g_seed = seed; }
+unsigned long long __sim_get_schedule(void) { return __sim::g_seed; }
+// Guard bytes on each side of every cudaMalloc/cudaMallocManaged (rounded up
+// to 256; 0 disables); affects later allocations.
+void __sim_set_guard_bytes(unsigned long long n) { __sim::g_guard = (size_t)((n + 255) / 256 * 256); }
+// Poison byte for fresh allocations and dynamic shared memory; -1: none.
+void __sim_set_fill_byte(int b) { __sim::g_fill = b < 0 ? -1 : (b & 0xFF); }
+void __sim_set_quiet(int q) { __sim::g_quiet = q != 0; }
+void __sim_set_pointer_check(int on) { __sim::g_ptr_check = on != 0; }
+// Corrupted guard bytes: live allocations now plus those found at cudaFree.
+long long __sim_check_guards(void) {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  long long n = __sim::g_freed_corrupt;
+  for (auto& kv : __sim::g_allocs) {
+    __sim::report_guards(kv.second, "found by __sim_check_guards");
+    n += (long long)__sim::corrupt_bytes(kv.second);
+  }
+  return n;
+}
+int __sim_last_error(void) { return (int)cudaPeekAtLastError(); }
+const char* __sim_diagnostics(void) { return __sim::g_diag.c_str(); }
+int __sim_diagnostic_count(void) { return __sim::g_diag_count; }
+unsigned long long __sim_launch_count(void) { return __sim::g_launches; }
+int __sim_live_allocations(void) {
+  int n = 0;
+  for (auto& kv : __sim::g_allocs) n += kv.second.kind != __sim::kSymbol && kv.second.kind != __sim::kRegistered;
+  return n;
+}
+// Clears errors (sticky too), diagnostics and guard counts; keeps allocations.
+void __sim_reset(void) {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  __sim::g_last = __sim::g_sticky = cudaSuccess;
+  __sim::g_diag.clear();
+  __sim::g_diag_count = 0;
+  __sim::g_freed_corrupt = 0;
+  __sim::g_launches = 0;
+  for (auto& kv : __sim::g_allocs) kv.second.reported = __sim::corrupt_bytes(kv.second) != 0;
+}
+void* __sim_device_malloc(unsigned long long n) {
+  void* p = nullptr;
+  return cudaMalloc(&p, (size_t)n) == cudaSuccess ? p : nullptr;
+}
+int __sim_device_free(void* p) { return (int)cudaFree(p); }
+
+// A failed assert() in a kernel becomes cudaErrorAssert, as on a GPU (build.py
+// links with -Bsymbolic so this definition wins inside the library).
+void __assert_fail(const char* expr, const char* file, unsigned int line, const char* func) noexcept {
+  if (__sim::g_cur) {
+    __sim::kernel_fault(cudaErrorAssert, __sim::format("%s:%u: %s: %s: Assertion `%s' failed.", file, line, func,
+                                                       __sim::where().c_str(), expr));
+  }
+  fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, func, expr);
+  abort();
+}
+}  // extern "C"
+#pragma GCC visibility pop
+
+#undef SIM_API_ENTER
+#pragma GCC visibility pop
+#endif  // TRANSPILE_CUDA_SIM_H

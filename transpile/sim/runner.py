@@ -1,0 +1,263 @@
+"""Call the ``extern "C"`` host functions of a simulation library from Python.
+
+:class:`SimLibrary` wraps the ctypes handle: numpy arrays are passed as
+pointers to their data (so outputs land in place), numpy scalars keep their
+C type, Python ``int``/``float`` become ``int``/``double``.  The simulator's
+C API (schedule seed, guard check, diagnostics) is exposed as methods.
+
+A kernel bug can crash or hang the whole process, so :func:`run_isolated`
+runs one call in a forked child with a time limit and copies the arrays back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import faulthandler
+import multiprocessing
+import os
+import signal
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from transpile.sim.build import SimBuild
+from transpile.sim.errors import SimCrash, SimTimeout
+
+CUDA_ERRORS = {
+    0: "cudaSuccess", 1: "cudaErrorInvalidValue", 2: "cudaErrorMemoryAllocation",
+    9: "cudaErrorInvalidConfiguration", 98: "cudaErrorInvalidDeviceFunction", 101: "cudaErrorInvalidDevice",
+    400: "cudaErrorInvalidResourceHandle", 700: "cudaErrorIllegalAddress", 710: "cudaErrorAssert",
+    719: "cudaErrorLaunchFailure",
+}
+"""The ``cudaError_t`` codes the simulator produces, by value."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimRun:
+    """What one call left behind: its return value and the simulator's findings.
+
+    ``guard_violations`` counts corrupted guard bytes (out-of-bounds writes
+    past or before a ``cudaMalloc`` buffer); ``last_error`` is the pending
+    ``cudaError_t`` (sticky after a kernel fault); ``diagnostics`` holds one
+    line per problem found (barrier divergence, bad copies, ...).
+    """
+
+    ret: Any
+    last_error: int
+    guard_violations: int
+    diagnostics: str
+    live_allocations: int
+    launches: int
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """No error, no guard violation, no diagnostic."""
+        return self.last_error == 0 and self.guard_violations == 0 and not self.diagnostics
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePtr:
+    """A device address to pass as a pointer argument (a bare ``int`` would become a C ``int``)."""
+
+    address: int
+
+
+_C_API: tuple[tuple[str, Any, list[Any]], ...] = (
+    ("set_schedule", None, [ctypes.c_ulonglong]),
+    ("set_guard_bytes", None, [ctypes.c_ulonglong]),
+    ("set_fill_byte", None, [ctypes.c_int]),
+    ("set_quiet", None, [ctypes.c_int]),
+    ("check_guards", ctypes.c_longlong, []),
+    ("last_error", ctypes.c_int, []),
+    ("diagnostics", ctypes.c_char_p, []),
+    ("live_allocations", ctypes.c_int, []),
+    ("launch_count", ctypes.c_ulonglong, []),
+    ("reset", None, []),
+    ("device_malloc", ctypes.c_void_p, [ctypes.c_ulonglong]),
+    ("device_free", ctypes.c_int, [ctypes.c_void_p]),
+)
+"""The simulator's exported C API (``__sim_<name>``) with its C signatures."""
+
+
+def _as_c(arg: Any) -> Any:
+    if isinstance(arg, np.ndarray):
+        if not arg.flags.c_contiguous:
+            raise ValueError("arrays passed to the simulator must be C-contiguous")
+        return ctypes.c_void_p(arg.ctypes.data)
+    if isinstance(arg, DevicePtr):
+        return ctypes.c_void_p(arg.address)
+    if isinstance(arg, np.generic):
+        return np.ctypeslib.as_ctypes_type(cast(Any, arg.dtype))(arg.item())
+    if isinstance(arg, bool):
+        return ctypes.c_bool(arg)
+    if isinstance(arg, int):
+        return ctypes.c_int(arg) if -(2**31) <= arg < 2**31 else ctypes.c_longlong(arg)
+    if isinstance(arg, float):
+        return ctypes.c_double(arg)
+    if arg is None:
+        return ctypes.c_void_p(None)
+    return arg  # already a ctypes object
+
+
+class SimLibrary:
+    """A loaded simulation library (``RTLD_LOCAL``: its simulator state is its own)."""
+
+    def __init__(self, library: SimBuild | Path | str) -> None:
+        self.path = Path(library.library if isinstance(library, SimBuild) else library)
+        self.lib = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
+        # Looked up by name: `self.lib.__sim_x` inside a class would be name-mangled.
+        self._api: dict[str, Any] = {}
+        for name, restype, argtypes in _C_API:
+            fn = self.lib[f"__sim_{name}"]
+            fn.restype = restype
+            fn.argtypes = argtypes
+            self._api[name] = fn
+
+    def call(self, name: str, *args: Any, restype: Any = ctypes.c_int) -> Any:
+        """Call ``extern "C"`` function ``name``; ``restype=None`` for ``void``."""
+        fn = getattr(self.lib, name)
+        fn.restype = restype
+        return fn(*[_as_c(a) for a in args])
+
+    def run(self, name: str, *args: Any, seed: int = 0, restype: Any = ctypes.c_int) -> SimRun:
+        """Reset the simulator, call ``name`` under schedule ``seed``, and collect the findings."""
+        self.reset()
+        self.set_schedule(seed)
+        ret = self.call(name, *args, restype=restype)
+        return self.findings(ret)
+
+    def findings(self, ret: Any = None) -> SimRun:
+        """The simulator's state now, as a :class:`SimRun` around ``ret``."""
+        return SimRun(ret=ret, last_error=self.last_error(), guard_violations=self.check_guards(),
+                      diagnostics=self.diagnostics(), live_allocations=self.live_allocations(),
+                      launches=int(self._api["launch_count"]()))
+
+    def set_schedule(self, seed: int) -> None:
+        """0: blocks and threads in order; any other seed: a shuffled, reproducible schedule."""
+        self._api["set_schedule"](seed)
+
+    def set_guard_bytes(self, n: int) -> None:
+        """Guard bytes on each side of later device allocations (0 disables)."""
+        self._api["set_guard_bytes"](n)
+
+    def set_fill_byte(self, b: int) -> None:
+        """Poison byte for fresh allocations and dynamic shared memory (-1: leave as is)."""
+        self._api["set_fill_byte"](b)
+
+    def set_quiet(self, quiet: bool = True) -> None:
+        """Stop echoing diagnostics to stderr."""
+        self._api["set_quiet"](int(quiet))
+
+    def check_guards(self) -> int:
+        """Corrupted guard bytes in live allocations plus those found when freeing."""
+        return int(self._api["check_guards"]())
+
+    def last_error(self) -> int:
+        """The pending ``cudaError_t`` (not cleared)."""
+        return int(self._api["last_error"]())
+
+    def diagnostics(self) -> str:
+        """Every diagnostic since the last reset, one per line."""
+        return (self._api["diagnostics"]() or b"").decode(errors="replace")
+
+    def live_allocations(self) -> int:
+        """Device and pinned allocations not freed yet."""
+        return int(self._api["live_allocations"]())
+
+    def to_device(self, array: np.ndarray) -> DevicePtr:
+        """A new ``cudaMalloc`` buffer holding a copy of ``array``.
+
+        For calling entry points that take device pointers; free it with
+        :meth:`device_free`, read it back with :meth:`from_device`.
+        """
+        data = np.ascontiguousarray(array)
+        ptr = self._api["device_malloc"](max(data.nbytes, 1))
+        if not ptr:
+            raise MemoryError(f"cudaMalloc of {data.nbytes} bytes failed in the simulator")
+        ctypes.memmove(ptr, data.ctypes.data, data.nbytes)
+        return DevicePtr(int(ptr))
+
+    def from_device(self, ptr: DevicePtr, out: np.ndarray) -> np.ndarray:
+        """Copy ``out.nbytes`` bytes at ``ptr`` into ``out`` (C-contiguous); returns ``out``."""
+        if not out.flags.c_contiguous:
+            raise ValueError("from_device needs a C-contiguous array")
+        ctypes.memmove(out.ctypes.data, ptr.address, out.nbytes)
+        return out
+
+    def device_free(self, ptr: DevicePtr) -> int:
+        """``cudaFree(ptr)``; returns the ``cudaError_t``."""
+        return int(self._api["device_free"](ptr.address))
+
+    def reset(self) -> None:
+        """Clear errors (sticky ones too), diagnostics and guard counts; keep allocations."""
+        self._api["reset"]()
+
+
+def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, restype: Any,
+           guard_bytes: int | None, stderr_fd: int) -> None:
+    os.dup2(stderr_fd, 2)
+    if faulthandler.is_enabled():  # keep its report of a crash in the captured stderr
+        faulthandler.enable(file=2)
+    try:
+        lib = SimLibrary(path)
+        if guard_bytes is not None:
+            lib.set_guard_bytes(guard_bytes)
+        run = lib.run(name, *args, seed=seed, restype=restype)
+    except Exception as e:  # a bad name or argument: re-raised in the parent
+        conn.send((e, None))
+    else:
+        conn.send((run, [a for a in args if isinstance(a, np.ndarray)]))
+    conn.close()
+
+
+def run_isolated(library: SimBuild | Path | str, name: str, *args: Any, seed: int = 0, timeout: float = 60.0,
+                 restype: Any = ctypes.c_int, guard_bytes: int | None = None) -> SimRun:
+    """Like :meth:`SimLibrary.run`, in a forked child limited to ``timeout`` seconds.
+
+    Arrays among ``args`` get the child's final contents.  Raises
+    :class:`SimTimeout` if the child runs too long and :class:`SimCrash` if it
+    dies (segmentation fault, ``exit``); both carry the child's stderr.
+    """
+    path = str(library.library if isinstance(library, SimBuild) else library)
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    with tempfile.TemporaryFile() as err:
+        proc = ctx.Process(target=_child, args=(send, path, name, args, seed, restype, guard_bytes, err.fileno()))
+        proc.start()
+        send.close()
+        try:
+            if not recv.poll(timeout):
+                proc.kill()
+                proc.join()
+                raise SimTimeout(f"{name}() did not finish within {timeout:g}s in the CUDA simulator "
+                                 "(a spin loop, or a problem too large to simulate)", stderr=_read(err))
+            try:
+                run, arrays = recv.recv()
+            except EOFError:
+                proc.join()
+                code = proc.exitcode
+                how = (f"signal {signal.Signals(-code).name}" if code is not None and code < 0
+                       else f"exit status {code}")
+                stderr = _read(err)
+                raise SimCrash(f"{name}() died in the CUDA simulator ({how})"
+                               + (f":\n{stderr[-2000:]}" if stderr else ""), exitcode=code, stderr=stderr) from None
+            proc.join()
+        finally:
+            recv.close()
+        if isinstance(run, Exception):
+            raise run
+        targets = [a for a in args if isinstance(a, np.ndarray)]
+        for dst, src in zip(targets, arrays):
+            np.copyto(dst, src)
+        return dataclasses.replace(run, stderr=_read(err))
+
+
+def _read(f: Any) -> str:
+    f.flush()
+    f.seek(0)
+    return f.read().decode(errors="replace")
