@@ -6,4 +6,8 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-REGISTRY: dict = {}
+from passes import map_gpu
+
+REGISTRY: dict = {
+    "map-gpu": map_gpu,
+}

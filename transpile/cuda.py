@@ -1,0 +1,672 @@
+"""CUDA back end: renders mapped kernels (``passes.map_gpu``) as one ``.cu`` file.
+
+Python renders expressions and statements: :class:`ExprPrinter` is a
+:class:`~transpile.ir.Visitor` that follows C's precedence table, so only
+needed parentheses are printed (plus a few that gcc's ``-Wparentheses`` asks
+for); :class:`StmtPrinter` turns statements into indented lines.  Jinja fills
+the skeleton ``templates/module.cu.j2`` from prepared lists of strings.
+
+For each kernel ``NAME`` the file holds (see docs in the template):
+
+* ``NAME_kernel0``, ``NAME_kernel1``, ...: one ``__global__`` function per ``Launch``;
+  ``par`` loops become grid-stride loops with 64-bit counters.
+* ``NAME_device(...)``: host-side scalar code plus the launches, on a stream,
+  with device pointers; returns the first CUDA error.
+* ``NAME(...)``: the drop-in replacement for the C function (host pointers).
+
+Every CUDA spelling the Python side emits is a module-level constant below.
+Output is deterministic: generated names are a base plus a counter, chosen to
+avoid every identifier of the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from functools import cache
+
+import jinja2
+import numpy as np
+
+from transpile import ir
+from transpile.resources import data_dir
+
+# ---------------------------------------------------------------------------
+# CUDA / C spellings (the only place the Python side spells them)
+
+C_TYPES: dict[str, str] = {
+    "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
+    "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int",
+    "u64": "unsigned long long", "f32": "float", "f64": "double",
+}
+GLOBAL = "__global__"
+HOST_DEVICE = "static __host__ __device__"
+MAYBE_UNUSED = "[[maybe_unused]]"  # nvcc warns (#177-D) about unused static functions
+RESTRICT = "__restrict__"
+LAUNCH_BOUNDS = "__launch_bounds__"
+INDEX_TYPE = "long long"  # flattened indices and grid-stride counters
+UINDEX_TYPE = "unsigned long long"  # grid-stride counter of a u64 loop
+THREAD_IDX, BLOCK_IDX, BLOCK_DIM, GRID_DIM = "threadIdx", "blockIdx", "blockDim", "gridDim"
+#: Threads per block (x, y, z) by number of ``par`` dimensions.
+BLOCK_SHAPES: dict[int, tuple[int, int, int]] = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
+#: Largest grid size per dimension (x, y, z).
+GRID_CAPS = (2**31 - 1, 65535, 65535)
+#: Helpers defined once in the template.
+GRID_FN, EXTENT_FN = "transpile_grid", "transpile_extent"
+STREAM_TYPE = "cudaStream_t"
+DEFAULT_STREAM = "0"
+#: Non-finite float literals (math.h macros).
+INFINITIES = {"f64": "HUGE_VAL", "f32": "HUGE_VALF"}
+NANS = {"f64": "(double)NAN", "f32": "NAN"}
+TEMPLATE = "module.cu.j2"
+
+#: Identifiers a C kernel may use that C++/CUDA (or our skeleton) reserves; renamed ``x_``.
+RESERVED = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool catch char8_t char16_t char32_t class
+    compl concept consteval constexpr constinit const_cast co_await co_return co_yield decltype
+    delete dynamic_cast explicit export false friend inline mutable namespace new noexcept not
+    not_eq nullptr operator or or_eq private protected public reinterpret_cast requires
+    static_assert static_cast template this thread_local throw true try typeid typename using
+    virtual wchar_t xor xor_eq threadIdx blockIdx blockDim gridDim warpSize dim3 size_t
+    cudaStream_t cudaError_t transpile_check transpile_extent transpile_grid
+""".split())
+
+# C operator precedence (higher binds tighter), as in pycparser's c_generator.
+PREC_TERNARY = 3
+PREC_UNARY = 15  # unary operators, casts, negative literals
+PREC_POSTFIX = 16  # primaries, calls, subscripts
+PREC: dict[str, int] = {
+    "||": 4, "&&": 5, "|": 6, "^": 7, "&": 8, "==": 9, "!=": 9,
+    "<": 10, "<=": 10, ">": 10, ">=": 10, "<<": 11, ">>": 11,
+    "+": 12, "-": 12, "*": 13, "/": 13, "%": 13,
+}
+_BITWISE = frozenset(ir.BITWISE_OPS + ir.SHIFT_OPS)
+_COMPARE = frozenset(ir.COMPARE_OPS)
+_COMPOUND = frozenset(ir.ARITH_OPS + ir.BITWISE_OPS + ir.SHIFT_OPS)
+
+
+def ctype(t: ir.Scalar) -> str:
+    """The C spelling of scalar type ``t``."""
+    return C_TYPES[t.name]
+
+
+# ---------------------------------------------------------------------------
+# Expressions
+
+
+def literal(value: int | float, ty: ir.Scalar) -> tuple[str, int]:
+    """The exact C literal for ``value`` of type ``ty`` and its precedence."""
+    if ty.is_float:
+        v = float(value)
+        if math.isnan(v):
+            return NANS[ty.name], PREC_UNARY
+        if math.isinf(v):
+            return ("-" if v < 0 else "") + INFINITIES[ty.name], PREC_UNARY if v < 0 else PREC_POSTFIX
+        # f32: numpy prints the shortest string that round-trips through float32.
+        text = repr(v) if ty == ir.F64 else str(np.float32(v))
+        if not any(c in text for c in ".e"):
+            text += ".0"
+        text += "f" if ty == ir.F32 else ""
+        return text, PREC_UNARY if text.startswith("-") else PREC_POSTFIX
+    v = int(value)
+    suffix = {"i32": "", "i64": "LL", "u32": "u", "u64": "ull"}.get(ty.name)
+    if suffix is None:  # no C literal of this type: a converted int
+        text, _ = literal(v, ir.I32)
+        return f"({ctype(ty)}){text}" if v >= 0 else f"({ctype(ty)})({text})", PREC_UNARY
+    if ty.is_signed and v == -(1 << (ty.bits - 1)):
+        # The magnitude of the minimum does not fit in the type: -2147483648 would be long.
+        return f"(-{(1 << (ty.bits - 1)) - 1}{suffix} - 1)", PREC_POSTFIX
+    return f"{v}{suffix}", PREC_UNARY if v < 0 else PREC_POSTFIX
+
+
+class ExprPrinter(ir.Visitor):
+    """Renders expressions as C with minimal parentheses.
+
+    ``extents`` maps each array of rank >= 2 to the extent expressions of its
+    dimensions 1.. (dimension 0 is not needed to flatten row-major);
+    ``rename`` maps user identifiers that clash with C++/CUDA names.
+    """
+
+    def __init__(self, extents: Mapping[str, tuple[ir.Expr, ...]] | None = None,
+                 rename: Mapping[str, str] | None = None) -> None:
+        self.extents = dict(extents or {})
+        self.rename = dict(rename or {})
+
+    def __call__(self, e: ir.Expr) -> str:
+        """The C text of ``e``."""
+        return self.visit(e)[0]
+
+    def ident(self, name: str) -> str:
+        """The C spelling of a user identifier."""
+        return self.rename.get(name, name)
+
+    def operand(self, e: ir.Expr, min_prec: int) -> str:
+        """``e``'s text, parenthesised unless it binds at least as tightly as ``min_prec``."""
+        text, prec = self.visit(e)
+        return text if prec >= min_prec else f"({text})"
+
+    def cast_to(self, e: ir.Expr, type_name: str) -> str:
+        """``(type_name)e``: the operand is parenthesised unless it is a primary expression."""
+        return f"({type_name}){self.operand(e, PREC_POSTFIX)}"
+
+    def generic_visit(self, node: ir.Node) -> tuple[str, int]:
+        raise AssertionError(f"not an expression: {node!r}")
+
+    def visit_Const(self, e: ir.Const) -> tuple[str, int]:
+        return literal(e.value, e.ty)
+
+    def visit_Var(self, e: ir.Var) -> tuple[str, int]:
+        return self.ident(e.name), PREC_POSTFIX
+
+    def visit_Index(self, e: ir.Index) -> tuple[str, int]:
+        name = self.ident(e.array)
+        if len(e.indices) == 1:
+            return f"{name}[{self(e.indices[0])}]", PREC_POSTFIX
+        dims = self.extents.get(e.array)
+        assert dims is not None and len(dims) == len(e.indices) - 1, f"no extents to flatten {e!r}"
+        indices = e.indices
+        while len(indices) > 1 and isinstance(indices[0], ir.Const) and indices[0].value == 0:
+            indices, dims = indices[1:], dims[1:]  # A[0][j] is A[j]
+        if len(indices) == 1:
+            return f"{name}[{self(indices[0])}]", PREC_POSTFIX
+        first = indices[0]
+        if isinstance(first, ir.Const):
+            acc, prec = literal(first.value, ir.I64)
+        elif first.ty.bits == 64:
+            acc, prec = self.visit(first)
+        else:
+            acc, prec = self.cast_to(first, INDEX_TYPE), PREC_UNARY
+        # Row-major: ((i0 * n1 + i1) * n2 + i2); i0 is 64-bit, so the rest is too.
+        for ix, dim in zip(indices[1:], dims):
+            left = acc if prec >= PREC["*"] else f"({acc})"
+            acc, prec = f"{left} * {self.operand(dim, PREC['*'] + 1)}", PREC["*"]
+            if not _is_zero(ix):
+                acc, prec = f"{acc} + {self.operand(ix, PREC['+'] + 1)}", PREC["+"]
+        return f"{name}[{acc}]", PREC_POSTFIX
+
+    def visit_Unary(self, e: ir.Unary) -> tuple[str, int]:
+        inner = self.operand(e.operand, PREC_UNARY)
+        if e.op == "-" and inner.startswith("-"):
+            inner = f"({inner})"  # never ``--x``
+        return f"{e.op}{inner}", PREC_UNARY
+
+    def visit_Binary(self, e: ir.Binary) -> tuple[str, int]:
+        p = PREC[e.op]
+        # Left-associative: the right operand needs parentheses at equal precedence.
+        lhs = self._side(e.op, e.lhs, p)
+        rhs = self._side(e.op, e.rhs, p + 1)
+        return f"{lhs} {e.op} {rhs}", p
+
+    def _side(self, op: str, child: ir.Expr, min_prec: int) -> str:
+        """An operand of ``op``: parenthesised when precedence needs it or gcc's -Wparentheses asks."""
+        text, prec = self.visit(child)
+        clarify = isinstance(child, ir.Binary) and (
+            (op in _BITWISE and child.op != op) or (op == "||" and child.op == "&&")
+            or (op in _COMPARE and child.op in _COMPARE))
+        return f"({text})" if prec < min_prec or clarify else text
+
+    def visit_Select(self, e: ir.Select) -> tuple[str, int]:
+        cond = self.operand(e.cond, PREC_TERNARY + 1)
+        then = self.operand(e.then, PREC_TERNARY + 1)  # legal bare, but hard to read
+        orelse = self.operand(e.orelse, PREC_TERNARY)
+        return f"{cond} ? {then} : {orelse}", PREC_TERNARY
+
+    def visit_Cast(self, e: ir.Cast) -> tuple[str, int]:
+        return self.cast_to(e.operand, ctype(e.ty)), PREC_UNARY
+
+    def visit_Call(self, e: ir.Call) -> tuple[str, int]:
+        return f"{e.fn}({', '.join(self(a) for a in e.args)})", PREC_POSTFIX
+
+
+# ---------------------------------------------------------------------------
+# Statements
+
+
+class Namer:
+    """Fresh identifiers: ``base``, then ``base1``, ``base2``, ... avoiding every taken name."""
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self.taken = set(taken)
+
+    def fresh(self, base: str) -> str:
+        """A new name starting with ``base``; it is taken from now on."""
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}{n}"
+        self.taken.add(name)
+        return name
+
+    def child(self) -> Namer:
+        """A namer for a nested scope: sees everything taken so far, adds privately."""
+        return Namer(self.taken)
+
+
+class StmtPrinter(ir.Visitor):
+    """Renders statements as indented C lines (two spaces per level) into ``lines``."""
+
+    def __init__(self, expr: ExprPrinter, namer: Namer, depth: int = 1) -> None:
+        self.expr = expr
+        self.namer = namer
+        self.depth = depth
+        self.lines: list[str] = []
+
+    def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
+        """Render ``stmts`` at the current depth; returns all lines so far."""
+        for s in stmts:
+            self.visit(s)
+        return self.lines
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def block(self, stmts: Iterable[ir.Stmt]) -> None:
+        self.depth += 1
+        self.emit(stmts)
+        self.depth -= 1
+
+    def generic_visit(self, node: ir.Node) -> None:
+        raise AssertionError(f"cannot render statement {node!r} here")
+
+    def visit_Decl(self, s: ir.Decl) -> None:
+        init = "" if s.init is None else f" = {self.expr(s.init)}"
+        self.line(f"{ctype(s.ty)} {self.expr.ident(s.name)}{init};")
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        target = self.expr(s.target)
+        rhs = _compound_rhs(s)
+        if rhs is not None:
+            op, value = rhs
+            self.line(f"{target} {op}= {self.expr(value)};")
+        else:
+            self.line(f"{target} = {self.expr(s.value)};")
+
+    def visit_If(self, s: ir.If) -> None:
+        self.line(f"if ({self.expr(s.cond)}) {{")
+        self.block(s.then)
+        orelse = s.orelse
+        while len(orelse) == 1 and isinstance(orelse[0], ir.If):  # else-if chain
+            self.line(f"}} else if ({self.expr(orelse[0].cond)}) {{")
+            self.block(orelse[0].then)
+            orelse = orelse[0].orelse
+        if orelse:
+            self.line("} else {")
+            self.block(orelse)
+        self.line("}")
+
+    def visit_Return(self, s: ir.Return) -> None:
+        self.line("return;" if s.value is None else f"return {self.expr(s.value)};")
+
+    def bound(self, e: ir.Expr, base: str) -> str:
+        """Text of a loop bound re-read every iteration: hoisted unless a constant or variable."""
+        if isinstance(e, (ir.Const, ir.Var)):
+            return self.expr(e)
+        name = self.namer.fresh(base)
+        self.line(f"const {ctype(e.ty)} {name} = {self.expr(e)};")
+        return name
+
+    def visit_For(self, s: ir.For) -> None:
+        if s.par is not None:
+            self._grid_stride(s)
+            return
+        t, v, step = ctype(s.ty), self.expr.ident(s.var), s.step
+        if step > 0:
+            hi = self.bound(s.hi, f"{s.var}_hi")
+            inc = f"++{v}" if step == 1 else f"{v} += {step}"
+            self.line(f"for ({t} {v} = {self.expr(s.lo)}; {v} < {hi}; {inc}) {{")
+            self.block(s.body)
+        elif s.ty.is_signed:
+            lo = self.bound(s.lo, f"{s.var}_lo")
+            dec = f"--{v}" if step == -1 else f"{v} -= {-step}"
+            self.line(f"for ({t} {v} = {self.expr(_minus_one(s.hi))}; {v} >= {lo}; {dec}) {{")
+            self.block(s.body)
+        else:
+            # Unsigned downward: `v >= lo` is always true for lo == 0, so count
+            # c = v + 1 down from hi and never step below lo (no wrap-around).
+            lo = self.bound(s.lo, f"{s.var}_lo")
+            c = self.namer.fresh(f"{s.var}_c")
+            left = c if _is_zero(s.lo) else f"{c} - {lo}"
+            dec = f"--{c}" if step == -1 else f"{c} = {left} > {-step} ? {c} - {-step} : {lo}"
+            self.line(f"for ({t} {c} = {self.expr(s.hi)}; {c} > {lo}; {dec}) {{")
+            self.line(f"  const {t} {v} = {c} - 1;")
+            self.block(s.body)
+        self.line("}")
+
+    def _grid_stride(self, s: ir.For) -> None:
+        """A ``par`` loop: each thread takes every (grid size)-th iteration, in 64 bits."""
+        assert s.step == 1, f"par loop with step {s.step}: {s!r}"
+        a = s.par
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
+        v = self.expr.ident(s.var)
+        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_g")
+        hi = self.bound(s.hi, f"{s.var}_hi")
+        start = f"({counter_t}){BLOCK_IDX}.{a} * {BLOCK_DIM}.{a} + {THREAD_IDX}.{a}"
+        if not _is_zero(s.lo):
+            start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
+        stride = f"({counter_t}){GRID_DIM}.{a} * {BLOCK_DIM}.{a}"
+        self.line(f"for ({counter_t} {counter} = {start}; {counter} < {hi}; {counter} += {stride}) {{")
+        if counter != v:
+            self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
+        self.block(s.body)
+        self.line("}")
+
+
+def _is_zero(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) and e.value == 0
+
+
+def _minus_one(e: ir.Expr) -> ir.Expr:
+    """``e - 1`` in ``e``'s promoted type, folded for constants."""
+    t = ir.promote(e.ty)
+    if isinstance(e, ir.Const):
+        return ir.const(e.value - 1, t)
+    return ir.Binary("-", ir.cast(e, t), ir.Const(1, t), t)
+
+
+def _compound_rhs(s: ir.Assign) -> tuple[str, ir.Expr] | None:
+    """``(op, e)`` when ``s`` is ``x = x op e`` (possibly converted back), printable as ``x op= e``.
+
+    ``x op= e`` means ``x = (T)(x op e)`` under the usual conversions, so the
+    sugar applies when the IR computed exactly that.
+    """
+    v = s.value
+    if isinstance(v, ir.Cast):
+        v = v.operand
+    if not isinstance(v, ir.Binary) or v.op not in _COMPOUND:
+        return None
+    lhs = v.lhs.operand if isinstance(v.lhs, ir.Cast) else v.lhs
+    if lhs != s.target:
+        return None
+    t = s.target.ty
+    expected = ir.promote(t) if v.op in ir.SHIFT_OPS else ir.common_type(t, v.rhs.ty)
+    if v.ty != expected or (v.lhs is not lhs and v.lhs.ty != expected):
+        return None
+    if (v is s.value) != (v.ty == t):  # a conversion back iff the types differ
+        return None
+    return v.op, v.rhs
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+
+def _var_names(node: ir.Node) -> set[str]:
+    return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
+
+
+def _assigned(node: ir.Node) -> set[str]:
+    return {n.target.name for n in ir.walk(node) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+
+
+def _identifiers(node: ir.Node) -> set[str]:
+    out: set[str] = set()
+    for n in ir.walk(node):
+        if isinstance(n, (ir.Var, ir.Decl, ir.Param, ir.Alloc)):
+            out.add(n.name)
+        elif isinstance(n, ir.For):
+            out.add(n.var)
+        elif isinstance(n, ir.Index):
+            out.add(n.array)
+    return out
+
+
+def _par_chain(launch: ir.Launch) -> list[ir.For]:
+    """The leading perfect nest of ``par`` loops of ``launch``, outermost first."""
+    chain: list[ir.For] = []
+    body = launch.body
+    while body and isinstance(body[0], ir.For) and body[0].par is not None:
+        chain.append(body[0])
+        body = body[0].body
+    return chain
+
+
+def _check_mapped(kernel: ir.Kernel) -> None:
+    for s in kernel.body:
+        if isinstance(s, ir.Launch):
+            assert not any(isinstance(n, (ir.Launch, ir.Alloc)) for b in s.body for n in ir.walk(b)), \
+                f"Launch or Alloc inside a Launch in {kernel.name}: {s!r}"
+        elif not isinstance(s, ir.Alloc):
+            assert not any(isinstance(n, (ir.Index, ir.For, ir.Launch, ir.Alloc, ir.Return))
+                           for n in ir.walk(s)), \
+                f"kernel {kernel.name} is not mapped to the GPU (run passes.map_gpu first): {s!r}"
+
+
+class _KernelEmitter:
+    """Prepares the template context of one mapped kernel.
+
+    Scalars: scalar params and top-level ``Decl`` statements live on the host and are
+    passed by value, except *device scalars*, written by one launch and used by
+    another: those live in one device struct (``NAME_scalars``), passed as
+    pointers, loaded into a local at kernel start and stored back at the end.
+    Arrays: params (device buffers the caller owns) and top-level ``Alloc``
+    statements (allocated on the stream where declared, freed at the end).
+    """
+
+    def __init__(self, kernel: ir.Kernel, module_names: set[str]) -> None:
+        _check_mapped(kernel)
+        self.k = kernel
+        self.name = kernel.name
+        used = _identifiers(kernel)
+        namer = Namer(used | module_names | RESERVED)
+        self.rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
+        self.namer = namer
+        self.launches = [s for s in kernel.body if isinstance(s, ir.Launch)]
+        self.host_decls = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Decl)}
+        scalars = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
+        self.scalars: dict[str, ir.Scalar] = {**scalars, **self.host_decls}  # type: ignore[dict-item]
+        # A scalar param that only one launch references is passed by value and
+        # modified in place there; bare host Decls are always shared (map_gpu).
+        written = set().union(*(_assigned(x) for x in self.launches)) if self.launches else set()
+        refs = [_var_names(x) for x in self.launches]
+        self.device_scalars = [n for n in self.scalars if n in written
+                               and (n in self.host_decls or sum(n in r for r in refs) > 1)]
+        self.arrays: dict[str, ir.ArrayType] = {p.name: p.ty for p in kernel.params
+                                                if isinstance(p.ty, ir.ArrayType)}
+        self.allocs = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}
+
+        # Extents for flattening.  A dimension is rendered inline when it reads only
+        # scalar params that never change; otherwise its value is hoisted (on entry
+        # for params, where declared for Allocs) into a `long long` passed to kernels.
+        fixed = set(scalars) - _assigned(kernel)
+        self.extents: dict[str, tuple[ir.Expr, ...]] = {}
+        self.extent_vars: dict[str, set[str]] = {}
+        self.hoisted: dict[str, list[tuple[str, ir.Expr]]] = {}
+        for name, ty in {**self.arrays, **self.allocs}.items():
+            dims: list[ir.Expr] = []
+            for d, dim in enumerate(ty.dims[1:], start=1):
+                if _var_names(dim) <= fixed:
+                    dims.append(dim)
+                    self.extent_vars.setdefault(name, set()).update(_var_names(dim))
+                else:
+                    hname = namer.fresh(f"{name}_n{d}")
+                    self.hoisted.setdefault(name, []).append((hname, dim))
+                    dims.append(ir.Var(hname, ir.I64))
+            if dims:
+                self.extents[name] = tuple(dims)
+        self.expr = ExprPrinter(self.extents, self.rename)
+        self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed")}
+        self.host_namer = namer.child()  # names local to the device function
+
+    def ident(self, name: str) -> str:
+        return self.rename.get(name, name)
+
+    def _size(self, ty: ir.ArrayType) -> str:
+        """Byte size of an array, in size_t arithmetic (negative extents count as 0)."""
+        return " * ".join(f"{EXTENT_FN}({self.expr(d)})" for d in ty.dims) + f" * sizeof({ctype(ty.elem)})"
+
+    # -- __global__ kernels
+
+    def launch(self, n: int, launch: ir.Launch) -> tuple[dict[str, object], dict[str, object]]:
+        """The ``__global__`` function of ``launch`` and the host-side launch step."""
+        name = f"{self.name}_kernel{n}"
+        uses = ir.array_uses(launch.body)
+        referenced = _var_names(launch)
+        for a in uses:
+            referenced |= self.extent_vars.get(a, set())
+        written = _assigned(launch)
+        chain = _par_chain(launch)
+        namer = self.namer.child()
+        params: list[str] = []
+        args: list[str] = []
+        # C parameter order, then local arrays and host locals in declaration order.
+        candidates: list[tuple[str, ir.Type]] = [(p.name, p.ty) for p in self.k.params]
+        candidates += [*self.allocs.items(), *self.host_decls.items()]
+        for var, ty in candidates:
+            if isinstance(ty, ir.ArrayType) and var in uses:
+                const = "" if uses[var][1] else "const "
+                params.append(f"{const}{ctype(ty.elem)} *{RESTRICT} {self.ident(var)}")
+                args.append(self.ident(var))
+            elif isinstance(ty, ir.Scalar) and var in referenced and var not in self.device_scalars:
+                params.append(f"{ctype(ty)} {self.ident(var)}")
+                args.append(self.ident(var))
+        loads: list[str] = []
+        stores: list[str] = []
+        for var in self.device_scalars:
+            if var not in referenced:
+                continue
+            assert not (chain and var in written), f"parallel launch writes device scalar {var}: {launch!r}"
+            st, ptr = ctype(self.scalars[var]), namer.fresh(f"{var}_ptr")
+            params.append(f"{st} *{RESTRICT} {ptr}")
+            args.append(f"&{self.names['scal']}->{self.ident(var)}")
+            loads.append(f"  {'' if var in written else 'const '}{st} {self.ident(var)} = *{ptr};")
+            if var in written:
+                stores.append(f"  *{ptr} = {self.ident(var)};")
+        for var, _ty in candidates:
+            if var in uses:
+                for hname, _dim in self.hoisted.get(var, []):
+                    params.append(f"{INDEX_TYPE} {hname}")
+                    args.append(hname)
+        body = StmtPrinter(self.expr, namer).emit(launch.body)
+        threads = math.prod(BLOCK_SHAPES[len(chain)]) if chain else 1
+        kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
+                                     "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
+        return kernel, {"kind": "launch", "kernel": name, "args": args, **self._config(chain)}
+
+    def _config(self, chain: list[ir.For]) -> dict[str, object]:
+        """Trip counts, guard and grid/block sizes of a launch (host side)."""
+        if not chain:
+            return {"trips": [], "guard": None, "grid": ["1u"], "block": ["1u"]}
+        dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
+        assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
+        shape = BLOCK_SHAPES[len(chain)]
+        trips, grid = [], ["1u", "1u", "1u"]
+        for loop in chain:
+            a = "xyz".index(loop.par)  # type: ignore[arg-type]
+            t = self.host_namer.fresh(f"{loop.var}_n")
+            if _is_zero(loop.lo):
+                expr = self.expr(loop.hi)
+            else:
+                expr = f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
+            trips.append({"name": t, "expr": expr})
+            grid[a] = f"{GRID_FN}({t}, {shape[a]}u, {GRID_CAPS[a]}u)"
+        return {"trips": trips, "guard": " && ".join(f"{t['name']} > 0" for t in trips),
+                "grid": grid, "block": [f"{b}u" for b in shape]}
+
+    # -- the host side
+
+    def context(self) -> dict[str, object]:
+        """The template context of this kernel."""
+        globals_: list[dict[str, object]] = []
+        steps: list[dict[str, object]] = []
+        host = StmtPrinter(self.expr, self.host_namer, depth=2)
+        for s in self.k.body:
+            if isinstance(s, ir.Launch):
+                kern, step = self.launch(len(globals_), s)
+                globals_.append(kern)
+                steps.append(step)
+            elif isinstance(s, ir.Alloc):
+                steps.append({
+                    "kind": "alloc", "name": self.ident(s.name),
+                    "extents": [f"const {INDEX_TYPE} {h} = {self.expr(d)};" for h, d in self.hoisted.get(s.name, [])],
+                    "bytes": self.host_namer.fresh(f"{s.name}_bytes"), "size": self._size(s.ty)})
+            elif isinstance(s, ir.Decl) and s.name in self.device_scalars:
+                steps.append({"kind": "host", "lines": [
+                    f"    // {ctype(s.ty)} {self.ident(s.name)} lives on the device: "
+                    f"{self.names['scal']}->{self.ident(s.name)}"]})
+            else:
+                assert not (_var_names(s) | _assigned(s)) & set(self.device_scalars), \
+                    f"host statement touches a device scalar: {s!r}"
+                host.lines = []
+                steps.append({"kind": "host", "lines": host.emit((s,))})
+
+        arrays: dict[str, dict[str, object]] = {}
+        for p in self.k.params:
+            if isinstance(p.ty, ir.ArrayType):
+                arrays[p.name] = {
+                    "name": self.ident(p.name), "label": p.name, "ctype": ctype(p.ty.elem),
+                    "dev": self.namer.fresh(f"{p.name}_dev"), "bytes": self.namer.fresh(f"{p.name}_bytes"),
+                    "size": self._size(p.ty), "copy_out": p.intent != "in",
+                }
+        scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
+        return {
+            "name": self.name,
+            "kernels": globals_,
+            "steps": steps,
+            "names": self.names,
+            "prototype": self._prototype(),
+            "c_params": [self._c_param(p, device=False) for p in self.k.params],
+            "device_params": [self._c_param(p, device=True) for p in self.k.params]
+            + [f"{STREAM_TYPE} {self.names['stream']}"],
+            "device_args": [arrays[p.name]["dev"] if p.name in arrays else self.ident(p.name)
+                            for p in self.k.params] + [DEFAULT_STREAM],
+            "arrays": list(arrays.values()),
+            "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
+                        for a in self.arrays for h, d in self.hoisted.get(a, [])],
+            "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()],
+            "frees": [self.ident(a) for a in self.allocs] + ([self.names["scal"]] if self.device_scalars else []),
+            "device_scalars": [f"{ctype(self.scalars[s])} {self.ident(s)}" for s in self.device_scalars],
+            "scalar_inits": [self.ident(s) for s in scalar_params if s in self.device_scalars],
+        }
+
+    def _c_param(self, p: ir.Param, *, device: bool) -> str:
+        if isinstance(p.ty, ir.Scalar):
+            return f"{ctype(p.ty)} {self.ident(p.name)}"
+        const = "const " if device and p.intent == "in" else ""
+        return f"{const}{ctype(p.ty.elem)} *{self.ident(p.name)}"
+
+    def _prototype(self) -> str:
+        """The original C declaration, for a comment."""
+        parts = []
+        for p in self.k.params:
+            if isinstance(p.ty, ir.Scalar):
+                parts.append(f"{ctype(p.ty)} {p.name}")
+            elif p.pointer:
+                parts.append(f"{ctype(p.ty.elem)} *{p.name}")
+            else:
+                parts.append(f"{ctype(p.ty.elem)} {p.name}" + "".join(f"[{self.expr(d)}]" for d in p.ty.dims))
+        return f"void {self.name}({', '.join(parts)});"
+
+
+def _func(f: ir.Func) -> dict[str, object]:
+    used = _identifiers(f)
+    namer = Namer(used | RESERVED)
+    rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
+    expr = ExprPrinter(rename=rename)
+    params = ", ".join(f"{ctype(p.ty)} {expr.ident(p.name)}" for p in f.params  # type: ignore[arg-type]
+                       ) or "void"
+    ret = "void" if f.ret is None else ctype(f.ret)
+    return {"signature": f"{MAYBE_UNUSED} {HOST_DEVICE} {ret} {f.name}({params})",
+            "body": StmtPrinter(expr, namer).emit(f.body)}
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
+
+
+def emit(module: ir.Module, *, source: str) -> str:
+    """The CUDA translation unit for ``module``, whose kernels must be mapped (``passes.map_gpu``).
+
+    ``source`` names the input in the header comment.
+    """
+    assert "\n" not in source, f"bad source name {source!r}"
+    module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
+    generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
+    generated |= {f"{k.name}_kernel{n}" for k in module.kernels for n in range(len(k.body))}
+    assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
+    kernels = [_KernelEmitter(k, module_names | generated).context() for k in module.kernels]
+    funcs = [_func(f) for f in module.funcs]
+    return _environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)
