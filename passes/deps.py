@@ -64,6 +64,11 @@ def _loop_ids(stmts: list[StmtInfo]) -> dict[int, str]:
     return {id(s.node): s.id for s in stmts if s.kind == "bounds"}
 
 
+def loop_ids(kernel: ir.Kernel) -> dict[int, str]:
+    """``id(for_node) -> loop id`` for every loop of ``kernel`` (ids as in :func:`analyze`)."""
+    return _loop_ids(acc_mod.analyze(kernel))
+
+
 def _kind(a: Access, b: Access) -> str:
     if a.write and b.write:
         return "output"

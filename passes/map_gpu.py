@@ -19,10 +19,12 @@
 Top-level ``Decl`` statements of device scalars used by only one ``Launch`` move into it
 as launch-local variables.  Program order is preserved.
 
-The parallelism test is :func:`_trivially_parallel`, a deliberately simple and
-conservative rule (rectangular bounds, unit step, every written array sliced by
-the loop variable in one fixed dimension).  A dependence-analysis pass will
-replace it.  Known v0 limitation: a sequential time loop around parallel nests
+The parallelism test is :func:`_parallel`: a loop is mapped only if the
+exact dependence analysis (:mod:`passes.deps`, isl) finds no dependence
+carried by it, it has unit step, and its bounds are computable on the host
+(rectangular, host scalars only).  Scalars declared inside the loop body are
+private to an iteration; any other scalar written in the loop is a carried
+dependence.  Known limitation: a sequential time loop around parallel nests
 (stencils) becomes one single-thread launch: correct but slow.
 
 Before::
@@ -61,7 +63,9 @@ After::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
+from passes import deps
 from transpile import ir
 from transpile.diagnostics import TranspileError
 
@@ -78,6 +82,11 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     top = _top_scalars(kernel)
     host_scalars = frozenset(top - device_scalars)
+    # NOTE: loop ids are keyed by node identity, so they must be computed on
+    # this very kernel object, before any rebuilding below.
+    ids = deps.loop_ids(kernel)
+    carried = deps.carried_loops(deps.analyze(kernel))
+    parallel = frozenset(ids[k] for k in ids) - carried
 
     # Each item: ("host", [stmt], False) or ("launch", [stmts], is it a parallel nest?).
     items: list[tuple[str, list[ir.Stmt], bool]] = []
@@ -85,7 +94,8 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         if not dev:
             items.append(("host", [stmt], False))
             continue
-        nest = _mark_parallel(stmt, host_scalars) if isinstance(stmt, ir.For) else None
+        nest = (_mark_parallel(stmt, host_scalars, lambda lp: ids[id(lp)] in parallel)
+                if isinstance(stmt, ir.For) else None)
         if nest is not None:
             items.append(("launch", [nest], True))
         elif items and items[-1][0] == "launch" and not items[-1][2]:
@@ -200,7 +210,8 @@ def _names(node: ir.Node) -> set[str]:
     return out | {n.var for n in ir.walk(node) if isinstance(n, ir.For)}
 
 
-def _mark_parallel(nest: ir.For, host_scalars: frozenset[str]) -> ir.For | None:
+def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
+                   independent: Callable[[ir.For], bool]) -> ir.For | None:
     """``nest`` with its outermost provably parallel perfectly nested loops marked ``par``.
 
     None if not even the outermost loop can be marked.
@@ -210,7 +221,7 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str]) -> ir.For | None:
         chain.append(chain[-1].body[0])
     depth = 0
     for loop in chain:
-        if not _trivially_parallel(loop, host_scalars):
+        if not _parallel(loop, host_scalars, independent):
             break
         depth += 1
     if depth == 0:
@@ -223,38 +234,17 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str]) -> ir.For | None:
     return mark(nest, 0)
 
 
-def _trivially_parallel(loop: ir.For, host_scalars: frozenset[str]) -> bool:
-    """Conservative v0 test: are ``loop``'s iterations independent?  (False when unsure.)
+def _parallel(loop: ir.For, host_scalars: frozenset[str], independent: Callable[[ir.For], bool]) -> bool:
+    """Can ``loop`` be spread over GPU threads?  (False when unsure.)
 
-    (1) unit step; (2) bounds read only host scalars (no arrays, no outer loop
-    variables: rectangular, computable on the host); (3) no scalar declared
-    outside the loop is written in it; (4) every array written in the body has
-    a dimension ``d`` whose index is exactly ``Var(loop.var)`` in *every*
-    access (read or write) to it in the body, so iterations touch disjoint
-    slices (``A[i] = A[i+1]`` fails: the read is in another slice); (5) calls
-    are harmless: math functions and module ``Func`` helpers are pure by construction.
+    (1) unit step (the grid-stride loop counts up by one); (2) bounds read only
+    host scalars (no arrays, no outer loop variables: rectangular, computable on
+    the host); (3) the dependence analysis finds no dependence carried by the
+    loop (``independent``), which covers arrays and scalars alike.
     """
     if loop.step != 1:
         return False
     for bound in (loop.lo, loop.hi):
         if not _scalar_only(bound) or not _reads(bound) <= host_scalars:
             return False
-    body = ir.Launch(loop.body)  # a container to walk the body as one node
-    local = {n.name for n in ir.walk(body) if isinstance(n, ir.Decl)}
-    if _writes(body) - local:
-        return False
-    accesses: dict[str, list[tuple[ir.Expr, ...]]] = {}
-    for n in ir.walk(body):
-        if isinstance(n, ir.Index):
-            accesses.setdefault(n.array, []).append(n.indices)
-    for array, (_read, written) in sorted(ir.array_uses(loop.body).items()):
-        if not written:
-            continue
-        idxs = accesses[array]
-        if not any(all(_is_var(ix[d], loop.var) for ix in idxs) for d in range(len(idxs[0]))):
-            return False
-    return True
-
-
-def _is_var(e: ir.Expr, name: str) -> bool:
-    return isinstance(e, ir.Var) and e.name == name
+    return independent(loop)

@@ -114,7 +114,7 @@ def triangular() -> ir.Kernel:
 
 
 def transpose() -> ir.Kernel:
-    """In-place transpose: A[j][i] and A[i][j] have no common slice, so nothing is parallel."""
+    """In-place transpose of the upper triangle."""
     return kernel(
         "transpose", [sc("n"), arr("A", "inout", n, n)],
         loop("i", c(0), n,
@@ -284,14 +284,15 @@ def test_triangular_stops_at_non_rectangular_loop() -> None:
     assert layout(map_gpu.run(triangular())) == [("launch", ["x", None], 1)]
 
 
-def test_transpose_not_parallel() -> None:
-    assert layout(map_gpu.run(transpose())) == [("launch", [None, None], 1)]
+def test_transpose_outer_loop_parallel() -> None:
+    # Iteration i swaps A[i][j] and A[j][i] for j > i: different i never touch the
+    # same pair, so i is parallel; j's bounds depend on i, so it stays a plain loop.
+    assert layout(map_gpu.run(transpose())) == [("launch", ["x", None], 1)]
 
 
 def test_shift_not_parallel() -> None:
     out = map_gpu.run(shift())
     assert layout(out) == [("launch", [None], 1)]
-    assert not map_gpu._trivially_parallel(shift().body[0], frozenset({"n"}))  # type: ignore[arg-type]
 
 
 def test_host_scalar_stays_on_host() -> None:
@@ -352,6 +353,18 @@ def test_single_thread_statements_merge() -> None:
     assert layout(map_gpu.run(k)) == [("launch", [], 3)]
 
 
+def _outer_par(nest: ir.For) -> str | None:
+    """The ``par`` of ``nest``'s outer loop after mapping it inside a small kernel."""
+    d = ir.Decl("d", I32, c(0))
+    k = kernel("probe", [sc("n"), arr("x", "inout", n), arr("y", "inout", n, n), arr("z", "in", n)],
+               d, nest, ir.assign(v("d"), ir.cast(at("x", c(0)), I32)))  # d: a device scalar
+    for s in map_gpu.run(k).body:
+        for t in s.body if isinstance(s, ir.Launch) else ():
+            if isinstance(t, ir.For) and t.var == "i":
+                return t.par
+    raise AssertionError("nest not found in a launch")
+
+
 @pytest.mark.parametrize(
     "why, nest",
     [
@@ -360,19 +373,27 @@ def test_single_thread_statements_merge() -> None:
         ("bound reads a device scalar", loop("i", c(0), v("d"), ir.assign(at("x", i), c(0.0)))),
         ("writes an outer scalar", loop("i", c(0), n, ir.assign(v("d"), i))),
         ("written array read elsewhere", loop("i", c(0), n, ir.assign(at("x", i), at("x", c(0))))),
-        ("no common slice", loop("i", c(0), n, ir.assign(at("y", i, c(0)), at("y", c(0), i)))),
+        ("reads the next element", loop("i", c(0), b("-", n, c(1)), ir.assign(at("x", i), at("x", b("+", i, c(1)))))),
     ],
 )
-def test_not_trivially_parallel(why: str, nest: ir.For) -> None:
-    assert not map_gpu._trivially_parallel(nest, frozenset({"n"})), why
+def test_not_parallel(why: str, nest: ir.For) -> None:
+    assert _outer_par(nest) is None, why
 
 
-def test_trivially_parallel_positive() -> None:
-    # A 2-D array sliced along dimension 1 by i; a private Decl; reads of other arrays anywhere.
-    nest = loop("i", c(1), b("+", n, c(1)),
-                ir.Decl("tmp", F64, at("z", c(0))),
-                ir.assign(at("y", c(0), i), b("+", at("y", c(1), i), v("tmp", F64))))
-    assert map_gpu._trivially_parallel(nest, frozenset({"n"}))
+@pytest.mark.parametrize(
+    "why, nest",
+    [
+        # A 2-D array sliced along dimension 1 by i; a private Decl; reads of other arrays anywhere.
+        ("slice and private scalar", loop("i", c(1), n,
+                                          ir.Decl("tmp", F64, at("z", c(0))),
+                                          ir.assign(at("y", c(0), i), b("+", at("y", c(1), i), v("tmp", F64))))),
+        # y[i][0] = y[0][i]: the only element both written and read by an iteration is
+        # y[0][0], by iteration 0 alone -- exact analysis proves what slicing rules cannot.
+        ("meets only in one iteration", loop("i", c(0), n, ir.assign(at("y", i, c(0)), at("y", c(0), i)))),
+    ],
+)
+def test_parallel(why: str, nest: ir.For) -> None:
+    assert _outer_par(nest) == "x", why
 
 
 def test_helper_func_call_is_parallel() -> None:
