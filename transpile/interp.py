@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import random
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,13 +65,19 @@ _VOID = object()  # what a statement yields for ``return;`` (None: no return)
 # Entry point
 
 
-def run(module: ir.Module, kernel: str, args: Mapping[str, object]) -> dict[str, np.ndarray]:
+def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
+        shuffle: int | None = None) -> dict[str, np.ndarray]:
     """Execute kernel ``kernel`` of ``module`` on ``args`` (keyed by parameter name).
 
     Scalars are Python or numpy numbers; arrays are numpy arrays of the
     parameter's element dtype and of the shape its extents evaluate to (pointer
     parameters: 1-D).  The caller's arrays are not modified.  Returns every
     array parameter after execution, as fresh arrays.
+
+    ``shuffle``: a seed for the *shuffled mode*: every loop marked ``par`` runs
+    its iterations in a random order (each execution of the loop draws a new
+    permutation), so a loop wrongly marked parallel shows up as a different
+    result.  Sequential loops keep their order.
     """
     k = next((k for k in module.kernels if k.name == kernel), None)
     if k is None:
@@ -84,6 +91,7 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object]) -> dict[str,
             raise InterpError(p.loc, f"missing argument for parameter '{p.name}' of kernel '{k.name}'")
 
     shared = _Shared(module)
+    shared.rng = random.Random(shuffle) if shuffle is not None else None
     comp = _FnCompiler(shared, ret=None, in_func=False, name=k.name)
     scope: dict[str, _Sym] = {}
     env: Env = []
@@ -293,6 +301,7 @@ class _Shared:
     def __init__(self, module: ir.Module) -> None:
         self.module = module
         self.arrays: dict[str, _Array] = {}
+        self.rng: random.Random | None = None  # shuffled mode: the order of par loops
         # name -> one-element holder of the compiled function; the holder is
         # created before compiling the body so recursive calls can refer to it.
         self.funcs: dict[str, list[Callable[..., Any]]] = {}
@@ -453,6 +462,17 @@ class _FnCompiler:
                 return None
 
             return loop_returning
+        rng = self.shared.rng
+        if s.par is not None and rng is not None:
+
+            def loop_shuffled(env: Env) -> None:
+                order = list(range(lo(env), hi(env), step) if step > 0 else range(hi(env) - 1, lo(env) - 1, step))
+                rng.shuffle(order)
+                for v in order:
+                    env[slot] = v
+                    body(env)
+
+            return loop_shuffled
         if step > 0:
 
             def loop_up(env: Env) -> None:
