@@ -48,15 +48,26 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
     for src, dst in itertools.product(stmts, stmts):
+        # Accesses with the same subscripts give the same answer: test each pair once,
+        # and keep one edge per distinct (name, kind, level, direction, distance).
+        seen: set[tuple[object, ...]] = set()
         for a in src.accesses:
             for b in dst.accesses:
                 if a.name != b.name or not (a.write or b.write):
                     continue
+                key = (a.name, a.write, a.subscripts, b.write, b.subscripts)
+                if key in seen:
+                    continue
+                seen.add(key)
                 for dep in _dependences(src, a, dst, b, params, decl_depth.get(a.name, 0)):
                     level = dep.level
-                    loop = loop_ids[id(src.loops[level - 1])] if level else None
-                    g.add_edge(src.id, dst.id, name=a.name, kind=_kind(a, b), level=level, loop=loop,
-                               direction=dep.direction, distance=dep.distance)
+                    attrs = dict(name=a.name, kind=_kind(a, b), level=level,
+                                 loop=loop_ids[id(src.loops[level - 1])] if level else None,
+                                 direction=dep.direction, distance=dep.distance)
+                    edge = tuple(sorted(attrs.items()))
+                    if edge not in seen:
+                        seen.add(edge)
+                        g.add_edge(src.id, dst.id, **attrs)
     return g
 
 
