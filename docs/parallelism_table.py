@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from passes import deps  # noqa: E402
+from passes import deps, reductions  # noqa: E402
 from tests import polybench  # noqa: E402
 from transpile import cfront, ir, pipeline  # noqa: E402
 
@@ -66,9 +66,10 @@ def table() -> str:
         all_ids = deps.loop_ids(k)
         carried = deps.carried_loops(graph)
         parallel = set(all_ids.values()) - carried
+        reds = " ".join(f"{r.name}({r.op})@{r.loop_var}" for r in reductions.analyze(k)) or "-"
         (lk,) = pipeline.lower(module).kernels
         par, host, launches = _mapping(lk)
-        rows.append(f"| {name} | {_loops(k, parallel, all_ids)} | {_loops(k, carried, all_ids)} | - "
+        rows.append(f"| {name} | {_loops(k, parallel, all_ids)} | {_loops(k, carried, all_ids)} | {reds} "
                     f"| {host} | {par} | {launches} |")
     return "\n".join(rows)
 
