@@ -74,18 +74,21 @@ def main() -> None:
               help="Check the IR invariants after every pass.")
 @click.option("--silence", "silence_ids", multiple=True, metavar="ID",
               help="Silence the warning with this id.")
+@click.option("--no-verify", is_flag=True,
+              help="Skip verifying the generated CUDA (stages a-c, and d-f on a GPU; see 'transpile verify').")
 def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
-                verify_each: bool, silence_ids: tuple[str, ...]) -> None:
+                verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool) -> None:
     """Compile FILE (.c or .ir) to CUDA."""
     for wid in silence_ids:
         silence(wid)
-    _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each))
+    _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
+                            not no_verify))
 
 
 def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
-             verify_each: bool) -> None:
+             verify_each: bool, verify: bool = True) -> None:
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
@@ -100,6 +103,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir)
         result = cuda.emit(lowered, source=file.name)
         suffix = ".cu"
+        if verify:  # our own output must pass the verifier before it is written
+            _verify_output(module, lowered, result, file, function, include_dirs, defines)
     if output == "-":
         sys.stdout.write(result)
         return
@@ -107,6 +112,23 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     if dest.resolve() == file.resolve():
         raise TranspileError(None, f"output file '{dest}' would overwrite the input")
     write_atomic(dest, result)
+
+
+def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
+                   include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> None:
+    """Verify emitted CUDA (quick shapes); a failure is an error, an inconclusive test a warning."""
+    from transpile.verify import Options, verify_module
+
+    reports = verify_module(module, text, source=file, lowered=lowered, function=function,  # type: ignore[arg-type]
+                            include_dirs=include_dirs, defines=defines,
+                            options=Options(mode="quick", full_seeds=1, sanitizer=False))
+    for r in reports:
+        if r.verdict == "fail":
+            raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
+                                       f"(replay: transpile verify OUT.cu --against {file.name} --seed {r.seed})")
+        if r.verdict != "pass":
+            click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
+                       err=True)
 
 
 def write_atomic(dest: Path, text: str) -> None:
@@ -141,6 +163,14 @@ def _guard(action: object) -> None:
             raise
         sys.exit(2)
 
+
+def _register_verify() -> None:
+    from transpile.verify.cli import verify_cmd
+
+    main.add_command(verify_cmd)
+
+
+_register_verify()
 
 if __name__ == "__main__":
     main()

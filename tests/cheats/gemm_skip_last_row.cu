@@ -1,0 +1,31 @@
+// CHEAT (skipping the last row): the row guard is `i < ni - 1`, so the last
+// row of C keeps its old values.
+#include <cuda_runtime.h>
+
+__global__ void gemm_rows(int ni, int nj, int nk, double alpha, double beta, double* C, const double* A,
+                          const double* B)
+{
+  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= ni - 1 || j >= nj) return;
+  double acc = 0.0;
+  for (int k = 0; k < nk; ++k) acc += A[i * nk + k] * B[k * nj + j];
+  C[i * nj + j] = beta * C[i * nj + j] + alpha * acc;
+}
+
+extern "C" void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double* C, double* A, double* B)
+{
+  double *dC, *dA, *dB;
+  size_t c = (size_t)ni * nj * sizeof(double), a = (size_t)ni * nk * sizeof(double), b = (size_t)nk * nj * sizeof(double);
+  cudaMalloc(&dC, c + 8);
+  cudaMalloc(&dA, a + 8);
+  cudaMalloc(&dB, b + 8);
+  cudaMemcpy(dC, C, c, cudaMemcpyHostToDevice);
+  cudaMemcpy(dA, A, a, cudaMemcpyHostToDevice);
+  cudaMemcpy(dB, B, b, cudaMemcpyHostToDevice);
+  dim3 block(16, 16), grid((nj + 15) / 16, (ni + 15) / 16);
+  gemm_rows<<<grid, block>>>(ni, nj, nk, alpha, beta, dC, dA, dB);
+  cudaMemcpy(C, dC, c, cudaMemcpyDeviceToHost);
+  cudaFree(dC);
+  cudaFree(dA);
+  cudaFree(dB);
+}

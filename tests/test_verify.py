@@ -1,0 +1,317 @@
+"""The verifier (transpile/verify): every cheat in tests/cheats is rejected by the
+stage and check the table names, honest kernels pass, the pipeline's output for
+the 30 PolyBench kernels passes stages (a)-(c), and the command line behaves."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transpile import cuda, frontend, pipeline
+from transpile.verify import Options, verify_file, verify_module
+from transpile.verify.checks import HostBuffers, compare, tolerance
+from transpile.verify.proc import ChildError, fork_call, fork_stream
+from transpile.verify.signature import check_dropin, find_dropin, kernel_sig
+from transpile.verify.stages import parse_ptxas
+from transpile.verify.synth import POISON_BITS, make_inputs, poison, seed_for, shapes
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "kernels"
+CHEATS = ROOT / "tests" / "cheats"
+SEED = 2024
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
+                               reason="the simulator and the reference need g++ and gcc")
+
+# The cheat table (also in docs/verify.md): file, reference, the gaming pattern,
+# and the stage and check that must reject it.
+CHEAT_TABLE: list[tuple[str, Path, str, str, str]] = [
+    ("jacobi_copy_input", KERNELS / "jacobi_2d.c", "copy input to output", "c", "mismatch"),
+    ("gemm_first_tile", KERNELS / "gemm.c", "write the first tile only", "c", "unwritten-output"),
+    ("gemm_mult32", KERNELS / "gemm.c", "correct only for multiples of 32", "c", "unwritten-output"),
+    ("gemm_missing_sync", KERNELS / "gemm.c", "missing __syncthreads in a tiled kernel", "c", "schedule"),
+    ("atax_off_by_one", KERNELS / "atax.c", "off-by-one guard writes past the end", "c", "device-guard"),
+    ("gemm_hardcoded", KERNELS / "gemm.c", "hard-coded output for one seed", "c", "mismatch"),
+    ("gemm_cached", KERNELS / "gemm.c", "result cached in a static buffer between calls", "c", "fresh-input"),
+    ("dot_uninit_accumulator", CHEATS / "dot.c", "uninitialised accumulator on zero-filled memory", "c",
+     "nan-output"),
+    ("gemm_transposed", KERNELS / "gemm.c", "transpose that passes on symmetric inputs", "c", "mismatch"),
+    ("gemm_float_acc", KERNELS / "gemm.c", "float32 accumulation of a double kernel", "c", "precision"),
+    ("atax_read_before_write", KERNELS / "atax.c", "reading an output before writing it", "c", "mismatch"),
+    ("gemm_skip_last_row", KERNELS / "gemm.c", "skipping the last row", "c", "unwritten-output"),
+    ("gemm_other_stream", KERNELS / "gemm.c", "work on another stream without synchronisation", "c", "stream"),
+    ("atax_modifies_input", KERNELS / "atax.c", "modifying an input array", "c", "input-modified"),
+    ("dot_race", CHEATS / "dot.c", "race in the reduction (non-atomic +=)", "c", "block-race"),
+]
+HONEST = [("ok_dot", CHEATS / "dot.c"), ("ok_gemm_tiled", KERNELS / "gemm.c")]
+
+
+def _opts(**kw: object) -> Options:
+    base = {"seed": SEED, "stages": "abcdef", "gpu": False}
+    return Options(**{**base, **kw})  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# The cheats
+
+
+def test_cheat_table_is_complete() -> None:
+    files = {p.stem for p in CHEATS.glob("*.cu")}
+    table = {c[0] for c in CHEAT_TABLE}
+    assert len(table) >= 15
+    assert table | {h[0] for h in HONEST} == files, "every .cu in tests/cheats is in a table"
+    for name, ref, *_ in CHEAT_TABLE:
+        assert ref.exists() and (CHEATS / f"{name}.cu").exists(), name
+
+
+@needs_gxx
+@pytest.mark.parametrize(("name", "ref", "pattern", "stage", "check"), CHEAT_TABLE,
+                         ids=[c[0] for c in CHEAT_TABLE])
+def test_cheat_is_rejected_by_its_check(name: str, ref: Path, pattern: str, stage: str, check: str) -> None:
+    report = verify_file(CHEATS / f"{name}.cu", ref, options=_opts())
+    failure = report.failure
+    assert failure is not None, f"{name} ({pattern}) was not rejected: {report.reason}"
+    assert (failure.key, failure.check) == (stage, check), report.summary()
+    assert report.verdict == "fail" and not report.ok
+    assert all(report.stage(k).status == "pass" for k in "ab"), report.summary()
+
+
+@needs_gxx
+@pytest.mark.parametrize(("name", "ref"), HONEST, ids=[h[0] for h in HONEST])
+def test_honest_kernels_pass(name: str, ref: Path) -> None:
+    report = verify_file(CHEATS / f"{name}.cu", ref, options=_opts())
+    assert report.ok, report.summary()
+    assert [report.stage(k).status for k in "abc"] == ["pass", "pass", "pass"] or \
+        report.stage("b").status == "skipped"
+    assert report.stage("d").status == "skipped", "no GPU stage may pass without a GPU"
+
+
+@needs_gxx
+def test_device_entry_on_the_default_stream_is_rejected(tmp_path: Path) -> None:
+    text = (ROOT / "tests" / "golden" / "gemm.cu").read_text()
+    assert ", 0, stream>>>" in text
+    cheat = tmp_path / "gemm_default_stream.cu"
+    cheat.write_text(text.replace(", 0, stream>>>", ", 0, 0>>>"))
+    report = verify_file(cheat, ROOT / "tests" / "ir" / "gemm.ir", options=_opts())
+    assert report.failure is not None and report.failure.check == "stream", report.summary()
+    assert "not on the stream passed" in report.failure.message
+
+
+@needs_gxx
+def test_wrong_signature_fails_stage_a(tmp_path: Path) -> None:
+    text = (CHEATS / "ok_dot.cu").read_text().replace("void dot(int n, double* x,", "void dot(int n, float* x,")
+    bad = tmp_path / "dot_float.cu"
+    bad.write_text(text)
+    report = verify_file(bad, CHEATS / "dot.c", options=_opts())
+    assert report.failure is not None and (report.failure.key, report.failure.check) == ("a", "signature")
+    assert "parameter 2 ('x')" in report.failure.message
+    mangled = tmp_path / "dot_cpp.cu"
+    mangled.write_text((CHEATS / "ok_dot.cu").read_text().replace('extern "C" void dot', "void dot"))
+    report = verify_file(mangled, CHEATS / "dot.c", options=_opts())
+    assert report.failure is not None and "not extern" in report.failure.message
+
+
+@needs_gxx
+def test_unsupported_feature_is_not_applicable_not_a_pass(tmp_path: Path) -> None:
+    text = (CHEATS / "ok_dot.cu").read_text().replace("  if (t == 0) atomicAdd", '  asm volatile("");\n'
+                                                      "  if (t == 0) atomicAdd")
+    cu = tmp_path / "dot_asm.cu"
+    cu.write_text(text)
+    report = verify_file(cu, CHEATS / "dot.c", options=_opts())
+    c = report.stage("c")
+    assert c.status == "not applicable"
+    assert c.message.startswith("stage (c) not applicable: inline PTX assembly (asm)")
+    assert report.verdict == "unverified" and not report.ok
+
+
+@needs_gxx
+def test_crash_is_a_reported_failure(tmp_path: Path) -> None:
+    text = (CHEATS / "ok_dot.cu").read_text().replace("  cudaMemset(dout, 0, sizeof(double));",
+                                                      "  cudaMemset(dout, 0, sizeof(double));\n"
+                                                      "  if (n > 1) *(volatile int*)0 = 1;")
+    cu = tmp_path / "dot_crash.cu"
+    cu.write_text(text)
+    report = verify_file(cu, CHEATS / "dot.c", options=_opts())
+    assert report.failure is not None and report.failure.check == "crash", report.summary()
+    assert "SIGSEGV" in report.failure.message
+
+
+# ---------------------------------------------------------------------------
+# The pipeline's own output
+
+
+PB = sorted(KERNELS.glob("*.c"))
+
+
+@needs_gxx
+@pytest.mark.parametrize("path", PB, ids=[p.stem for p in PB])
+def test_pipeline_output_passes_stages_a_to_c(path: Path) -> None:
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    text = cuda.emit(lowered, source=path.name)
+    (report,) = verify_module(module, text, source=path, lowered=lowered, options=_opts(mode="quick"))
+    assert report.ok, report.summary()
+    assert report.stage("c").status == "pass"
+    assert report.stage("a").status == "pass"
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "transpile.cli", *args], capture_output=True, text=True,
+                          env={**__import__("os").environ, "TRANSPILE_VERIFY_GPU": "0"})
+
+
+@needs_gxx
+def test_cli_verify_json_and_exit_status() -> None:
+    bad = _cli("verify", str(CHEATS / "gemm_float_acc.cu"), "--against", str(KERNELS / "gemm.c"), "--seed", "5",
+               "--json", "--stages", "ac")
+    assert bad.returncode == 1, bad.stderr
+    assert bad.stderr.startswith("transpile: error: verification fail: stage (c)")
+    assert "Traceback" not in bad.stderr
+    record = json.loads(bad.stdout)
+    assert record["seed"] == 5 and record["verdict"] == "fail"
+    assert record["stages"]["c"]["check"] == "precision"
+    assert record["stages_reached"] == ["a", "c"] and record["stages_passed"] == ["a"]
+    assert record["max_errors"]["C"] > record["tolerances"]["C"]
+    good = _cli("verify", str(CHEATS / "ok_dot.cu"), "--against", str(CHEATS / "dot.c"), "--json", "-q",
+                "--size", "n=100")
+    assert good.returncode == 0, good.stderr
+    rec = json.loads(good.stdout)
+    assert rec["verdict"] == "pass" and isinstance(rec["seed"], int)
+    assert rec["stages"]["d"]["status"] == "skipped"
+    missing = _cli("verify", "nope.cu", "--against", str(CHEATS / "dot.c"))
+    assert missing.returncode == 1 and missing.stderr.startswith("transpile: error:")
+
+
+@needs_gxx
+def test_compile_refuses_to_write_code_that_fails_verification(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from transpile.cli import main
+
+    monkeypatch.setenv("TRANSPILE_VERIFY_GPU", "0")
+    cheat = (CHEATS / "gemm_skip_last_row.cu").read_text()
+    monkeypatch.setattr(cuda, "emit", lambda module, source: cheat)
+    out = tmp_path / "gemm.cu"
+    res = CliRunner().invoke(main, [str(KERNELS / "gemm.c"), "-o", str(out)])
+    assert res.exit_code == 1
+    assert "verification of the generated CUDA for 'kernel_gemm' failed" in res.output
+    assert "[unwritten-output]" in res.output
+    assert not out.exists() and not list(tmp_path.iterdir())
+    res = CliRunner().invoke(main, [str(KERNELS / "gemm.c"), "-o", str(out), "--no-verify"])
+    assert res.exit_code == 0 and out.read_text() == cheat
+
+
+# ---------------------------------------------------------------------------
+# Pieces
+
+
+def test_shapes_cover_tiny_off_grid_and_non_square() -> None:
+    k = frontend.load(KERNELS / "gemm.c").kernels[0]
+    sig = kernel_sig(k)
+    assert sig.size_params == ("ni", "nj", "nk")
+    full = shapes(sig, k, mode="full", work_budget=3e6, requested={"ni": 40, "nj": 50, "nk": 60})
+    labels = [s.label for s in full]
+    assert labels[:3] == ["n=1", "n=2", "n=3"] and "n=17" in labels and "n=127" in labels
+    assert "n=257" not in labels, "257^3 exceeds the work budget"
+    ns = next(s for s in full if s.label == "non-square")
+    assert len(set(ns.scalars.values())) == 3
+    assert next(s for s in full if s.label == "requested").scalars == {"ni": 40, "nj": 50, "nk": 60}
+    quick = shapes(sig, k, mode="quick", work_budget=2e5)
+    assert len(quick) == 3 and all(v % 32 for s in quick for v in s.scalars.values())
+
+
+def test_inputs_poison_and_recipes() -> None:
+    k = frontend.load(KERNELS / "cholesky.c").kernels[0]
+    sig = kernel_sig(k)
+    shape = shapes(sig, k, mode="quick", work_budget=2e5)[0]
+    x = make_inputs(sig, shape, seed_for(1, 0), "signed", "spd")
+    assert x is not None
+    a = x["A"]
+    assert np.allclose(a, a.T) and np.linalg.eigvalsh(a).min() > 0
+    assert make_inputs(sig, shape, seed_for(1, 0), "signed", "random")["A"].tolist() != a.tolist()
+    p = poison(np.dtype(np.float64), (3,))
+    assert np.isnan(p).all() and p.view(np.uint64)[0] == POISON_BITS["f64"]
+    assert (poison(np.dtype(np.int32), (2,)) == np.iinfo(np.int32).min).all()
+    k2 = frontend.load(CHEATS / "dot.c").kernels[0]
+    sig2 = kernel_sig(k2)
+    x2 = make_inputs(sig2, shapes(sig2, k2, mode="quick", work_budget=2e5)[0], seed_for(1, 0), "signed", "random")
+    assert x2 is not None and np.isnan(x2["out"]).all(), "out arrays start poisoned"
+
+
+def test_compare_classifies_failures() -> None:
+    ref = np.array([1.0, 2.0, 3.0, 4.0])
+    init = np.array([9.0, 9.0, 9.0, 4.0])  # the reference leaves element 3 alone
+    tol = tolerance(np.dtype(np.float64), 16)
+    assert tol == pytest.approx(4e-10)
+    assert compare("C", ref.copy(), ref, init, tol).ok
+    assert compare("C", np.array([1.0, 2.0, 9.0, 4.0]), ref, init, tol).kind == "unwritten-output"
+    assert compare("C", np.array([1.0, np.nan, 3.0, 4.0]), ref, init, tol).kind == "nan-output"
+    assert compare("C", np.array([1.0, 2.5, 3.0, 4.0]), ref, init, tol).kind == "mismatch"
+    assert compare("C", ref * np.array([1 + 1e-7, 1, 1, 1]), ref, init, tol).kind == "precision"
+    wrote_untouched = compare("C", np.array([1.0, 2.0, 3.0, 5.0]), ref, init, tol)
+    assert not wrote_untouched.ok and wrote_untouched.first_bad == (3,)
+    ints = np.array([1, 2, 3], dtype=np.int32)
+    assert compare("t", ints, ints, ints * 0, 0).ok
+    assert compare("t", ints + 1, ints, ints * 0, 0).kind == "mismatch"
+    assert "0.5" not in compare("C", np.array([1.0, 2.5, 3.0, 4.0]), ref, init, tol).message()
+
+
+def test_host_guard_zones() -> None:
+    bufs = HostBuffers({"a": np.zeros(4), "b": np.ones(2, dtype=np.int32)})
+    assert bufs.violations() == []
+    raw = bufs.raw["a"]
+    raw[256 + 32] ^= 0xFF  # one byte past the end of a
+    assert bufs.violations() == ["host array 'a': 1 byte(s) past its end overwritten"]
+    assert bufs.address("b") % 4 == 0
+
+
+def test_dropin_signature_parsing() -> None:
+    sig = kernel_sig(frontend.load(KERNELS / "gemm.c").kernels[0])
+    text = (ROOT / "tests" / "golden" / "gemm.cu").read_text()
+    params, extern_c = find_dropin(text, "gemm")
+    assert extern_c and params is not None and check_dropin(sig, params) == []
+    assert find_dropin(text, "nothing") == (None, False)
+    params2, _ = find_dropin(text, "gemm_device")
+    assert params2 is not None and len(params2) == len(sig.args) + 1
+
+
+def test_ptxas_report_parsing() -> None:
+    out = ("ptxas info    : Compiling entry function '_Z12gemm_kernel0iiiddPdPKdS1_' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z12gemm_kernel0iiiddPdPKdS1_\n"
+           "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+           "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]\n")
+    (r,) = parse_ptxas(out)
+    assert r == {"kernel": "gemm_kernel0", "mangled": "_Z12gemm_kernel0iiiddPdPKdS1_", "stack": 8,
+                 "spill_stores": 4, "spill_loads": 4, "registers": 40, "smem": 2048, "cmem": 400, "barriers": 1}
+
+
+def test_child_processes_report_crashes_and_hangs() -> None:
+    import os
+    import signal
+    import time
+
+    assert fork_call(lambda: 6 * 7, timeout=30) == 42
+    with pytest.raises(ChildError) as crash:
+        fork_call(lambda: os.kill(os.getpid(), signal.SIGSEGV), timeout=30)
+    assert crash.value.kind == "crash" and "SIGSEGV" in crash.value.message
+    msgs, _, err = fork_stream(lambda send: (send("first"), time.sleep(30)), timeout=0.5)
+    assert msgs == ["first"] and err is not None and err.kind == "timeout"
+
+
+@needs_gxx
+def test_summary_is_free_of_input_values() -> None:
+    report = verify_file(CHEATS / "gemm_transposed.cu", KERNELS / "gemm.c", options=_opts())
+    text = report.summary()
+    assert not re.findall(r"\d\.\d{3,}", text), text  # errors print as 1.23e-04, never as data
+    assert f"--seed {SEED}" in text

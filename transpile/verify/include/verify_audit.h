@@ -1,0 +1,431 @@
+// verify_audit.h: the verifier's instrumentation of a simulated .cu file
+// (transpile/verify/simstage.py compiles the candidate with
+// `-include cuda_sim.h -include verify_audit.h`).  Two audits, neither of
+// which changes what a correct program computes:
+//
+// * Stream discipline.  The simulator runs every launch and copy at once, so
+//   work left on a stream nobody synchronises gives the right answer here and
+//   a wrong (or untimed) one on a GPU.  The CUDA stream and event calls of the
+//   candidate are wrapped (macros defined at the end, after cuda_sim.h, so the
+//   simulator's own code is untouched) and a pending-work flag is tracked per
+//   stream with CUDA's rules: a blocking cudaMemcpy waits for the legacy
+//   default stream and the blocking streams, never for a non-blocking one;
+//   cudaStreamSynchronize, cudaEventSynchronize, cudaStreamWaitEvent,
+//   cudaDeviceSynchronize and cudaFree settle what they settle.  Reported: a
+//   blocking copy while a non-blocking stream still has work, work still
+//   pending when the entry point returns, and (in a NAME_device call) work on
+//   the default stream instead of the stream passed in.
+//
+// * Inter-block races.  The simulator runs the blocks of a grid one after the
+//   other, so `*sum += partial` from every block is right here and loses
+//   updates on a GPU.  With splitting on, a multi-block launch runs as one
+//   launch per block (same grid dimensions and block indices as the kernel
+//   sees them); after each block the device allocations are compared with a
+//   snapshot, and a byte changed by two different blocks is a race unless an
+//   atomic touched it (atomics are wrapped to record their addresses).
+//
+// Harness API (extern "C"): __verify_reset, __verify_split, __verify_begin,
+// __verify_end, __verify_issues, __verify_stream, __verify_stream_sync,
+// __verify_malloc, __verify_free.  Issues are lines "stream: ..." / "race: ...".
+#ifndef TRANSPILE_VERIFY_AUDIT_H
+#define TRANSPILE_VERIFY_AUDIT_H
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#pragma GCC visibility push(hidden)
+namespace __verify {
+
+struct StreamState {
+  cudaStream_t handle = nullptr;
+  std::string name;
+  bool nonblocking = false;
+  bool pending = false;
+  bool alive = true;
+  std::string what;  // the last work submitted while pending
+};
+
+inline std::vector<StreamState> g_streams{StreamState{nullptr, "the default stream", false, false, true, ""}};
+inline std::map<cudaEvent_t, std::pair<size_t, bool>> g_events;  // event -> (stream index, pending when recorded)
+inline std::vector<std::string> g_issues;
+inline std::string g_issue_text;
+inline bool g_device_entry = false;
+inline size_t g_given = 0;  // index of the stream passed to a NAME_device call
+inline bool g_split = true;
+inline unsigned long long g_max_split_blocks = 4096;
+inline size_t g_max_split_bytes = (size_t)64 << 20;
+inline std::vector<std::pair<uintptr_t, size_t>> g_atomics;
+using Fn = void (*)();
+inline Fn g_target = nullptr;
+inline uint3 g_block{0, 0, 0};
+inline dim3 g_grid{1, 1, 1};
+
+inline void issue(const std::string& s) {
+  for (const auto& old : g_issues)
+    if (old == s) return;
+  if (g_issues.size() < 16) g_issues.push_back(s);
+}
+
+inline size_t index_of(cudaStream_t s) {
+  if (s == nullptr || s == cudaStreamLegacy) return 0;
+  for (size_t i = g_streams.size(); i-- > 1;)
+    if (g_streams[i].alive && g_streams[i].handle == s) return i;
+  StreamState st;  // a stream we did not see created (cudaStreamPerThread, or made before the call)
+  st.handle = s;
+  st.name = s == cudaStreamPerThread ? "cudaStreamPerThread" : "stream #" + std::to_string(g_streams.size());
+  st.nonblocking = s == cudaStreamPerThread;
+  g_streams.push_back(st);
+  return g_streams.size() - 1;
+}
+
+inline void created(cudaStream_t s, bool nonblocking) {
+  for (auto& st : g_streams)
+    if (st.handle == s && &st != &g_streams[0]) st.alive = false;  // a reused handle is a new stream
+  StreamState st;
+  st.handle = s;
+  st.name = "stream #" + std::to_string(g_streams.size());
+  st.nonblocking = nonblocking;
+  g_streams.push_back(st);
+}
+
+inline void work(cudaStream_t s, const std::string& what) {
+  size_t i = index_of(s);
+  if (g_device_entry && i != g_given && (i == 0 || g_streams[i].handle == cudaStreamPerThread))
+    issue("stream: " + what + " runs on " + g_streams[i].name +
+          ", not on the stream passed to the _device entry point: timing on that stream does not see it");
+  g_streams[i].pending = true;
+  g_streams[i].what = what;
+}
+
+inline void settle_blocking() {  // what a blocking call on the legacy default stream waits for
+  for (auto& st : g_streams)
+    if (!st.nonblocking) st.pending = false;
+}
+
+inline void settle_all() {
+  for (auto& st : g_streams) st.pending = false;
+}
+
+inline void blocking_copy(const char* api) {
+  for (const auto& st : g_streams)
+    if (st.nonblocking && st.pending)
+      issue(std::string("stream: ") + api + " on the default stream while " + st.what + " on non-blocking " +
+            st.name + " may still be running (no synchronisation between them)");
+}
+
+inline void end_call() {
+  for (size_t i = 0; i < g_streams.size(); ++i) {
+    const auto& st = g_streams[i];
+    if (!st.pending || (g_device_entry && i == g_given)) continue;
+    issue("stream: " + st.what + " on " + st.name + " was still pending when the entry point returned " +
+          "(nothing synchronised it)");
+  }
+}
+
+// --- inter-block race detection
+
+struct Region {
+  unsigned char* p;
+  size_t n;
+  unsigned long long id;
+  std::vector<unsigned char> snap;
+  std::vector<int> owner;
+};
+
+inline bool atomic_byte(uintptr_t a) {
+  for (const auto& r : g_atomics)
+    if (a >= r.first && a < r.first + r.second) return true;
+  return false;
+}
+
+template <class T>
+T* noted(T* p) {
+  if (p) {
+    g_atomics.emplace_back((uintptr_t)p, sizeof(T));
+    if (g_atomics.size() > 65536) {  // keep the list short: merge duplicates
+      std::sort(g_atomics.begin(), g_atomics.end());
+      g_atomics.erase(std::unique(g_atomics.begin(), g_atomics.end()), g_atomics.end());
+    }
+  }
+  return p;
+}
+
+template <class... P>
+void one_block(P... a) {
+  // Every fiber of the one-block launch sets the same values before running the kernel.
+  blockIdx = g_block;
+  gridDim = g_grid;
+  reinterpret_cast<void (*)(P...)>(g_target)(a...);
+}
+
+inline std::string block_name(unsigned long long b, dim3 g) {
+  return "(" + std::to_string(b % g.x) + "," + std::to_string(b / g.x % g.y) + "," +
+         std::to_string(b / ((unsigned long long)g.x * g.y)) + ")";
+}
+
+}  // namespace __verify
+#pragma GCC visibility pop
+
+template <class... P, class... A>
+void __verify_launch(void (*kernel)(P...), const __sim::LaunchConfig& c, A&&... args) {
+  using namespace __verify;
+  work(c.stream, std::string("kernel ") + c.name);
+  const unsigned long long nb = (unsigned long long)c.grid.x * c.grid.y * c.grid.z;
+  bool split = g_split && g_target == nullptr && nb > 1 && nb <= g_max_split_blocks && c.grid.y <= 65535 &&
+               c.grid.z <= 65535 && __sim::g_sticky == cudaSuccess;
+  std::vector<Region> regions;
+  if (split) {
+    size_t total = 0;
+    for (auto& kv : __sim::g_allocs)
+      if (__sim::is_device_kind(kv.second.kind) && kv.second.size) {
+        regions.push_back(Region{reinterpret_cast<unsigned char*>(kv.first), kv.second.size, kv.second.id, {}, {}});
+        total += kv.second.size;
+      }
+    split = total <= g_max_split_bytes;
+  }
+  if (!split) {
+    __sim_launch(kernel, c, std::forward<A>(args)...);
+    return;
+  }
+  for (auto& r : regions) r.owner.assign(r.n, -1);
+  std::vector<unsigned long long> order(nb);
+  for (unsigned long long i = 0; i < nb; ++i) order[i] = i;
+  if (unsigned long long seed = __sim_get_schedule()) {  // the block order follows the schedule seed
+    unsigned long long x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (unsigned long long i = nb; i > 1; --i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::swap(order[i - 1], order[x % i]);
+    }
+  }
+  g_atomics.clear();
+  const void* key = reinterpret_cast<const void*>(kernel);
+  auto attr = __sim::g_func_smem.find(key);
+  if (attr != __sim::g_func_smem.end())
+    __sim::g_func_smem[reinterpret_cast<const void*>(&one_block<P...>)] = attr->second;
+  long long conflicts = 0;
+  std::string first;
+  for (unsigned long long k = 0; k < nb; ++k) {
+    const unsigned long long b = order[k];
+    for (auto& r : regions) r.snap.assign(r.p, r.p + r.n);
+    g_target = reinterpret_cast<Fn>(kernel);
+    g_block = uint3{(unsigned)(b % c.grid.x), (unsigned)(b / c.grid.x % c.grid.y),
+                    (unsigned)(b / ((unsigned long long)c.grid.x * c.grid.y))};
+    g_grid = c.grid;
+    __sim::LaunchConfig one(dim3(1, 1, 1), c.block, c.smem, c.stream);
+    one.at(c.name, c.file, c.line);
+    __sim_launch(&one_block<P...>, one, args...);
+    g_target = nullptr;
+    for (auto& r : regions) {
+      for (size_t i = 0; i < r.n; ++i) {
+        if (r.p[i] == r.snap[i]) continue;
+        int prev = r.owner[i];
+        r.owner[i] = (int)b;
+        if (prev < 0 || prev == (int)b || atomic_byte((uintptr_t)(r.p + i))) continue;
+        if (!conflicts++)
+          first = "race: blocks " + block_name((unsigned long long)prev, c.grid) + " and " + block_name(b, c.grid) +
+                  " of kernel " + c.name + " both write byte " + std::to_string(i) + " of device allocation #" +
+                  std::to_string(r.id) + " (" + std::to_string(r.n) + " bytes) without an atomic";
+      }
+    }
+    if (__sim::g_sticky != cudaSuccess) break;
+  }
+  if (conflicts)
+    issue(first + " (" + std::to_string(conflicts) + " byte(s) in all): an inter-block race, updates are lost on a GPU");
+}
+
+template <class... P>
+cudaError_t __verify_cudaLaunchKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args, size_t smem = 0,
+                                      cudaStream_t stream = nullptr) {
+  auto params = __sim_unpack_args<P...>(args, std::index_sequence_for<P...>{});
+  __sim::LaunchConfig c(grid, block, smem, stream);
+  c.at("cudaLaunchKernel", "", 0);
+  std::apply([&](auto&... a) { __verify_launch(kernel, c, a...); }, params);
+  return cudaPeekAtLastError();
+}
+
+inline cudaError_t __verify_cudaStreamCreate(cudaStream_t* s) {
+  cudaError_t e = cudaStreamCreate(s);
+  if (e == cudaSuccess) __verify::created(*s, false);
+  return e;
+}
+inline cudaError_t __verify_cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  cudaError_t e = cudaStreamCreateWithFlags(s, flags);
+  if (e == cudaSuccess) __verify::created(*s, (flags & cudaStreamNonBlocking) != 0);
+  return e;
+}
+inline cudaError_t __verify_cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int prio) {
+  cudaError_t e = cudaStreamCreateWithPriority(s, flags, prio);
+  if (e == cudaSuccess) __verify::created(*s, (flags & cudaStreamNonBlocking) != 0);
+  return e;
+}
+inline cudaError_t __verify_cudaStreamDestroy(cudaStream_t s) {
+  // Work on a destroyed stream still runs; its state stays (pending) until settled.
+  size_t i = __verify::index_of(s);
+  cudaError_t e = cudaStreamDestroy(s);
+  if (i) __verify::g_streams[i].handle = nullptr, __verify::g_streams[i].alive = false;
+  return e;
+}
+inline cudaError_t __verify_cudaStreamSynchronize(cudaStream_t s) {
+  size_t i = __verify::index_of(s);
+  cudaError_t e = cudaStreamSynchronize(s);
+  if (i == 0) __verify::settle_blocking();
+  else __verify::g_streams[i].pending = false;
+  return e;
+}
+inline cudaError_t __verify_cudaStreamQuery(cudaStream_t s) {
+  cudaError_t e = cudaStreamQuery(s);
+  if (e == cudaSuccess) __verify_cudaStreamSynchronize(s);
+  return e;
+}
+inline cudaError_t __verify_cudaDeviceSynchronize() {
+  __verify::settle_all();
+  return cudaDeviceSynchronize();
+}
+inline cudaError_t __verify_cudaThreadSynchronize() { return __verify_cudaDeviceSynchronize(); }
+inline cudaError_t __verify_cudaEventRecord(cudaEvent_t ev, cudaStream_t s = nullptr) {
+  size_t i = __verify::index_of(s);
+  __verify::g_events[ev] = {i, __verify::g_streams[i].pending};
+  return cudaEventRecord(ev, s);
+}
+inline cudaError_t __verify_cudaEventSynchronize(cudaEvent_t ev) {
+  cudaError_t e = cudaEventSynchronize(ev);
+  auto it = __verify::g_events.find(ev);
+  if (e == cudaSuccess && it != __verify::g_events.end() && it->second.second) {
+    if (it->second.first == 0) __verify::settle_blocking();
+    else __verify::g_streams[it->second.first].pending = false;
+  }
+  return e;
+}
+inline cudaError_t __verify_cudaEventQuery(cudaEvent_t ev) {
+  cudaError_t e = cudaEventQuery(ev);
+  if (e == cudaSuccess) __verify_cudaEventSynchronize(ev);
+  return e;
+}
+inline cudaError_t __verify_cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned flags = 0) {
+  auto it = __verify::g_events.find(ev);
+  if (it != __verify::g_events.end() && it->second.second) {  // the work recorded is now ordered before s's
+    size_t i = __verify::index_of(s);  // first: it may grow g_streams
+    auto& src = __verify::g_streams[it->second.first];
+    if (src.pending && i != it->second.first) {
+      __verify::g_streams[i].pending = true;
+      __verify::g_streams[i].what = src.what;
+      src.pending = false;
+    }
+  }
+  return cudaStreamWaitEvent(s, ev, flags);
+}
+inline cudaError_t __verify_cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  __verify::blocking_copy("cudaMemcpy");
+  cudaError_t e = cudaMemcpy(dst, src, n, kind);
+  __verify::settle_blocking();
+  return e;
+}
+inline cudaError_t __verify_cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind,
+                                            cudaStream_t s = nullptr) {
+  __verify::work(s, "cudaMemcpyAsync");
+  return cudaMemcpyAsync(dst, src, n, kind, s);
+}
+inline cudaError_t __verify_cudaFree(void* p) {
+  __verify::settle_all();  // cudaFree synchronises the device
+  return cudaFree(p);
+}
+
+extern "C" {
+__attribute__((visibility("default"))) void __verify_reset(void) {
+  __verify::g_streams.resize(1);
+  __verify::g_streams[0].pending = false;
+  __verify::g_events.clear();
+  __verify::g_issues.clear();
+  __verify::g_device_entry = false;
+  __verify::g_given = 0;
+}
+__attribute__((visibility("default"))) void __verify_split(int on) { __verify::g_split = on != 0; }
+// A call of the drop-in (device_entry 0) or of NAME_device on `stream` (1) begins.
+__attribute__((visibility("default"))) void __verify_begin(int device_entry, void* stream) {
+  __verify::g_device_entry = device_entry != 0;
+  __verify::g_given = __verify::index_of(static_cast<cudaStream_t>(stream));
+}
+__attribute__((visibility("default"))) void __verify_end(void) {
+  __verify::end_call();
+  __verify::g_device_entry = false;
+}
+__attribute__((visibility("default"))) const char* __verify_issues(void) {
+  __verify::g_issue_text.clear();
+  for (const auto& s : __verify::g_issues) __verify::g_issue_text += s + "\n";
+  return __verify::g_issue_text.c_str();
+}
+// A non-blocking stream for the harness's NAME_device calls.
+__attribute__((visibility("default"))) void* __verify_stream(void) {
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return nullptr;
+  __verify::created(s, true);
+  return s;
+}
+__attribute__((visibility("default"))) int __verify_stream_sync(void* s) {
+  return (int)__verify_cudaStreamSynchronize(static_cast<cudaStream_t>(s));
+}
+__attribute__((visibility("default"))) void* __verify_malloc(unsigned long long n) {
+  void* p = nullptr;
+  return cudaMalloc(&p, (size_t)(n ? n : 1)) == cudaSuccess ? p : nullptr;
+}
+__attribute__((visibility("default"))) int __verify_free(void* p) { return (int)cudaFree(p); }
+}  // extern "C"
+
+// From here on (the candidate's code) the audited versions replace the originals.
+#define __sim_launch __verify_launch
+#define cudaLaunchKernel __verify_cudaLaunchKernel
+#define cudaStreamCreate __verify_cudaStreamCreate
+#define cudaStreamCreateWithFlags __verify_cudaStreamCreateWithFlags
+#define cudaStreamCreateWithPriority __verify_cudaStreamCreateWithPriority
+#define cudaStreamDestroy __verify_cudaStreamDestroy
+#define cudaStreamSynchronize __verify_cudaStreamSynchronize
+#define cudaStreamQuery __verify_cudaStreamQuery
+#define cudaStreamWaitEvent __verify_cudaStreamWaitEvent
+#define cudaDeviceSynchronize __verify_cudaDeviceSynchronize
+#define cudaThreadSynchronize __verify_cudaThreadSynchronize
+#define cudaEventRecord __verify_cudaEventRecord
+#define cudaEventSynchronize __verify_cudaEventSynchronize
+#define cudaEventQuery __verify_cudaEventQuery
+#define cudaMemcpy __verify_cudaMemcpy
+#define cudaMemcpyAsync __verify_cudaMemcpyAsync
+#define cudaFree __verify_cudaFree
+#define atomicAdd(p, ...) ::atomicAdd(__verify::noted(p), __VA_ARGS__)
+#define atomicAdd_block(p, ...) ::atomicAdd_block(__verify::noted(p), __VA_ARGS__)
+#define atomicAdd_system(p, ...) ::atomicAdd_system(__verify::noted(p), __VA_ARGS__)
+#define atomicSub(p, ...) ::atomicSub(__verify::noted(p), __VA_ARGS__)
+#define atomicSub_block(p, ...) ::atomicSub_block(__verify::noted(p), __VA_ARGS__)
+#define atomicSub_system(p, ...) ::atomicSub_system(__verify::noted(p), __VA_ARGS__)
+#define atomicExch(p, ...) ::atomicExch(__verify::noted(p), __VA_ARGS__)
+#define atomicExch_block(p, ...) ::atomicExch_block(__verify::noted(p), __VA_ARGS__)
+#define atomicExch_system(p, ...) ::atomicExch_system(__verify::noted(p), __VA_ARGS__)
+#define atomicMin(p, ...) ::atomicMin(__verify::noted(p), __VA_ARGS__)
+#define atomicMin_block(p, ...) ::atomicMin_block(__verify::noted(p), __VA_ARGS__)
+#define atomicMin_system(p, ...) ::atomicMin_system(__verify::noted(p), __VA_ARGS__)
+#define atomicMax(p, ...) ::atomicMax(__verify::noted(p), __VA_ARGS__)
+#define atomicMax_block(p, ...) ::atomicMax_block(__verify::noted(p), __VA_ARGS__)
+#define atomicMax_system(p, ...) ::atomicMax_system(__verify::noted(p), __VA_ARGS__)
+#define atomicInc(p, ...) ::atomicInc(__verify::noted(p), __VA_ARGS__)
+#define atomicInc_block(p, ...) ::atomicInc_block(__verify::noted(p), __VA_ARGS__)
+#define atomicInc_system(p, ...) ::atomicInc_system(__verify::noted(p), __VA_ARGS__)
+#define atomicDec(p, ...) ::atomicDec(__verify::noted(p), __VA_ARGS__)
+#define atomicDec_block(p, ...) ::atomicDec_block(__verify::noted(p), __VA_ARGS__)
+#define atomicDec_system(p, ...) ::atomicDec_system(__verify::noted(p), __VA_ARGS__)
+#define atomicCAS(p, ...) ::atomicCAS(__verify::noted(p), __VA_ARGS__)
+#define atomicCAS_block(p, ...) ::atomicCAS_block(__verify::noted(p), __VA_ARGS__)
+#define atomicCAS_system(p, ...) ::atomicCAS_system(__verify::noted(p), __VA_ARGS__)
+#define atomicAnd(p, ...) ::atomicAnd(__verify::noted(p), __VA_ARGS__)
+#define atomicAnd_block(p, ...) ::atomicAnd_block(__verify::noted(p), __VA_ARGS__)
+#define atomicAnd_system(p, ...) ::atomicAnd_system(__verify::noted(p), __VA_ARGS__)
+#define atomicOr(p, ...) ::atomicOr(__verify::noted(p), __VA_ARGS__)
+#define atomicOr_block(p, ...) ::atomicOr_block(__verify::noted(p), __VA_ARGS__)
+#define atomicOr_system(p, ...) ::atomicOr_system(__verify::noted(p), __VA_ARGS__)
+#define atomicXor(p, ...) ::atomicXor(__verify::noted(p), __VA_ARGS__)
+#define atomicXor_block(p, ...) ::atomicXor_block(__verify::noted(p), __VA_ARGS__)
+#define atomicXor_system(p, ...) ::atomicXor_system(__verify::noted(p), __VA_ARGS__)
+
+#endif  // TRANSPILE_VERIFY_AUDIT_H

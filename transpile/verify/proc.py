@@ -1,0 +1,129 @@
+"""Running code in a child process, so that a crash or a hang is a reported failure.
+
+:func:`fork_stream` forks a child that runs ``fn(send)``; every ``send(msg)``
+reaches the parent at once, so when the child dies the parent knows how far
+it got.  The child's stdout and stderr go to a temporary file (a candidate's
+``printf`` never mixes with the verifier's output); the tail of it comes back
+with a crash.  :func:`fork_call` is the one-result form.
+
+Forking is safe here because the verifier's parent process never initialises
+CUDA (the GPU stages run in a separately started interpreter, see
+:mod:`transpile.verify.gpu`).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_DONE = "__done__"
+
+
+@dataclass
+class ChildError(Exception):
+    """The child died (``kind`` ``crash``), ran out of time (``timeout``) or raised (``error``)."""
+
+    kind: str
+    message: str
+    output: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _describe(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int) -> None:
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    if faulthandler.is_enabled():  # its report of a crash goes to the captured output too
+        faulthandler.enable(file=2)
+    try:
+        result = fn(conn.send)
+    except BaseException as e:  # reported to the parent, which decides
+        conn.send(("__error__", f"{type(e).__name__}: {e}", traceback.format_exc()))
+    else:
+        conn.send((_DONE, result))
+    conn.close()
+    os._exit(0)  # skip atexit handlers inherited from the parent (pytest, multiprocessing)
+
+
+def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
+                what: str = "the child") -> tuple[list[Any], Any, ChildError | None]:
+    """Run ``fn(send)`` in a forked child with a ``timeout`` (seconds, for the whole run).
+
+    Returns ``(messages, result, error)``: what the child sent, what ``fn``
+    returned (None if it did not return), and why it did not (None if it did).
+    """
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    messages: list[Any] = []
+    with tempfile.TemporaryFile() as out:
+        proc = ctx.Process(target=_child, args=(send, fn, out.fileno()))
+        proc.start()
+        send.close()
+        deadline = time.monotonic() + timeout
+        error: ChildError | None = None
+        result: Any = None
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not recv.poll(left):
+                    proc.kill()
+                    proc.join()
+                    error = ChildError("timeout", f"{what} did not finish within {timeout:g} s", _tail(out))
+                    break
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    proc.join()
+                    error = ChildError("crash", f"{what} died ({_describe(proc.exitcode)})", _tail(out))
+                    break
+                if isinstance(msg, tuple) and msg and msg[0] == _DONE:
+                    result = msg[1]
+                    proc.join()
+                    break
+                if isinstance(msg, tuple) and msg and msg[0] == "__error__":
+                    proc.join()
+                    error = ChildError("error", f"{what} raised {msg[1]}", msg[2])
+                    break
+                messages.append(msg)
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    return messages, result, error
+
+
+def fork_call(fn: Callable[[], Any], *, timeout: float, what: str = "the child") -> Any:
+    """``fn()`` computed in a forked child; raises :class:`ChildError` if it crashes, hangs or raises."""
+    _, result, error = fork_stream(lambda send: fn(), timeout=timeout, what=what)
+    if error is not None:
+        raise error
+    return result
+
+
+def _tail(f: Any, limit: int = 4000) -> str:
+    f.flush()
+    f.seek(0, os.SEEK_END)
+    size = f.tell()
+    f.seek(max(0, size - limit))
+    return f.read().decode(errors="replace")

@@ -1,0 +1,175 @@
+"""The reference: the C function compiled by gcc, or the IR interpreter.
+
+:class:`GccReference` compiles the C file with ``gcc -O2 -ffp-contract=off``
+(no FMA contraction: plain IEEE double arithmetic in source order) into a
+shared library, together with a trampoline ``__transpile_ref_entry`` defined in
+the same translation unit, so a ``static`` kernel is callable too; array
+arguments go in as ``void *``, which C converts to the parameter's type.
+Libraries are cached by the hash of the preprocessed text and the flags.
+:class:`InterpReference` runs :func:`transpile.interp.run` (for ``.ir`` input).
+
+Every reference call runs in a forked child (:func:`transpile.verify.proc.fork_call`),
+on copies of the inputs: an out-of-bounds access at an odd shape skips that
+shape instead of killing the verifier.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from transpile import ir
+from transpile.verify.proc import fork_call
+from transpile.verify.signature import KernelSig
+from transpile.verify.synth import Inputs, copy_inputs
+
+CC = "gcc"
+CFLAGS: tuple[str, ...] = ("-std=gnu11", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-w")
+_C_TYPES = {
+    "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long", "u8": "unsigned char",
+    "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long", "f32": "float", "f64": "double",
+}
+_CTYPES = {
+    "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+    "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float, "f64": ctypes.c_double,
+}
+
+
+class ReferenceBuildError(Exception):
+    """The reference could not be built."""
+
+
+def cache_dir(sub: str) -> Path:
+    """A per-user cache directory (``TRANSPILE_CACHE_DIR`` overrides the temp-dir default)."""
+    root = os.environ.get("TRANSPILE_CACHE_DIR")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    base = Path(root) if root else Path(tempfile.gettempdir()) / f"transpile-verify-{uid}"
+    d = base / sub
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """ctypes ``argtypes`` and values for calling a C function with ``sig`` (arrays by address in ``arrays``)."""
+    types: list[Any] = []
+    values: list[Any] = []
+    for a in sig.args:
+        if a.is_array:
+            types.append(ctypes.c_void_p)
+            values.append(arrays[a.name])
+        else:
+            ct = _CTYPES[a.ty.name]
+            types.append(ct)
+            values.append(ct(args[a.name].item() if hasattr(args[a.name], "item") else args[a.name]))
+    return types, values
+
+
+class Reference:
+    """Base class: ``run(inputs)`` returns every array parameter after the call."""
+
+    kind = "?"
+    description = ""
+
+    def __init__(self, sig: KernelSig) -> None:
+        self.sig = sig
+        self.seconds: list[float] = []
+
+    def _call(self, args: Inputs) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def run(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray]:
+        """The reference's arrays after a call on a copy of ``args`` (in a forked child)."""
+        mine = copy_inputs(args)
+
+        def child() -> tuple[dict[str, np.ndarray], float]:
+            t0 = time.perf_counter()
+            out = self._call(mine)
+            return out, time.perf_counter() - t0
+
+        out, secs = fork_call(child, timeout=timeout, what=f"the reference {self.sig.name}()")
+        self.seconds.append(secs)
+        return out
+
+
+class GccReference(Reference):
+    """The C function compiled by gcc, called through ctypes."""
+
+    kind = "gcc"
+
+    def __init__(self, sig: KernelSig, source: Path, *, function: str, include_dirs: Sequence[str] = (),
+                 defines: Sequence[str] = ()) -> None:
+        super().__init__(sig)
+        self.source = Path(source).resolve()
+        self.function = function
+        self.library = self._build(include_dirs, defines)
+        self.description = f"{self.source.name}:{function} (gcc -O2 -ffp-contract=off)"
+
+    def _wrapper(self) -> str:
+        params = ", ".join(f"void *{a.name}" if a.is_array else f"{_C_TYPES[a.ty.name]} {a.name}"
+                           for a in self.sig.args) or "void"
+        call = ", ".join(a.name for a in self.sig.args)
+        quoted = str(self.source).replace("\\", "\\\\").replace('"', '\\"')
+        return (f'#include "{quoted}"\n'
+                f"void __transpile_ref_entry({params}) {{ {self.function}({call}); }}\n")
+
+    def _build(self, include_dirs: Sequence[str], defines: Sequence[str]) -> Path:
+        out = cache_dir("ref")
+        extra = [*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)]
+        flags = [*CFLAGS, *extra]
+        fd, wrapper_path = tempfile.mkstemp(dir=out, prefix=f"{self.source.stem}.", suffix=".c")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self._wrapper())
+            pre = subprocess.run([CC, "-E", "-P", CFLAGS[0], *extra, wrapper_path], capture_output=True, text=True)
+            if pre.returncode != 0:
+                raise ReferenceBuildError(f"gcc cannot preprocess {self.source.name}:\n{pre.stderr.strip()[:2000]}")
+            key = hashlib.sha256("\0".join([pre.stdout, *flags]).encode()).hexdigest()[:20]
+            lib = out / f"lib{self.source.stem}-{key}.so"
+            if not lib.exists():
+                tmp = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")
+                proc = subprocess.run([CC, *flags, "-o", str(tmp), wrapper_path, "-lm"], capture_output=True,
+                                      text=True)
+                if proc.returncode != 0:
+                    tmp.unlink(missing_ok=True)
+                    raise ReferenceBuildError(f"gcc cannot compile {self.source.name}:\n{proc.stderr.strip()[:2000]}")
+                os.replace(tmp, lib)
+            return lib
+        finally:
+            Path(wrapper_path).unlink(missing_ok=True)
+
+    def _call(self, args: Inputs) -> dict[str, np.ndarray]:
+        lib = ctypes.CDLL(str(self.library), mode=os.RTLD_LOCAL)
+        fn = lib["__transpile_ref_entry"]
+        fn.restype = None
+        arrays = {a.name: np.ascontiguousarray(args[a.name]) for a in self.sig.arrays}
+        ptrs = {n: ctypes.c_void_p(v.ctypes.data if v.size else None) for n, v in arrays.items()}
+        types, values = ctype_args(self.sig, args, ptrs)
+        fn.argtypes = types
+        fn(*values)
+        return arrays
+
+
+class InterpReference(Reference):
+    """The IR interpreter (exact C semantics, slow: keep shapes small)."""
+
+    kind = "interp"
+
+    def __init__(self, sig: KernelSig, module: ir.Module, source: str = "") -> None:
+        super().__init__(sig)
+        self.module = module
+        self.description = f"{source or 'IR'}:{sig.name} (IR interpreter)"
+
+    def _call(self, args: Inputs) -> dict[str, np.ndarray]:
+        from transpile import interp
+
+        return interp.run(self.module, self.sig.name, args)

@@ -1,0 +1,339 @@
+"""The reference's typed signature, read from the IR, and the candidate's, read from the .cu text.
+
+:func:`kernel_sig` turns an :class:`ir.Kernel` into a :class:`KernelSig`:
+one :class:`ArgSpec` per C parameter (scalar type or array element type,
+intent, extents as IR expressions), plus which integer scalars are *size
+parameters* (they appear in an extent).  :func:`eval_int` evaluates an extent
+for concrete sizes; :func:`estimate_work` bounds the number of statement
+executions (interval arithmetic over loop bounds), which sets the shape
+budget and the reduction depth used by the tolerance.
+
+:func:`find_dropin` finds ``extern "C" void NAME(...)`` in a .cu file and
+:func:`check_dropin` compares its parameters with the reference's, so a
+wrong signature is a stage (a) failure instead of a crash inside ctypes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from transpile import ir
+from transpile.interp import DTYPES
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSpec:
+    """One C parameter of the reference.
+
+    ``role`` is ``size`` (an integer scalar used in some extent), ``int`` (any
+    other integer scalar), ``float`` (a floating scalar) or ``array``.
+    """
+
+    name: str
+    ty: ir.Scalar
+    role: str
+    intent: str = "in"
+    dims: tuple[ir.Expr, ...] = ()
+
+    @property
+    def is_array(self) -> bool:
+        return self.role == "array"
+
+    @property
+    def dtype(self) -> np.dtype:
+        return DTYPES[self.ty.name]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSig:
+    """The reference kernel's parameters, in C order."""
+
+    name: str
+    args: tuple[ArgSpec, ...]
+
+    @property
+    def arrays(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.is_array)
+
+    @property
+    def outputs(self) -> tuple[ArgSpec, ...]:
+        """Arrays the kernel writes (intent ``out`` or ``inout``)."""
+        return tuple(a for a in self.arrays if a.intent != "in")
+
+    @property
+    def size_params(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.args if a.role == "size")
+
+    @property
+    def other_ints(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.args if a.role == "int")
+
+    def shape(self, arg: ArgSpec, env: Mapping[str, int | float]) -> tuple[int, ...]:
+        """The numpy shape of array ``arg`` for the scalar values in ``env`` (negative extents: 0)."""
+        return tuple(max(0, eval_int(d, env)) for d in arg.dims)
+
+    def nbytes(self, env: Mapping[str, int | float]) -> dict[str, int]:
+        """Bytes of every array for the scalars in ``env``."""
+        return {a.name: math.prod(self.shape(a, env)) * a.dtype.itemsize for a in self.arrays}
+
+
+def kernel_sig(k: ir.Kernel) -> KernelSig:
+    """The signature of kernel ``k``."""
+    in_extents: set[str] = set()
+    for p in k.params:
+        if isinstance(p.ty, ir.ArrayType):
+            for d in p.ty.dims:
+                in_extents |= {n.name for n in ir.walk(d) if isinstance(n, ir.Var)}
+    for s in k.body:
+        if isinstance(s, ir.Alloc):
+            for d in s.ty.dims:
+                in_extents |= {n.name for n in ir.walk(d) if isinstance(n, ir.Var)}
+    args = []
+    for p in k.params:
+        if isinstance(p.ty, ir.ArrayType):
+            args.append(ArgSpec(p.name, p.ty.elem, "array", p.intent, p.ty.dims))
+        elif p.ty.is_float:
+            args.append(ArgSpec(p.name, p.ty, "float"))
+        else:
+            args.append(ArgSpec(p.name, p.ty, "size" if p.name in in_extents else "int"))
+    return KernelSig(k.name, tuple(args))
+
+
+# ---------------------------------------------------------------------------
+# Integer expressions over the scalar parameters
+
+
+def _cdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def eval_int(e: ir.Expr, env: Mapping[str, int | float]) -> int:
+    """Value of integer expression ``e`` (C semantics) with variables from ``env``.
+
+    Raises ``ValueError`` for what an extent cannot contain (array reads, calls).
+    """
+    if isinstance(e, ir.Const):
+        return int(e.value)
+    if isinstance(e, ir.Var):
+        if e.name not in env:
+            raise ValueError(f"no value for '{e.name}'")
+        return int(env[e.name])
+    if isinstance(e, ir.Cast):
+        v = eval_int(e.operand, env)
+        return ir.wrap_int(v, e.ty) if e.ty.is_int else v
+    if isinstance(e, ir.Unary):
+        v = eval_int(e.operand, env)
+        return {"-": -v, "!": int(not v), "~": ~v}[e.op]
+    if isinstance(e, ir.Select):
+        return eval_int(e.then, env) if eval_int(e.cond, env) else eval_int(e.orelse, env)
+    if isinstance(e, ir.Binary):
+        a, b = eval_int(e.lhs, env), eval_int(e.rhs, env)
+        ops = {
+            "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+            "/": lambda: _cdiv(a, b), "%": lambda: a - _cdiv(a, b) * b,
+            "<<": lambda: a << b, ">>": lambda: a >> b, "&": lambda: a & b, "|": lambda: a | b,
+            "^": lambda: a ^ b, "<": lambda: int(a < b), "<=": lambda: int(a <= b),
+            ">": lambda: int(a > b), ">=": lambda: int(a >= b), "==": lambda: int(a == b),
+            "!=": lambda: int(a != b), "&&": lambda: int(bool(a and b)), "||": lambda: int(bool(a or b)),
+        }
+        if e.op in ("/", "%") and b == 0:
+            raise ValueError("division by zero in an extent")
+        v = ops[e.op]()
+        return ir.wrap_int(v, e.ty) if e.ty.is_int else v
+    raise ValueError(f"cannot evaluate {type(e).__name__} in an extent")
+
+
+Interval = tuple[float, float]
+
+
+def _interval(e: ir.Expr, env: Mapping[str, Interval]) -> Interval | None:
+    """Bounds of ``e`` when its variables range over ``env`` (None: unknown)."""
+    if isinstance(e, ir.Const):
+        return (float(e.value), float(e.value))
+    if isinstance(e, ir.Var):
+        return env.get(e.name)
+    if isinstance(e, ir.Cast):
+        return _interval(e.operand, env)
+    if isinstance(e, ir.Unary) and e.op == "-":
+        v = _interval(e.operand, env)
+        return None if v is None else (-v[1], -v[0])
+    if isinstance(e, ir.Select):
+        a, b = _interval(e.then, env), _interval(e.orelse, env)
+        return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
+        a, b = _interval(e.args[0], env), _interval(e.args[1], env)
+        if a is None or b is None:
+            return None
+        f = min if e.fn == "min" else max
+        return (f(a[0], b[0]), f(a[1], b[1]))
+    if isinstance(e, ir.Binary) and e.op in ("+", "-", "*", "/"):
+        a, b = _interval(e.lhs, env), _interval(e.rhs, env)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return (a[0] + b[0], a[1] + b[1])
+        if e.op == "-":
+            return (a[0] - b[1], a[1] - b[0])
+        if e.op == "*":
+            c = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+            return (min(c), max(c))
+        if b[0] > 0:  # division by a positive range
+            c = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
+            return (math.floor(min(c)) - 1, math.ceil(max(c)) + 1)
+    return None
+
+
+def estimate_work(k: ir.Kernel, env: Mapping[str, int | float]) -> int:
+    """An upper bound on the statements ``k`` executes for the scalars in ``env``.
+
+    Loop trip counts come from interval bounds of ``lo``/``hi`` over the
+    enclosing loop variables; a bound that cannot be evaluated counts as the
+    largest integer scalar.
+    """
+    scalars = {n: (float(v), float(v)) for n, v in env.items()}
+    fallback = max([abs(int(v)) for v in env.values() if isinstance(v, int)] + [1])
+
+    def block(stmts: tuple[ir.Stmt, ...], venv: dict[str, Interval]) -> float:
+        total = 0.0
+        for s in stmts:
+            if isinstance(s, ir.For):
+                lo, hi = _interval(s.lo, venv), _interval(s.hi, venv)
+                if lo is None or hi is None:
+                    trips, var = float(fallback), (0.0, float(fallback))
+                else:
+                    trips = max(0.0, hi[1] - lo[0])
+                    var = (lo[0], max(lo[0], hi[1] - 1))
+                total += 1 + trips * block(s.body, {**venv, s.var: var})
+            elif isinstance(s, ir.If):
+                total += 1 + max(block(s.then, venv), block(s.orelse, venv))
+            elif isinstance(s, ir.Launch):
+                total += block(s.body, venv)
+            else:
+                total += 1
+        return total
+
+    return int(min(block(k.body, dict(scalars)), 1e18))
+
+
+def reduction_depth(sig: KernelSig, k: ir.Kernel, env: Mapping[str, int | float]) -> float:
+    """The average number of updates behind one output element: work / output elements (>= 1)."""
+    outs = sum(math.prod(sig.shape(a, env)) for a in sig.outputs)
+    return max(1.0, estimate_work(k, env) / max(outs, 1))
+
+
+# ---------------------------------------------------------------------------
+# The candidate's drop-in signature
+
+_TYPE_WORDS: dict[str, str] = {
+    "double": "f64", "float": "f32", "int": "i32", "signed": "i32", "signed int": "i32",
+    "unsigned": "u32", "unsigned int": "u32", "long": "i64", "long int": "i64", "long long": "i64",
+    "long long int": "i64", "signed long": "i64", "signed long long": "i64", "unsigned long": "u64",
+    "unsigned long int": "u64", "unsigned long long": "u64", "unsigned long long int": "u64",
+    "short": "i16", "short int": "i16", "signed short": "i16", "unsigned short": "u16",
+    "unsigned short int": "u16", "char": "i8", "signed char": "i8", "unsigned char": "u8",
+    "int8_t": "i8", "int16_t": "i16", "int32_t": "i32", "int64_t": "i64", "uint8_t": "u8",
+    "uint16_t": "u16", "uint32_t": "u32", "uint64_t": "u64", "size_t": "u64", "ssize_t": "i64",
+    "ptrdiff_t": "i64", "void": "void",
+}
+_QUALIFIERS = {"const", "volatile", "restrict", "__restrict__", "__restrict", "struct", "register"}
+
+
+@dataclass(frozen=True, slots=True)
+class CParam:
+    """A parameter of the candidate's drop-in: scalar type name (``f64``, ``void``, or ``?``) and pointer-ness."""
+
+    text: str
+    ty: str
+    pointer: bool
+
+
+def _mask(text: str) -> str:
+    from transpile.sim.rewrite import mask
+
+    return mask(text)
+
+
+def _split_params(s: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(s):
+        depth += c in "([{<"
+        depth -= c in ")]}>"
+        if c == "," and depth == 0:
+            parts.append(s[start:i])
+            start = i + 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_param(text: str) -> CParam:
+    t = text.split("=")[0]
+    pointer = "*" in t or "[" in t
+    t = re.sub(r"\[[^\]]*\]", " ", t).replace("*", " ").replace("&", " ")
+    words = [w for w in re.findall(r"[A-Za-z_]\w*", t) if w not in _QUALIFIERS]
+    # The last word is the parameter's name unless the remaining words are no type.
+    for cut in (len(words) - 1, len(words)):
+        key = " ".join(words[:cut])
+        if key in _TYPE_WORDS:
+            return CParam(text, _TYPE_WORDS[key], pointer)
+    return CParam(text, "?", pointer)
+
+
+def find_dropin(text: str, name: str) -> tuple[list[CParam] | None, bool]:
+    """The parameters of the definition of ``name`` in .cu ``text`` and whether it is ``extern "C"``.
+
+    Returns ``(None, False)`` when no definition with a body is found.
+    """
+    m = _mask(text)
+    blocks = [(b.end(), _close(m, b.end() - 1)) for b in re.finditer(r'\bextern\s*"\s*"\s*\{', m)]
+    for d in re.finditer(rf"\b{re.escape(name)}\s*\(", m):
+        open_paren = d.end() - 1
+        close = _close(m, open_paren)
+        if close < 0 or not re.match(r"\s*(?:noexcept\s*)?\{", m[close + 1:]):
+            continue
+        head_start = max(m.rfind(";", 0, d.start()), m.rfind("}", 0, d.start()), m.rfind("{", 0, d.start())) + 1
+        head = m[head_start:d.start()]
+        if "(" in head or "=" in head or "return" in head.split():
+            continue  # a call, not a definition
+        extern_c = bool(re.search(r'\bextern\s*"\s*"', head)) or any(a <= d.start() < b for a, b in blocks)
+        params = _split_params(text[open_paren + 1:close])
+        if params == ["void"]:
+            params = []
+        return [_parse_param(p) for p in params], extern_c
+    return None, False
+
+
+def _close(m: str, i: int) -> int:
+    depth = 0
+    for j in range(i, len(m)):
+        if m[j] in "({[":
+            depth += 1
+        elif m[j] in ")}]":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def check_dropin(sig: KernelSig, params: list[CParam]) -> list[str]:
+    """Differences between the candidate's drop-in parameters and the reference's (empty: compatible)."""
+    problems = []
+    if len(params) != len(sig.args):
+        return [f"{sig.name} takes {len(params)} parameter(s); the reference takes {len(sig.args)}"]
+    for i, (a, p) in enumerate(zip(sig.args, params), start=1):
+        want = f"{a.ty.name}{'*' if a.is_array else ''}"
+        if a.is_array != p.pointer:
+            problems.append(f"parameter {i} ('{a.name}'): expected {'a pointer' if a.is_array else 'a scalar'} "
+                            f"({want}), found '{p.text}'")
+        elif p.ty == "?":
+            continue  # a typedef we do not know: accept
+        elif a.is_array and p.ty == "void":
+            continue
+        elif p.ty == "void" or DTYPES[p.ty].itemsize != a.dtype.itemsize or (p.ty[0] == "f") != a.ty.is_float:
+            problems.append(f"parameter {i} ('{a.name}'): expected {want}, found '{p.text}'")
+    return problems

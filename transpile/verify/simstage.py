@@ -1,0 +1,356 @@
+"""Stage (c): the emitted CUDA itself, executed on the CPU by the simulator, against the reference.
+
+The .cu file is built by :func:`transpile.sim.build` with the verifier's
+audit header (``include/verify_audit.h``: stream discipline, inter-block
+races).  For each shape (small sizes, see :func:`synth.shapes`) one forked
+child loads the library and makes these calls, each on fresh copies of the
+inputs in host buffers with guard zones, ``out`` arrays poisoned:
+
+====  =========================================  ===============================
+run   inputs, schedule                           failure is reported as
+====  =========================================  ===============================
+A     first set, threads/blocks in order          its class (mismatch, ...)
+B     second, different set, in order             ``fresh-input`` (cached/hard-coded)
+A2    first set again, in order                   ``determinism`` (must be bitwise equal to A)
+C     first set, shuffled schedule (seeded)       ``schedule`` (race, missing barrier)
+D     first set, through NAME_device on a         ``device-entry``
+      non-blocking stream, device pointers
+====  =========================================  ===============================
+
+Before the values, each run is checked for: a crash or timeout, device guard
+zones (out-of-bounds writes, ``device-guard``), CUDA errors and simulator
+diagnostics (``cuda-error``), host guard zones (``host-guard``), inter-block
+races (``block-race``), stream discipline (``stream``), and inputs declared
+read-only that changed (``input-modified``).  The first failure ends the stage.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from transpile.verify.checks import HostBuffers, compare, same_bits
+from transpile.verify.prepare import Prepared, Skip, prepare
+from transpile.verify.proc import fork_stream
+from transpile.verify.reference import cache_dir, ctype_args
+from transpile.verify.report import FAIL, INCONCLUSIVE, NA, PASS, Report, Stage
+from transpile.verify.signature import KernelSig, check_dropin, find_dropin
+from transpile.verify.synth import Inputs, seed_for, shapes
+
+AUDIT_HEADER = Path(__file__).resolve().parent / "include" / "verify_audit.h"
+WORK_BUDGET = {"quick": 2e5, "full": 3e6}
+"""Upper bound on a shape's statement executions in the simulator (and the gcc reference)."""
+INTERP_WORK_BUDGET = {"quick": 2e4, "full": 6e4}
+"""The same with the (slow) IR interpreter as the reference."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the child makes."""
+
+    label: str
+    inputs: Inputs
+    seed: int
+    device: bool = False
+
+
+def build_sim(cu: Path, *, audit: bool = True) -> Any:
+    """The simulator build of ``cu`` (with the audit header unless ``audit`` is False)."""
+    from transpile.sim import build
+
+    # glibc's fortified longjmp refuses to jump between the simulator's fiber stacks
+    # ("longjmp causes uninitialized stack frame") where gcc enables _FORTIFY_SOURCE by default.
+    extra: tuple[str, ...] = ("-U_FORTIFY_SOURCE",)
+    if audit:
+        digest = hashlib.sha256(AUDIT_HEADER.read_bytes()).hexdigest()[:12]
+        extra += ("-include", str(AUDIT_HEADER), f"-DTRANSPILE_VERIFY_AUDIT=0x{digest}")
+    return build(cu, cache_dir("sim"), extra_flags=extra)
+
+
+# ---------------------------------------------------------------------------
+# The child
+
+
+def _child(send: Any, library: str, sig: KernelSig, calls: list[Call], audit: bool) -> None:
+    from transpile.sim import SimLibrary
+
+    lib = SimLibrary(library)
+    lib.set_quiet(True)
+    api = _Audit(lib.lib) if audit else None
+    for call in calls:
+        send(("start", call.label))
+        res = _device_call(lib, api, sig, call) if call.device else _dropin_call(lib, api, sig, call)
+        send(("result", call.label, res))
+
+
+class _Audit:
+    """The audit header's C API (``__verify_*``) with its C signatures."""
+
+    _SIGS: dict[str, tuple[Any, list[Any]]] = {
+        "reset": (None, []), "split": (None, [ctypes.c_int]), "begin": (None, [ctypes.c_int, ctypes.c_void_p]),
+        "end": (None, []), "issues": (ctypes.c_char_p, []), "stream": (ctypes.c_void_p, []),
+        "stream_sync": (ctypes.c_int, [ctypes.c_void_p]), "malloc": (ctypes.c_void_p, [ctypes.c_ulonglong]),
+        "free": (ctypes.c_int, [ctypes.c_void_p]),
+    }
+
+    def __init__(self, lib: Any) -> None:
+        self.fns: dict[str, Any] = {}
+        for name, (restype, argtypes) in self._SIGS.items():
+            fn = lib[f"__verify_{name}"]  # each lookup makes a new function object: keep this one
+            fn.restype, fn.argtypes = restype, argtypes
+            self.fns[name] = fn
+
+    def __getattr__(self, name: str) -> Any:
+        return self.fns[name]
+
+    def issue_list(self) -> list[str]:
+        return [s for s in (self.fns["issues"]() or b"").decode(errors="replace").splitlines() if s]
+
+
+def _findings(lib: Any, api: _Audit | None) -> dict[str, Any]:
+    f = lib.findings()
+    return {"last_error": f.last_error, "guard": f.guard_violations, "diagnostics": f.diagnostics,
+            "issues": api.issue_list() if api else []}
+
+
+def _dropin_call(lib: Any, api: _Audit | None, sig: KernelSig, call: Call) -> dict[str, Any]:
+    bufs = HostBuffers({a.name: call.inputs[a.name] for a in sig.arrays}, pattern_seed=call.seed + 7)
+    ptrs = {a.name: ctypes.c_void_p(bufs.address(a.name)) for a in sig.arrays}
+    types, values = ctype_args(sig, call.inputs, ptrs)
+    fn = lib.lib[sig.name]
+    fn.restype, fn.argtypes = None, types
+    lib.reset()
+    lib.set_schedule(call.seed)
+    if api:
+        api.reset()
+        api.begin(0, None)
+    fn(*values)
+    if api:
+        api.end()
+    return {"arrays": bufs.arrays(), "host_guard": bufs.violations(), **_findings(lib, api)}
+
+
+def _device_call(lib: Any, api: _Audit | None, sig: KernelSig, call: Call) -> dict[str, Any]:
+    assert api is not None, "NAME_device runs need the audit header"
+    api.reset()
+    stream = api.stream()
+    host = {a.name: np.ascontiguousarray(call.inputs[a.name]).copy() for a in sig.arrays}
+    dev = {}
+    for name, arr in host.items():
+        p = api.malloc(arr.nbytes)
+        if not p:
+            raise MemoryError(f"simulated cudaMalloc of {arr.nbytes} bytes failed")
+        ctypes.memmove(p, arr.ctypes.data, arr.nbytes)
+        dev[name] = ctypes.c_void_p(p)
+    types, values = ctype_args(sig, call.inputs, dev)
+    fn = lib.lib[f"{sig.name}_device"]
+    fn.restype, fn.argtypes = ctypes.c_int, [*types, ctypes.c_void_p]
+    lib.reset()
+    lib.set_schedule(call.seed)
+    api.begin(1, stream)
+    ret = int(fn(*values, ctypes.c_void_p(stream)))
+    api.end()
+    api.stream_sync(stream)
+    found = _findings(lib, api)
+    for name, arr in host.items():
+        ctypes.memmove(arr.ctypes.data, dev[name], arr.nbytes)
+        api.free(dev[name])
+    return {"arrays": host, "host_guard": [], "ret": ret, **found}
+
+
+# ---------------------------------------------------------------------------
+# Judging one run
+
+
+_CUDA_ERRORS = {1: "cudaErrorInvalidValue", 2: "cudaErrorMemoryAllocation", 9: "cudaErrorInvalidConfiguration",
+                98: "cudaErrorInvalidDeviceFunction", 400: "cudaErrorInvalidResourceHandle",
+                700: "cudaErrorIllegalAddress", 710: "cudaErrorAssert", 719: "cudaErrorLaunchFailure"}
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def safe_output(text: str) -> str:
+    """The lines of a child's output that carry no data values: the runtime's and the simulator's own."""
+    keep = [ln.strip() for ln in text.splitlines()
+            if re.match(r"\s*(transpile:|cuda-sim|CUDA error|.*Assertion .* failed|terminate called)", ln)]
+    return "; ".join(keep[-3:])
+
+
+def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x: Inputs,
+              ref: dict[str, np.ndarray], report: Report, *, base: dict[str, np.ndarray] | None = None,
+              schedule_seed: int = 0, where: str = "") -> tuple[str, str] | None:
+    """The failed check and its message for one run, or None if the run passed."""
+    if res.get("guard"):
+        return "device-guard", (f"{where}{res['guard']} guard byte(s) around device buffers overwritten "
+                                f"(out-of-bounds write): {_first_line(res.get('diagnostics', ''))}")
+    if res.get("last_error") or res.get("diagnostics") or res.get("ret"):
+        code = res.get("ret") or res.get("last_error")
+        name = _CUDA_ERRORS.get(code, f"error {code}") if code else "diagnostic"
+        return "cuda-error", f"{where}{name}: {_first_line(res.get('diagnostics', '')) or 'reported by the call'}"
+    if res.get("host_guard"):
+        return "host-guard", f"{where}{res['host_guard'][0]} (a write outside the array)"
+    issues = res.get("issues", [])
+    race = [s for s in issues if s.startswith("race:")]
+    if race:
+        return "block-race", where + race[0][len("race: "):]
+    stream = [s for s in issues if s.startswith("stream:")]
+    if stream:
+        return "stream", where + stream[0][len("stream: "):]
+    out = res["arrays"]
+    for a in sig.arrays:
+        if a.intent == "in" and not same_bits(out[a.name], x[a.name]).all():
+            n = int((~same_bits(out[a.name], x[a.name])).sum())
+            return "input-modified", f"{where}read-only input '{a.name}': {n} element(s) changed by the call"
+    if base is not None:  # determinism: bitwise equal to an earlier run on the same inputs
+        for a in sig.outputs:
+            diff = ~same_bits(out[a.name], base[a.name])
+            if diff.any():
+                first = "".join(f"[{i}]" for i in np.argwhere(diff)[0])
+                return "determinism", (f"{where}'{a.name}': {int(diff.sum())} element(s) differ between two calls "
+                                       f"on the same inputs (first at {first}): state kept between calls, "
+                                       "or uninitialised memory")
+        return None
+    for a in sig.outputs:
+        cmp = compare(a.name, out[a.name], ref[a.name], x[a.name], prep.tol(a.dtype))
+        report.record_error(a.name, cmp.max_err, cmp.tol)
+        if cmp.ok:
+            continue
+        msg = cmp.message()
+        if label == "B":
+            return "fresh-input", (f"{where}correct on the first inputs, wrong on a second, different set: "
+                                   f"{cmp.brief()} (a result cached from an earlier call, or hard-coded?)")
+        if label == "C":
+            return "schedule", (f"{where}correct with threads in order, wrong under a shuffled schedule "
+                                f"(schedule seed {schedule_seed}): {msg} (a race or a missing __syncthreads?)")
+        if label == "D":
+            return "device-entry", f"{where}through {sig.name}_device on a non-blocking stream: {msg}"
+        assert cmp.kind is not None
+        return cmp.kind, where + msg
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The stage
+
+
+def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel: Any, reference: Any,
+              seed: int, mode: str, requested: dict[str, int] | None, nvcc_ok: bool,
+              timeout: float = 120.0) -> None:
+    """Run stage (c), filling in ``stage``."""
+    from transpile.sim import SimBuildError, SimUnsupported
+
+    t0 = time.perf_counter()
+    audit = True
+    try:
+        try:
+            b = build_sim(cu, audit=True)
+        except SimBuildError:
+            b = build_sim(cu, audit=False)  # the audit header clashes with this file: run without it
+            audit = False
+            report.note("stage (c): the stream and race audits could not be compiled into this file; "
+                        "they did not run")
+    except SimUnsupported as e:
+        stage.status, stage.message = NA, f"stage (c) not applicable: {e.feature}"
+        return
+    except SimBuildError as e:
+        first = _first_line(e.output or e.msg)
+        if nvcc_ok:  # valid CUDA that g++ cannot take with the simulator's header: a simulator limitation
+            stage.status, stage.message = NA, f"stage (c) not applicable: the simulator cannot compile it ({first})"
+        else:
+            stage.status, stage.check, stage.message = FAIL, "compile", f"g++ (simulator) rejected the file: {first}"
+        return
+    if sig.name not in b.symbols:
+        stage.status, stage.check = FAIL, "signature"
+        stage.message = f"the library exports no extern \"C\" function '{sig.name}'"
+        return
+    device = f"{sig.name}_device" in b.symbols and audit
+    if device:
+        params, _ = find_dropin(cu.read_text(), f"{sig.name}_device")
+        if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
+            device = False
+            report.note(f"stage (c): {sig.name}_device does not take (<the C parameters>, cudaStream_t); "
+                        "not called")
+    budget = (INTERP_WORK_BUDGET if reference.kind == "interp" else WORK_BUDGET)[mode]
+    todo = shapes(sig, kernel, mode=mode, requested=requested, work_budget=budget)
+    tested = 0
+    for index, shape in enumerate(todo):
+        dists = ("signed", "uniform") if mode == "quick" else \
+            [("signed", "uniform"), ("uniform", "large"), ("integers", "signed"), ("tiny", "signed")][index % 4]
+        try:
+            prep = prepare(reference, sig, kernel, shape, seed=seed, index=index, dist1=dists[0], dist2=dists[1])
+        except Skip as e:
+            report.note(f"stage (c): shape {shape} skipped: {e}")
+            continue
+        for n in prep.notes:
+            report.note(n)
+        report.shapes.append({"stage": "c", "shape": shape.label, "sizes": dict(shape.scalars),
+                              "recipe": prep.recipe, "distributions": [prep.dist1, prep.dist2],
+                              "depth": round(prep.depth, 1), "ghost": prep.ghost, "degenerate": prep.degenerate})
+        sched = int(seed_for(seed, index, 9).integers(1, 2**31))
+        calls = [Call("A", prep.x1, 0), Call("B", prep.x2, 0), Call("A2", prep.x1, 0), Call("C", prep.x1, sched)]
+        if device:
+            calls.append(Call("D", prep.x1, 0, device=True))
+        def child(send: Any, c: list[Call] = calls) -> None:
+            _child(send, str(b.library), sig, c, audit)
+
+        msgs, _, err = fork_stream(child, timeout=timeout, what=f"{sig.name}() in the CUDA simulator")
+        # Both orders: the reference runs again after the candidate, on the second set.
+        again = reference.run(prep.x2)
+        if any(not same_bits(again[a.name], prep.ref2[a.name]).all() for a in sig.outputs):
+            report.note(f"stage (c): the reference gave different results on the same inputs at {shape.label}")
+        results = {m[1]: m[2] for m in msgs if m[0] == "result"}
+        where = f"at {shape}: "
+        started = [m[1] for m in msgs if m[0] == "start"]
+        failed: tuple[str, str] | None = None
+        for call in calls:
+            if call.label not in results:
+                if err is not None and err.kind != "error" and started and started[-1] == call.label:
+                    out = safe_output(err.output)
+                    what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
+                            "D": f"{sig.name}_device call "}[call.label]
+                    failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
+                              f"{where}{what}{err.message}{': ' + out if out else ''}")
+                    stage.details["output"] = err.output[-2000:]
+                break
+            res = results[call.label]
+            x = prep.x2 if call.label == "B" else prep.x1
+            ref = prep.ref2 if call.label == "B" else prep.ref1
+            base = results["A"]["arrays"] if call.label == "A2" else None
+            failed = judge_run(call.label, res, sig, prep, x, ref, report, base=base, schedule_seed=sched,
+                               where=where)
+            if failed:
+                break
+        if failed is None and err is not None and err.kind == "error":  # the harness itself failed
+            stage.status, stage.check = INCONCLUSIVE, "harness"
+            stage.message = f"{where}the verifier's simulator harness failed: {err.message}"
+            stage.details["traceback"] = err.output[-3000:]
+            return
+        if failed is None and err is not None and len(results) < len(calls):
+            failed = (err.kind, f"{where}{err.message}")
+        if failed:
+            stage.status, (stage.check, stage.message) = FAIL, failed
+            stage.details["shape"] = shape.label
+            stage.seconds = time.perf_counter() - t0
+            return
+        tested += 1
+    stage.seconds = time.perf_counter() - t0
+    real = [s for s in report.shapes if s["stage"] == "c" and not s["ghost"]]
+    if not tested:
+        stage.status, stage.check = INCONCLUSIVE, "inputs"
+        stage.message = "no shape could be tested (see the notes)"
+    elif not real:
+        stage.status, stage.check = INCONCLUSIVE, "ghost"
+        stage.message = "degenerate test: at every shape tested the reference leaves its outputs unchanged"
+    else:
+        stage.status = PASS
+        stage.message = (f"{tested} shape(s) x {5 if device else 4} runs "
+                         f"({', '.join(str(s['shape']) for s in report.shapes if s['stage'] == 'c')})")

@@ -1,0 +1,359 @@
+"""The progressive stages, in order, stopping at the first failure.
+
+(a) front end and IR checks: the reference parses and passes ``ircheck``
+    (for the pipeline, the lowered kernel IR too); the candidate defines
+    ``extern "C" void NAME(...)`` with the reference's parameters.
+(b) ``nvcc -arch=sm_90 -cubin -Xptxas -v``: compiles, and ptxas's resource
+    report (registers, shared memory, spills, stack per kernel) is recorded.
+(c) the CUDA itself on the CPU simulator, small shapes (:mod:`.simstage`).
+(d)-(f) on a GPU (:mod:`.gpu`): small shapes, full size with several
+    seeds, timing.  Without a GPU they are *skipped*, never passed.
+
+:func:`verify_file` is the entry point for ``transpile verify``;
+:func:`verify_module` is the pipeline's (emitted text, front-end IR).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transpile import ir
+from transpile.diagnostics import TranspileError
+from transpile.verify.reference import (
+    GccReference,
+    InterpReference,
+    Reference,
+    ReferenceBuildError,
+    cache_dir,
+)
+from transpile.verify.report import FAIL, NOT_RUN, PASS, SKIP, Progress, Report, Stage
+from transpile.verify.signature import KernelSig, check_dropin, find_dropin, kernel_sig
+
+
+@dataclass
+class Options:
+    """How to verify.
+
+    ``mode`` ``quick`` (the compile-time check: few small shapes) or ``full``;
+    ``sizes`` the requested full sizes (size parameter -> value; others default);
+    ``stages`` the stage keys to attempt; ``gpu`` None to detect, or forced.
+    """
+
+    seed: int | None = None
+    mode: str = "full"
+    sizes: dict[str, int] = field(default_factory=dict)
+    stages: str = "abcdef"
+    gpu: bool | None = None
+    full_seeds: int = 3
+    sanitizer: bool = True
+    sim_timeout: float = 120.0
+    progress: Progress = field(default_factory=lambda: Progress(False))
+
+
+@dataclass
+class Target:
+    """What is verified: the candidate file and everything known about the reference."""
+
+    cu: Path
+    sig: KernelSig
+    kernel: ir.Kernel
+    module: ir.Module
+    reference: Reference
+    lowered: ir.Module | None = None
+
+
+def new_seed() -> int:
+    """A fresh seed for a run (printed in the report, replayed with ``--seed``)."""
+    return secrets.randbits(31)
+
+
+# ---------------------------------------------------------------------------
+# Stage (a)
+
+
+def _pick_kernel(module: ir.Module, function: str | None, where: str) -> ir.Kernel:
+    if function is not None:
+        k = next((k for k in module.kernels if k.name == function), None)
+        if k is None:
+            names = ", ".join(k.name for k in module.kernels) or "none"
+            raise TranspileError(None, f"{where}: no kernel named '{function}' (kernels: {names})")
+        return k
+    if len(module.kernels) != 1:
+        names = ", ".join(k.name for k in module.kernels) or "none"
+        raise TranspileError(None, f"{where} defines {len(module.kernels)} kernels ({names}): choose one with --function")
+    return module.kernels[0]
+
+
+def make_reference(sig: KernelSig, module: ir.Module, source: Path | None, *, include_dirs: Sequence[str] = (),
+                   defines: Sequence[str] = (), report: Report | None = None) -> Reference:
+    """gcc for C sources (falling back to the interpreter if gcc cannot build it), the interpreter for IR."""
+    if source is not None and source.suffix in (".c", ".h", ".i") and shutil.which("gcc"):
+        try:
+            return GccReference(sig, source, function=sig.name, include_dirs=include_dirs, defines=defines)
+        except ReferenceBuildError as e:
+            if report is not None:
+                report.note(f"gcc could not build the reference ({str(e).splitlines()[0]}); using the IR interpreter")
+    return InterpReference(sig, module, source.name if source is not None else "")
+
+
+def _check_candidate(stage: Stage, cu: Path, sig: KernelSig) -> bool:
+    try:
+        text = cu.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        stage.status, stage.check, stage.message = FAIL, "signature", f"cannot read {cu}: {e}"
+        return False
+    params, extern_c = find_dropin(text, sig.name)
+    if params is None:
+        stage.status, stage.check = FAIL, "signature"
+        stage.message = f"{cu.name} defines no function '{sig.name}' (the drop-in extern \"C\" host function)"
+        return False
+    if not extern_c:
+        stage.status, stage.check = FAIL, "signature"
+        stage.message = f"'{sig.name}' is not extern \"C\": its C++-mangled name cannot replace the C function"
+        return False
+    problems = check_dropin(sig, params)
+    if problems:
+        stage.status, stage.check, stage.message = FAIL, "signature", "; ".join(problems)
+        return False
+    return True
+
+
+def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_path: Path | None,
+            function: str | None, include_dirs: Sequence[str], defines: Sequence[str],
+            lowered: ir.Module | None) -> Target | None:
+    """Stage (a); returns the target for the later stages, or None after a failure."""
+    from transpile import frontend, ircheck
+
+    stage = report.stage("a")
+    t0 = time.perf_counter()
+    try:
+        if module is None:
+            assert reference_path is not None
+            module = frontend.load(reference_path, function=function, include_dirs=include_dirs, defines=defines)
+        ircheck.check(module)
+        kernel = _pick_kernel(module, function, str(reference_path or "the reference"))
+        if lowered is not None:
+            ircheck.check(lowered)
+    except TranspileError as e:
+        stage.status, stage.check, stage.message = FAIL, "front-end", e.headline
+        stage.seconds = time.perf_counter() - t0
+        return None
+    sig = kernel_sig(kernel)
+    report.kernel = sig.name
+    ok = _check_candidate(stage, cu, sig)
+    reference = make_reference(sig, module, reference_path, include_dirs=include_dirs, defines=defines,
+                               report=report)
+    report.reference = reference.description
+    stage.seconds = time.perf_counter() - t0
+    if not ok:
+        return None
+    stage.status = PASS
+    stage.message = (f"reference {sig.name}({', '.join(a.name for a in sig.args)}) and the candidate's drop-in "
+                     f"agree; sizes: {', '.join(sig.size_params) or 'none'}")
+    return Target(cu, sig, kernel, module, reference, lowered)
+
+
+# ---------------------------------------------------------------------------
+# Stage (b)
+
+
+def nvcc() -> str | None:
+    """The nvcc executable (PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin)."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "nvcc").exists():
+            return str(Path(root) / "bin" / "nvcc")
+    return None
+
+
+def _demangle(name: str) -> str:
+    m = re.match(r"_Z(\d+)", name)
+    if m:
+        n = int(m.group(1))
+        return name[m.end():m.end() + n]
+    return name
+
+
+def parse_ptxas(text: str) -> list[dict[str, Any]]:
+    """Per-kernel resources from ``-Xptxas -v`` output."""
+    out: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            cur = {"kernel": _demangle(m.group(1)), "mangled": m.group(1)}
+            out.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            cur.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            cur["registers"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            cur["smem"] = int(sm.group(1)) if sm else 0
+            cm = re.search(r"(\d+) bytes cmem\[0\]", line)
+            if cm:
+                cur["cmem"] = int(cm.group(1))
+            bm = re.search(r"used (\d+) barriers", line)
+            if bm:
+                cur["barriers"] = int(bm.group(1))
+    return out
+
+
+def stage_b(report: Report, cu: Path) -> None:
+    """Stage (b): nvcc compile for sm_90 and the resource report (cached by content)."""
+    stage = report.stage("b")
+    t0 = time.perf_counter()
+    exe = nvcc()
+    if exe is None:
+        stage.status, stage.message = SKIP, "nvcc not found"
+        return
+    text = cu.read_bytes()
+    key = hashlib.sha256(text + exe.encode() + str(cu.parent.resolve()).encode()).hexdigest()[:20]
+    out = cache_dir("nvcc")
+    cubin, log = out / f"{cu.stem}-{key}.cubin", out / f"{cu.stem}-{key}.log"
+    if cubin.exists() and log.exists():
+        ok, output = True, log.read_text()
+    else:
+        tmp = cubin.with_name(f"{cubin.name}.{os.getpid()}.tmp")
+        try:
+            proc = subprocess.run([exe, "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", str(tmp), str(cu)],
+                                  capture_output=True, text=True, timeout=600)
+            ok, output = proc.returncode == 0, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            ok, output = False, "nvcc timed out after 600 s"
+        if ok:
+            log.write_text(output)
+            os.replace(tmp, cubin)
+        else:
+            tmp.unlink(missing_ok=True)
+    stage.seconds = time.perf_counter() - t0
+    if not ok:
+        errors = [ln.strip() for ln in output.splitlines() if "error" in ln]
+        stage.status, stage.check = FAIL, "compile"
+        stage.message = "nvcc: " + (errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "failed")
+        stage.details["output"] = output[-4000:]
+        return
+    report.resources = parse_ptxas(output)
+    stage.status = PASS
+    spills = sum(r.get("spill_stores", 0) + r.get("spill_loads", 0) for r in report.resources)
+    stage.message = (f"{len(report.resources)} kernel(s), max {max([r.get('registers', 0) for r in report.resources] + [0])}"
+                     f" registers{', spills' if spills else ''}")
+    if spills:
+        report.note(f"ptxas reports {spills} bytes of register spills")
+
+
+# ---------------------------------------------------------------------------
+# Driver
+
+
+def resolve_sizes(sizes: dict[str, int], sig: KernelSig, report: Report) -> dict[str, int]:
+    """Requested sizes by size parameter (``*`` stands for all of them); unknown names are noted."""
+    req = dict(sizes)
+    if "*" in req:
+        every = req.pop("*")
+        req = {**dict.fromkeys(sig.size_params, every), **req}
+    for name in sorted(set(req) - set(sig.size_params)):
+        report.note(f"--size {name}: {sig.name} has no size parameter '{name}' "
+                    f"(size parameters: {', '.join(sig.size_params) or 'none'})")
+        del req[name]
+    return req
+
+
+def _run_stages(report: Report, target: Target, opts: Options) -> None:
+    from transpile.verify import gpu, simstage
+
+    progress = opts.progress
+    seed = report.seed
+    opts.sizes = resolve_sizes(opts.sizes, target.sig, report)
+    order = [k for k in "bcdef" if k in opts.stages]
+    gpu_info: gpu.GpuInfo | None = None
+    for key in order:
+        stage = report.stage(key)
+        if key in "def":
+            if gpu_info is None:
+                gpu_info = gpu.detect(opts.gpu)
+            if not gpu_info.available:
+                stage.status, stage.message = SKIP, gpu_info.reason
+                progress.done(stage)
+                continue
+        progress.start(stage)
+        t0 = time.perf_counter()
+        if key == "b":
+            stage_b(report, target.cu)
+        elif key == "c":
+            simstage.run_stage(stage, report, cu=target.cu, sig=target.sig, kernel=target.kernel,
+                               reference=target.reference, seed=seed, mode=opts.mode,
+                               requested=opts.sizes or None, nvcc_ok=report.stage("b").status == PASS,
+                               timeout=opts.sim_timeout)
+        else:
+            gpu.run_stage(key, stage, report, target, opts)
+        stage.seconds = stage.seconds or time.perf_counter() - t0
+        progress.done(stage)
+        if stage.status == FAIL or stage.status == "inconclusive":
+            return
+
+
+def verify_file(cu: Path, reference: Path, *, function: str | None = None, include_dirs: Sequence[str] = (),
+                defines: Sequence[str] = (), options: Options | None = None) -> Report:
+    """Verify candidate ``cu`` (any CUDA file defining the drop-in) against ``reference`` (.c or .ir)."""
+    opts = options or Options()
+    seed = opts.seed if opts.seed is not None else new_seed()
+    report = Report(kernel=function or "?", candidate=str(cu), reference=str(reference), seed=seed)
+    stage = report.stage("a")
+    opts.progress.start(stage)
+    target = stage_a(report, cu=cu, module=None, reference_path=reference, function=function,
+                     include_dirs=include_dirs, defines=defines, lowered=None)
+    opts.progress.done(stage)
+    if target is not None:
+        _run_stages(report, target, opts)
+    _mark_not_run(report)
+    return report
+
+
+def verify_module(module: ir.Module, cu_text: str, *, source: Path, lowered: ir.Module | None = None,
+                  function: str | None = None, include_dirs: Sequence[str] = (), defines: Sequence[str] = (),
+                  options: Options | None = None) -> list[Report]:
+    """Verify the pipeline's output ``cu_text`` for every kernel of ``module`` (front-end IR of ``source``)."""
+    opts = options or Options(mode="quick", full_seeds=1, sanitizer=False)
+    seed = opts.seed if opts.seed is not None else new_seed()
+    key = hashlib.sha256(cu_text.encode()).hexdigest()[:20]
+    cu = cache_dir("emitted") / f"{source.stem}-{key}.cu"
+    if not cu.exists():
+        tmp = cu.with_name(f"{cu.name}.{os.getpid()}.tmp")
+        tmp.write_text(cu_text)
+        os.replace(tmp, cu)
+    reports = []
+    for k in module.kernels:
+        report = Report(kernel=k.name, candidate=f"transpile output for {source.name}", reference=str(source),
+                        seed=seed)
+        target = stage_a(report, cu=cu, module=module, reference_path=source, function=k.name,
+                         include_dirs=include_dirs, defines=defines, lowered=lowered)
+        if target is not None:
+            _run_stages(report, target, opts)
+        _mark_not_run(report)
+        reports.append(report)
+        if report.verdict == "fail":
+            break
+    return reports
+
+
+def _mark_not_run(report: Report) -> None:
+    for s in report.stages.values():
+        if s.status == NOT_RUN and not s.message:
+            s.message = "not reached" if report.failure is not None else ""

@@ -1,0 +1,269 @@
+"""Input synthesis from the reference's typed signature, independent of whatever wrote the kernel.
+
+* **Shapes** (:func:`shapes`): values for the size parameters (integer
+  scalars used in extents): tiny (1, 2, 3), off any tile grid (17, 33, 65,
+  127, 257, 1025), two non-square assignments, and the requested sizes, kept
+  only while an interval bound on the work (:func:`signature.estimate_work`)
+  and the memory stay inside the stage's budget.  Other integer scalars (time
+  steps) get 2.
+* **Distributions** (:data:`DISTRIBUTIONS`): ``signed`` U(-1, 1), ``uniform``
+  U(0, 1), ``large`` +-10^U(3, 6), ``tiny`` +-10^U(-6, -3), ``integers``
+  (small whole numbers stored as floats).  Integer arrays always get
+  non-negative values (their width depends on the distribution), so integer
+  sums and min/max recurrences cannot overflow, which would be undefined
+  behaviour in the C reference.  Floating scalars are U(0.25, 1.25).
+* **Recipes** (:data:`RECIPES`), tried in order until the reference's output is
+  finite and well conditioned (see :mod:`transpile.verify.reference`):
+  ``random`` (the distribution as drawn), ``spd`` (each square 2-D input
+  becomes ``B B^T + n I``), ``diag-dominant`` (its diagonal becomes
+  +-(2n..3n) times its largest entry), ``scaled`` (every float input divided
+  by twice the largest extent, for recurrences such as Levinson's).
+* **Poison** (:func:`poison`): every ``out`` array starts as a quiet NaN with a
+  recognisable payload (floats) or the type's extreme value (integers).
+
+Everything is drawn from a ``numpy`` generator seeded by the run's seed, so a
+failure is replayed with ``--seed``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from transpile import ir
+from transpile.verify.signature import KernelSig, estimate_work
+
+Inputs = dict[str, Any]
+"""Arguments by parameter name: numpy scalars of the parameter's type, C-contiguous arrays."""
+
+POISON_BITS: dict[str, int] = {"f64": 0x7FF8DEADBEEFCAFE, "f32": 0x7FDEAD5A}
+"""Quiet NaNs with a payload: what an ``out`` array holds before the call."""
+
+TINY_SIZES = (1, 2, 3)
+OFF_GRID_SIZES = (17, 33, 65, 127, 257, 1025)
+NON_SQUARE = (17, 33, 9, 5, 13, 21, 7)
+OTHER_INT = 2
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Values of the integer scalars (size parameters and others) for one run, with a label."""
+
+    label: str
+    scalars: Mapping[str, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.scalars.items())
+        return f"{self.label} ({inner})" if inner else self.label
+
+
+def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[str, int] | None = None,
+           work_budget: float, byte_budget: float = 64e6, extra_sizes: tuple[int, ...] = ()) -> list[Shape]:
+    """The shapes a stage runs, in order (small first), within its budgets.
+
+    ``mode`` is ``quick`` (two non-square shapes and n=3: the compile-time
+    check), ``full`` (every tiny and off-grid size that fits, both non-square
+    assignments, the requested sizes) or ``requested`` (only the requested
+    sizes: the GPU full-size stage).
+    """
+    sizes = sig.size_params
+    base = {n: OTHER_INT for n in sig.other_ints}
+
+    def shape(label: str, values: Mapping[str, int]) -> Shape:
+        return Shape(label, {**{n: int(values[n]) for n in sizes}, **base})
+
+    cands: list[Shape] = []
+    if not sizes:
+        cands.append(Shape("fixed", dict(base)))
+    elif mode == "requested":
+        assert requested is not None
+        cands.append(shape("requested", requested))
+    else:
+        nonsq = {n: NON_SQUARE[i % len(NON_SQUARE)] for i, n in enumerate(sizes)}
+        nonsq_rev = {n: NON_SQUARE[i % len(NON_SQUARE)] for i, n in enumerate(reversed(sizes))}
+        if mode == "quick":
+            cands += [shape("non-square", nonsq), shape("non-square-2", nonsq_rev),
+                      shape("n=3", dict.fromkeys(sizes, 3))]
+        else:
+            cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in TINY_SIZES]
+            cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in OFF_GRID_SIZES[:2]]
+            cands += [shape("non-square", nonsq), shape("non-square-2", nonsq_rev)]
+            cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in (*OFF_GRID_SIZES[2:], *extra_sizes)]
+            if requested:
+                cands.append(shape("requested", {**dict.fromkeys(sizes, 1), **requested}))
+    out: list[Shape] = []
+    seen: set[tuple[tuple[str, int], ...]] = set()
+    for s in cands:
+        key = tuple(sorted(s.scalars.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        if mode != "requested" and s.label.startswith("non-square"):
+            s = _shrink(sig, kernel, s, work_budget, byte_budget)
+        if mode == "requested" or (estimate_work(kernel, s.scalars) <= work_budget
+                                   and sum(sig.nbytes(s.scalars).values()) <= byte_budget):
+            out.append(s)
+    return out or [shape("n=1", dict.fromkeys(sizes, 1))] if sizes else out
+
+
+def _shrink(sig: KernelSig, kernel: ir.Kernel, s: Shape, work_budget: float, byte_budget: float) -> Shape:
+    """Halve the sizes of a non-square shape until it fits the budgets (keeping them odd and distinct)."""
+    scalars = dict(s.scalars)
+    for _ in range(8):
+        if estimate_work(kernel, scalars) <= work_budget and sum(sig.nbytes(scalars).values()) <= byte_budget:
+            break
+        scalars = {n: (max(3, v // 2) | 1) if n in sig.size_params else v for n, v in scalars.items()}
+    return Shape(s.label, scalars)
+
+
+def default_full_sizes(sig: KernelSig, kernel: ir.Kernel, *, work_budget: float = 2e9,
+                       byte_budget: float = 1.5e9) -> dict[str, int]:
+    """Sizes for the full-size GPU stage when none were requested: the largest
+    power of two (at most 8192) for every size parameter that fits the budgets."""
+    best = 1
+    for e in range(4, 14):
+        v = 2 ** e
+        env = {**dict.fromkeys(sig.size_params, v), **dict.fromkeys(sig.other_ints, OTHER_INT)}
+        if estimate_work(kernel, env) > work_budget or sum(sig.nbytes(env).values()) > byte_budget:
+            break
+        best = v
+    return dict.fromkeys(sig.size_params, best)
+
+
+# ---------------------------------------------------------------------------
+# Distributions
+
+
+def _signed_magnitude(rng: np.random.Generator, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
+    return rng.choice([-1.0, 1.0], size=shape) * 10.0 ** rng.uniform(lo, hi, size=shape)
+
+
+DISTRIBUTIONS: dict[str, Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]] = {
+    "signed": lambda rng, shape: rng.uniform(-1.0, 1.0, size=shape),
+    "uniform": lambda rng, shape: rng.uniform(0.0, 1.0, size=shape),
+    "large": lambda rng, shape: _signed_magnitude(rng, shape, 3.0, 6.0),
+    "tiny": lambda rng, shape: _signed_magnitude(rng, shape, -6.0, -3.0),
+    "integers": lambda rng, shape: rng.integers(-8, 9, size=shape).astype(np.float64),
+}
+"""Float array distributions by name."""
+
+_INT_RANGES: dict[str, int] = {"signed": 100, "uniform": 1000, "large": 1 << 16, "tiny": 3, "integers": 10}
+
+
+def _int_array(rng: np.random.Generator, shape: tuple[int, ...], dist: str, dtype: np.dtype) -> np.ndarray:
+    hi = min(_INT_RANGES.get(dist, 100), int(np.iinfo(dtype).max))
+    return rng.integers(0, hi + 1, size=shape).astype(dtype)
+
+
+def poison(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """An array of the poison value for ``dtype``."""
+    if dtype.kind == "f":
+        bits = POISON_BITS["f64" if dtype.itemsize == 8 else "f32"]
+        ui = np.uint64 if dtype.itemsize == 8 else np.uint32
+        return np.full(shape, bits, dtype=ui).view(dtype)
+    info = np.iinfo(dtype)
+    return np.full(shape, info.min if dtype.kind == "i" else info.max, dtype=dtype)
+
+
+def draw(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
+    """Fresh inputs for ``shape`` from distribution ``dist`` (``out`` arrays poisoned)."""
+    args: Inputs = {}
+    for a in sig.args:
+        if a.role in ("size", "int"):
+            args[a.name] = a.dtype.type(shape.scalars[a.name])
+        elif a.role == "float":
+            args[a.name] = a.dtype.type(rng.uniform(0.25, 1.25))
+    for a in sig.arrays:
+        shp = sig.shape(a, args)
+        if a.intent == "out":
+            args[a.name] = poison(a.dtype, shp)
+        elif a.dtype.kind == "f":
+            args[a.name] = np.ascontiguousarray(DISTRIBUTIONS[dist](rng, shp), dtype=a.dtype)
+        else:
+            args[a.name] = _int_array(rng, shp, dist, a.dtype)
+    return args
+
+
+# ---------------------------------------------------------------------------
+# Recipes
+
+
+def _square_inputs(sig: KernelSig, args: Inputs) -> list[str]:
+    return [a.name for a in sig.arrays if a.intent != "out" and a.dtype.kind == "f"
+            and args[a.name].ndim == 2 and args[a.name].shape[0] == args[a.name].shape[1]
+            and args[a.name].shape[0] > 0]
+
+
+def _spd(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> bool:
+    names = _square_inputs(sig, args)
+    for n in names:
+        b = args[n].astype(np.float64)
+        k = b.shape[0]
+        scale = max(float(np.abs(b).max()), 1e-300)
+        args[n] = np.ascontiguousarray(b @ b.T + k * scale * scale * np.eye(k), dtype=args[n].dtype)
+    return bool(names)
+
+
+def _diag_dominant(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> bool:
+    names = _square_inputs(sig, args)
+    for n in names:
+        a = args[n].copy()
+        k = a.shape[0]
+        scale = max(float(np.abs(a).max()), 1e-300)
+        a[np.diag_indices(k)] = rng.choice([-1.0, 1.0], size=k) * rng.uniform(2 * k, 3 * k, size=k) * scale
+        args[n] = a
+    return bool(names)
+
+
+def _scaled(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> bool:
+    arrays = [a for a in sig.arrays if a.intent != "out" and a.dtype.kind == "f" and args[a.name].size]
+    if not arrays:
+        return False
+    extent = max(max(args[a.name].shape) for a in arrays)
+    for a in arrays:
+        args[a.name] = np.ascontiguousarray(args[a.name] / (2.0 * max(extent, 1)), dtype=a.dtype)
+    return True
+
+
+RECIPES: dict[str, Callable[[KernelSig, Inputs, np.random.Generator], bool] | None] = {
+    "random": None,
+    "spd": _spd,
+    "diag-dominant": _diag_dominant,
+    "scaled": _scaled,
+}
+"""Structured input recipes, in the order they are tried; each returns whether it applied."""
+
+
+def make_inputs(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str, recipe: str) -> Inputs | None:
+    """Inputs from ``dist`` transformed by ``recipe``; None if the recipe does not apply to this signature."""
+    args = draw(sig, shape, rng, dist)
+    fn = RECIPES[recipe]
+    if fn is not None and not fn(sig, args, rng):
+        return None
+    return args
+
+
+def copy_inputs(args: Inputs) -> Inputs:
+    """A deep copy (arrays copied) of ``args``."""
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+
+
+def seed_for(master: int, *parts: int) -> np.random.Generator:
+    """A generator for one draw, derived from the run's master seed and the draw's coordinates."""
+    return np.random.default_rng(np.random.SeedSequence([master & 0xFFFFFFFFFFFFFFFF, *parts]))
+
+
+def transfer_bytes(sig: KernelSig, env: Mapping[str, int | float]) -> int:
+    """Bytes a kernel must move at least: inputs read once, outputs written once (inout both)."""
+    sizes = sig.nbytes(env)
+    factor = {"in": 1, "out": 1, "inout": 2}
+    return sum(sizes[a.name] * factor[a.intent] for a in sig.arrays)
+
+
+def elements(sig: KernelSig, env: Mapping[str, int | float]) -> int:
+    """Output elements for the scalars in ``env``."""
+    return sum(math.prod(sig.shape(a, env)) for a in sig.outputs)
