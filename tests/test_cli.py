@@ -96,3 +96,23 @@ def test_bad_inputs_fail_cleanly(path: Path, tmp_path: Path) -> None:
     proc = transpile(str(path), "-o", str(out), cwd=path.parent)
     assert_clean_failure(proc, out)
     assert proc.stderr.startswith((path.name, str(path), "transpile:")), proc.stderr
+
+
+def test_deps_prints_graph_and_writes_dot(tmp_path: Path) -> None:
+    dot = tmp_path / "g.dot"
+    proc = transpile("deps", str(ROOT / "tests" / "kernels" / "jacobi_2d.c"), "--dot", str(dot))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "kernel kernel_jacobi_2d" in out
+    assert "S0 (t): carries a dependence (sequential)" in out
+    assert "S1 (i): parallel" in out and "S2 (j): parallel" in out
+    assert "flow   B        loop-independent" in out
+    text = dot.read_text()
+    assert text.startswith('digraph "kernel_jacobi_2d" {') and "S3 -> S6" in text
+
+
+def test_deps_bad_input_fails_cleanly(tmp_path: Path) -> None:
+    out = tmp_path / "g.dot"
+    src = ROOT / "tests" / "bad" / "goto.c"
+    proc = transpile("deps", str(src), "--dot", str(out))
+    assert_clean_failure(proc, out)

@@ -164,13 +164,15 @@ def _guard(action: object) -> None:
         sys.exit(2)
 
 
-def _register_verify() -> None:
+def _register_subcommands() -> None:
+    from transpile.depscmd import deps_cmd
     from transpile.verify.cli import verify_cmd
 
     main.add_command(verify_cmd)
+    main.add_command(deps_cmd)
 
 
-_register_verify()
+_register_subcommands()
 
 if __name__ == "__main__":
     main()
