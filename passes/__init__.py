@@ -6,8 +6,10 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import map_gpu
+from passes import distribute, interchange, map_gpu
 
 REGISTRY: dict = {
+    "distribute": distribute,
+    "interchange": interchange,
     "map-gpu": map_gpu,
 }

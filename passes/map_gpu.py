@@ -1,31 +1,38 @@
-"""Map a kernel onto the GPU: host scalar code, single-thread launches and parallel launches (v0).
+"""Map a kernel onto the GPU: host scalar code, host loops, single-thread and parallel launches.
 
 **Precondition**: valid IR (``ircheck.check``).  A kernel that already contains a
 ``Launch`` is taken as mapped and returned unchanged (the same object).
 
-**Postcondition**: every top-level statement is either
+**Postcondition**: every top-level statement, and every statement of a host
+loop's body, is either
 
 * a *host statement*: a scalar ``Decl``/``Assign``/``If`` that touches no array
-  and reads and writes only *host scalars* (scalar params and top-level
-  ``Decl`` statements never written inside a ``Launch``); or a bare ``Decl`` (no
-  initialiser) of a *device scalar*, i.e. a top-level scalar written inside
-  some ``Launch`` (the emitter keeps it in device memory); or an ``Alloc``
-  (the host allocates the local array in device memory; its extents must not
-  read a scalar already changed on the device, else :class:`TranspileError`); or
-* a ``Launch``: either one top-level ``For`` nest whose outermost perfectly
-  nested loops (up to 3) are ``par`` (innermost ``x``, then ``y``, ``z``), or a
-  run of consecutive statements executed by one GPU thread.
+  and reads and writes only *host scalars* (scalar params, ``Decl`` statements
+  and loop variables of host code never written inside a ``Launch``); or a
+  bare top-level ``Decl`` (no initialiser) of a *device scalar*, i.e. a
+  top-level scalar written inside some ``Launch`` (the emitter keeps it in
+  device memory); or a top-level ``Alloc`` (the host allocates the local
+  array in device memory; its extents must not read a scalar already changed
+  on the device, else :class:`TranspileError`); or
+* a *host loop*: a sequential ``For`` whose bounds read only host scalars and
+  whose body, mapped the same way, contains at least one parallel launch
+  (e.g. a stencil's time loop); it launches its kernels once per iteration; or
+* a ``Launch``: either one ``For`` nest whose outermost perfectly nested loops
+  (up to 3) are ``par`` (innermost ``x``, then ``y``, ``z``), or a run of
+  consecutive statements executed by one GPU thread.
 
 Top-level ``Decl`` statements of device scalars used by only one ``Launch`` move into it
-as launch-local variables.  Program order is preserved.
+as launch-local variables.  Program order is preserved.  Placement is a
+fixpoint: a scalar written by a device statement is a device scalar, and
+host code (statements, host-loop bounds) touching one moves to the device.
 
 The parallelism test is :func:`_parallel`: a loop is mapped only if the
 exact dependence analysis (:mod:`passes.deps`, isl) finds no dependence
 carried by it, it has unit step, and its bounds are computable on the host
-(rectangular, host scalars only).  Scalars declared inside the loop body are
-private to an iteration; any other scalar written in the loop is a carried
-dependence.  Known limitation: a sequential time loop around parallel nests
-(stencils) becomes one single-thread launch: correct but slow.
+(rectangular, host scalars and enclosing host-loop variables only).  Scalars
+declared inside the loop body are private to an iteration; any other scalar
+written in the loop is a carried dependence.  A loop carrying a dependence
+with no parallel nest inside stays one single-thread launch.
 
 Before::
 
@@ -65,6 +72,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import islpy as isl
+
 from passes import deps
 from transpile import ir
 from transpile.diagnostics import TranspileError
@@ -74,44 +83,167 @@ _DIMS = ("x", "y", "z")
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
-    """Group ``kernel``'s top-level statements into host code and ``Launch`` regions."""
-    if any(isinstance(s, ir.Launch) for s in kernel.body):
+    """Group ``kernel``'s top-level statements into host code, host loops and ``Launch`` regions."""
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
-    on_device, device_scalars = _place(kernel)
-    if not any(on_device):
-        return kernel
-    top = _top_scalars(kernel)
-    host_scalars = frozenset(top - device_scalars)
     # NOTE: loop ids are keyed by node identity, so they must be computed on
     # this very kernel object, before any rebuilding below.
     ids = deps.loop_ids(kernel)
-    carried = deps.carried_loops(deps.analyze(kernel))
-    parallel = frozenset(ids[k] for k in ids) - carried
+    try:
+        parallel = frozenset(ids[k] for k in ids) - deps.carried_loops(deps.analyze(kernel))
+    except isl.Error:  # e.g. an unbounded iteration domain: assume every loop carries
+        parallel = frozenset()
+    planner = _Planner(kernel, lambda lp: ids[id(lp)] in parallel)
+    items = planner.plan()
+    if not any(it.kind != "host" for it in items):
+        return kernel
+    body = _build(items, top=True)
+    return dataclasses.replace(kernel, body=tuple(body))
 
-    # Each item: ("host", [stmt], False) or ("launch", [stmts], is it a parallel nest?).
-    items: list[tuple[str, list[ir.Stmt], bool]] = []
-    for stmt, dev in zip(kernel.body, on_device):
-        if not dev:
-            items.append(("host", [stmt], False))
-            continue
-        nest = (_mark_parallel(stmt, host_scalars, lambda lp: ids[id(lp)] in parallel)
-                if isinstance(stmt, ir.For) else None)
-        if nest is not None:
-            items.append(("launch", [nest], True))
-        elif items and items[-1][0] == "launch" and not items[-1][2]:
-            items[-1][1].append(stmt)
-        else:
-            items.append(("launch", [stmt], False))
 
+@dataclasses.dataclass
+class _Item:
+    """One statement's placement: ``host``, ``launch`` (``par``: a parallel nest) or ``loop`` (a host loop)."""
+
+    kind: str
+    stmts: list[ir.Stmt]
+    par: bool = False
+    loop: ir.For | None = None
+    inner: list[_Item] = dataclasses.field(default_factory=list)
+
+
+class _Planner:
+    """Decides placement to a fixpoint over device scalars and rejected host loops.
+
+    A scalar written by a device statement is a device scalar; a host
+    statement (or a host loop's bounds) touching one moves to the device.  A
+    host loop is rejected (becomes device code) when a scalar declared in its
+    body would have to be shared between items.
+    """
+
+    def __init__(self, kernel: ir.Kernel, independent: Callable[[ir.For], bool]) -> None:
+        self.kernel = kernel
+        self.independent = independent
+        self.top = _top_scalars(kernel)
+        self.device_scalars: set[str] = set()
+        self.rejected: set[int] = set()
+
+    def plan(self) -> list[_Item]:
+        while True:
+            items = self._block(self.kernel.body, frozenset(self.top), top=True)
+            written: set[str] = set()
+            _device_writes(items, written)
+            before = (len(self.device_scalars), len(self.rejected))
+            self.device_scalars |= written & self._candidates()
+            if (len(self.device_scalars), len(self.rejected)) == before:
+                break
+        self._check_allocs(items)
+        return items
+
+    def _candidates(self) -> set[str]:
+        names = set(self.top)
+        for n in ir.walk(self.kernel):
+            if isinstance(n, ir.Decl):
+                names.add(n.name)
+        return names
+
+    def _block(self, body: tuple[ir.Stmt, ...], visible: frozenset[str], *, top: bool) -> list[_Item]:
+        items: list[_Item] = []
+        host = visible - self.device_scalars
+        for stmt in body:
+            if isinstance(stmt, ir.Alloc) or (
+                    _host_shaped(stmt) and not (_reads(stmt) | _writes(stmt)) & self.device_scalars):
+                items.append(_Item("host", [stmt]))
+                if isinstance(stmt, ir.Decl):
+                    visible = visible | {stmt.name}
+                    host = visible - self.device_scalars
+                continue
+            if isinstance(stmt, ir.For):
+                nest = _mark_parallel(stmt, host, self.independent)
+                if nest is not None:
+                    items.append(_Item("launch", [nest], par=True))
+                    continue
+                loop = self._host_loop(stmt, visible, host)
+                if loop is not None:
+                    items.append(loop)
+                    continue
+            if items and items[-1].kind == "launch" and not items[-1].par:
+                items[-1].stmts.append(stmt)
+            else:
+                items.append(_Item("launch", [stmt]))
+            if isinstance(stmt, ir.Decl):
+                visible = visible | {stmt.name}
+        return items
+
+    def _host_loop(self, stmt: ir.For, visible: frozenset[str], host: frozenset[str]) -> _Item | None:
+        """``stmt`` as a host loop launching its parallel inner nests, if that pays and is sound."""
+        if id(stmt) in self.rejected:
+            return None
+        for bound in (stmt.lo, stmt.hi):
+            if not _scalar_only(bound) or not _reads(bound) <= host:
+                return None
+        inner = self._block(stmt.body, visible | {stmt.var}, top=False)
+        if not _has_parallel(inner):
+            return None
+        # A scalar declared in the body on the device must stay within its launch.
+        for n, it in enumerate(inner):
+            if it.kind != "launch":
+                continue
+            others = [s for m, other in enumerate(inner) if m != n for s in _item_stmts(other)]
+            used = set().union(*(_names(s) for s in others)) if others else set()
+            if any(isinstance(s, ir.Decl) and s.name in used for s in it.stmts):
+                self.rejected.add(id(stmt))
+                return None
+        return _Item("loop", [stmt], loop=stmt, inner=inner)
+
+    def _check_allocs(self, items: list[_Item]) -> None:
+        written: set[str] = set()
+        for it in items:
+            if it.kind != "host":
+                written |= _writes_all(it) & self.device_scalars
+            s = it.stmts[0]
+            if it.kind == "host" and isinstance(s, ir.Alloc) and _reads(s) & written:
+                # The host allocates local arrays, so it must know their extents.
+                raise TranspileError(s.loc, f"the extent of local array '{s.name}' depends on a scalar "
+                                            "computed on the GPU; not supported")
+
+
+def _item_stmts(it: _Item) -> list[ir.Stmt]:
+    return it.stmts
+
+
+def _writes_all(it: _Item) -> set[str]:
+    return set().union(*(_writes(s) for s in it.stmts))
+
+
+def _device_writes(items: list[_Item], out: set[str]) -> None:
+    """Scalars written by device statements under ``items``."""
+    for it in items:
+        if it.kind == "launch":
+            out |= _writes_all(it)
+        elif it.kind == "loop":
+            _device_writes(it.inner, out)
+
+
+def _has_parallel(items: list[_Item]) -> bool:
+    return any(it.par or (it.kind == "loop" and _has_parallel(it.inner)) for it in items)
+
+
+def _build(items: list[_Item], *, top: bool) -> list[ir.Stmt]:
+    """The statements of a mapped block: host statements, host loops and ``Launch`` regions."""
     body: list[ir.Stmt] = []
-    for n, (kind, stmts, _parallel) in enumerate(items):
-        if kind == "host":
-            body.extend(stmts)
+    for n, it in enumerate(items):
+        if it.kind == "host":
+            body.extend(it.stmts)
             continue
-        others = [s for m, it in enumerate(items) if m != n for s in it[1]]
-        used_elsewhere = set().union(*(_names(s) for s in others)) if others else set()
+        if it.kind == "loop":
+            assert it.loop is not None
+            body.append(dataclasses.replace(it.loop, body=tuple(_build(it.inner, top=False))))
+            continue
         launch_body: list[ir.Stmt] = []
-        for s in stmts:
+        others = [s for m, other in enumerate(items) if m != n for s in other.stmts] if top else []
+        used_elsewhere = set().union(*(_names(s) for s in others)) if others else set()
+        for s in it.stmts:
             if isinstance(s, ir.Decl) and s.name in used_elsewhere:
                 # A device scalar shared between launches: declared on the host
                 # (the emitter allocates it), initialised inside this launch.
@@ -120,8 +252,8 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
                     launch_body.append(ir.Assign(ir.Var(s.name, s.ty, loc=s.loc), s.init, loc=s.loc))
             else:
                 launch_body.append(s)
-        body.append(ir.Launch(tuple(launch_body), loc=stmts[0].loc))
-    return dataclasses.replace(kernel, body=tuple(body))
+        body.append(ir.Launch(tuple(launch_body), loc=it.stmts[0].loc))
+    return body
 
 
 def _top_scalars(kernel: ir.Kernel) -> set[str]:
@@ -129,36 +261,6 @@ def _top_scalars(kernel: ir.Kernel) -> set[str]:
     names = {p.name for p in kernel.params if isinstance(p.ty, ir.Scalar)}
     names |= {s.name for s in kernel.body if isinstance(s, ir.Decl)}
     return names
-
-
-def _place(kernel: ir.Kernel) -> tuple[list[bool], set[str]]:
-    """Which top-level statements go to the device, and the resulting device scalars.
-
-    Iterates to a fixpoint: a scalar written by a device statement is a device
-    scalar, and a host statement that touches a device scalar moves to the
-    device (which may make more scalars device scalars).
-    """
-    top = _top_scalars(kernel)
-    on_device = [not _host_shaped(s) for s in kernel.body]
-    while True:
-        device_scalars = set()
-        for s, dev in zip(kernel.body, on_device):
-            if dev:
-                device_scalars |= _writes(s) & top
-        changed = False
-        for n, s in enumerate(kernel.body):
-            if not on_device[n] and not isinstance(s, ir.Alloc) and (_reads(s) | _writes(s)) & device_scalars:
-                on_device[n] = changed = True
-        if not changed:
-            break
-    written: set[str] = set()
-    for s, dev in zip(kernel.body, on_device):
-        written |= _writes(s) & device_scalars if dev else set()
-        if isinstance(s, ir.Alloc) and _reads(s) & written:
-            # The host allocates local arrays, so it must know their extents.
-            raise TranspileError(s.loc, f"the extent of local array '{s.name}' depends on a scalar "
-                                        "computed on the GPU; not supported")
-    return on_device, device_scalars
 
 
 def _host_shaped(s: ir.Stmt) -> bool:

@@ -23,6 +23,8 @@ from tests.test_map_gpu import (
     clamp_kernel,
     device_scalar,
     gemm,
+    host_loops,
+    jacobi_1d,
     kernel,
     loop,
     sc,
@@ -225,8 +227,29 @@ def test_skeleton() -> None:
     assert "normalize_scalars" in text and "double inv = *inv_ptr;" in text and "const double inv = *inv_ptr;" in text
 
 
+def test_host_loops() -> None:
+    text = cuda.emit(ir.Module((), (map_gpu.run(host_loops()),)), source="steps.c")
+    device = text[text.index("steps_device("):text.index("// Drop-in")]
+    assert "for (int t = 0; t < tsteps; ++t) {" in device
+    assert "for (int s = 1; s >= 0; --s) {" in device
+    # Loop variable and host-loop local passed by value; count lives on the device.
+    assert "steps_kernel0<<<" in device and ">>>(n, A, t, w);" in device
+    assert "int count;" in text and "&scal->count" in device
+    # Every host loop is followed by an error check (a launch's `break` only leaves the loop).
+    assert device.count("    if (err != cudaSuccess) {\n      break;\n    }\n") >= 1
+    # launches, 2 host loops, allocating and initialising the device scalar
+    assert device.count("break;") == device.count("<<<") + 2 + 2
+
+
+def test_jacobi_launches_inside_time_loop() -> None:
+    text = cuda.emit(ir.Module((), (map_gpu.run(jacobi_1d()),)), source="jacobi_1d.c")
+    loop_at = text.index("for (int t = 0; t < tsteps; ++t) {")
+    assert loop_at < text.index("jacobi_1d_kernel0<<<") < text.index("jacobi_1d_kernel1<<<")
+
+
 @pytest.mark.parametrize("name, make, funcs", [
     ("gemm", gemm, ()),
+    ("jacobi_1d", jacobi_1d, ()),
     ("normalize", device_scalar, ()),
     ("saturate", clamp_kernel, (clamp_func,)),
 ])

@@ -94,7 +94,7 @@ def axpy() -> ir.Kernel:
 
 
 def jacobi_1d() -> ir.Kernel:
-    """A stencil under a sequential time loop: v0 runs it on one thread."""
+    """A stencil under a sequential time loop: a host loop launching two parallel nests."""
     def avg(src: str) -> ir.Expr:
         s = b("+", b("+", at(src, b("-", i, c(1))), at(src, i)), at(src, b("+", i, c(1))))
         return b("*", c(0.33333), s)
@@ -208,8 +208,31 @@ def scratch() -> ir.Kernel:
         loop("i", c(0), n, ir.assign(at("y", i), b("+", at("tmp", b("-", b("-", n, c(1)), i)), at("w", c(1), c(0))))))
 
 
+def host_loops() -> ir.Kernel:
+    """Nested host loops (one downward), a host-loop local and loop variable passed to a launch,
+    and a scalar param written by a launch repeated by the host loop (so it lives on the device)."""
+    cnt, w, tt = v("count"), v("w"), v("t")
+    return kernel(
+        "steps", [sc("tsteps"), sc("n"), sc("count"), arr("A", "inout", n), arr("hits", "out", c(1), elem=I32)],
+        loop("t", c(0), v("tsteps"),
+             ir.Decl("w", I32, b("*", tt, c(2))),
+             loop("i", c(0), n, ir.assign(at("A", i), ir.cast(b("+", tt, w), F64), "+")),
+             loop("i", c(0), n, ir.If(b(">", at("A", i), c(0.0)), (ir.assign(cnt, c(1), "+"),))),
+             loop("s", c(0), c(2),
+                  loop("i", c(0), n, ir.assign(at("A", i), b("*", at("A", i), c(0.5)))), step=-1)),
+        ir.assign(at("hits", c(0), ty=I32), cnt))
+
+
+def seidel() -> ir.Kernel:
+    """A time loop around a sequential in-place sweep: nothing parallel inside, so one launch."""
+    return kernel(
+        "seidel", [sc("tsteps"), sc("n"), arr("A", "inout", n)],
+        loop("t", c(0), v("tsteps"),
+             loop("i", c(1), n, ir.assign(at("A", i), b("+", at("A", b("-", i, c(1))), at("A", i))))))
+
+
 ALL = [gemm, gemm_nest, axpy, jacobi_1d, triangular, transpose, host_scalar, device_scalar, shift,
-       clamp_kernel, cube, mixed, scratch]
+       clamp_kernel, cube, mixed, scratch, host_loops, seidel]
 
 
 # ---------------------------------------------------------------------------
@@ -274,10 +297,67 @@ def test_elementwise_map() -> None:
     assert layout(map_gpu.run(axpy())) == [("launch", ["x"], 1)]
 
 
-def test_time_loop_is_single_thread() -> None:
+def test_time_loop_becomes_host_loop() -> None:
     out = map_gpu.run(jacobi_1d())
-    assert layout(out) == [("launch", [None], 1)]
-    assert launches(out)[0].body == jacobi_1d().body  # the nest itself is untouched
+    assert layout(out) == ["host:For"]
+    t_loop = out.body[0]
+    assert isinstance(t_loop, ir.For) and t_loop.par is None
+    assert [par_dims(s.body[0]) for s in t_loop.body if isinstance(s, ir.Launch)] == [["x"], ["x"]]
+    assert len(t_loop.body) == 2
+
+
+def test_nested_host_loops() -> None:
+    out = map_gpu.run(host_loops())
+    assert layout(out) == ["host:For", ("launch", [], 1)]
+    t_loop = out.body[0]
+    assert isinstance(t_loop, ir.For)
+    kinds = [("launch", par_dims(s.body[0])) if isinstance(s, ir.Launch) else type(s).__name__
+             for s in t_loop.body]
+    assert kinds == ["Decl", ("launch", ["x"]), ("launch", [None]), "For"]
+    s_loop = t_loop.body[3]
+    assert isinstance(s_loop, ir.For) and s_loop.step == -1
+    assert [par_dims(x.body[0]) for x in s_loop.body] == [["x"]]  # type: ignore[attr-defined]
+
+
+def test_time_loop_without_parallel_work_stays_one_launch() -> None:
+    assert layout(map_gpu.run(seidel())) == [("launch", [None, None], 1)]
+
+
+def test_host_loop_reader_of_device_scalar_moves_to_device() -> None:
+    s, x_ = v("s", F64), v("x", F64)
+    k_ = kernel("k", [sc("n"), sc("T"), arr("A", "inout", n), arr("B", "out", n)],
+                ir.Decl("s", F64, c(0.0)),
+                ir.Decl("x", F64, c(0.0)),
+                loop("t", c(0), v("T"),
+                     loop("i", c(0), n, ir.assign(at("A", i), c(1.0), "+")),
+                     ir.assign(s, at("A", c(0))),
+                     ir.assign(x_, b("*", s, c(2.0))),
+                     loop("i", c(0), n, ir.assign(at("B", i), x_))))
+    out = map_gpu.run(k_)
+    ircheck.check(ir.Module((), (out,)))
+    t_loop = out.body[-1]
+    assert isinstance(t_loop, ir.For)
+    assert [len(x.body) for x in t_loop.body if isinstance(x, ir.Launch)] == [1, 2, 1]
+    assert all(isinstance(x, ir.Launch) for x in t_loop.body)
+
+
+def test_host_loop_bounds_must_not_read_device_scalars() -> None:
+    m_ = v("m")
+    k_ = kernel("k", [sc("n"), arr("A", "inout", n), arr("idx", "in", c(1), elem=I32)],
+                ir.Decl("m", I32, c(0)),
+                ir.assign(m_, at("idx", c(0), ty=I32)),
+                loop("t", c(0), m_, loop("i", c(0), n, ir.assign(at("A", i), c(1.0), "+"))))
+    out = map_gpu.run(k_)
+    assert layout(out) == [("launch", [], 3)]
+
+
+def test_gemm_after_distribution_and_interchange() -> None:
+    from passes import distribute, interchange
+
+    out = map_gpu.run(interchange.run(distribute.run(gemm())))
+    assert layout(out) == [("launch", ["y", "x"], 1), ("launch", ["y", "x", None], 1)]
+    k_loop = launches(out)[1].body[0].body[0].body[0]  # type: ignore[attr-defined]
+    assert isinstance(k_loop, ir.For) and k_loop.var == "k" and k_loop.par is None
 
 
 def test_triangular_stops_at_non_rectangular_loop() -> None:
@@ -441,9 +521,19 @@ def test_host_only_kernel_is_identity() -> None:
 
 def test_par_loops_keep_launch_contract() -> None:
     """docs/ir.md: par loops have step 1 and host-computable bounds; dims are x, x y or x y z."""
+    def host_level(body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in body:
+            if isinstance(s, ir.For) and any(isinstance(x, ir.Launch) for x in ir.walk(s)):
+                assert s.par is None
+                out.extend(host_level(s.body))  # a host loop
+            else:
+                out.append(s)
+        return out
+
     for make in ALL:
         out = map_gpu.run(make())
-        for s in out.body:
+        for s in host_level(out.body):
             if not isinstance(s, ir.Launch):
                 assert not any(isinstance(x, (ir.Index, ir.For)) for x in ir.walk(s)), make.__name__
                 continue
@@ -532,3 +622,38 @@ def test_mapping_is_valid_and_order_independent(module: ir.Module) -> None:
             continue  # a fault in the random program itself
         _same(expected, interp.run(mapped, k.name, args))
         _same(expected, interp.run(reversed_, k.name, args))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.modules())
+def test_pipeline_preserves_semantics_with_par_reversed(module: ir.Module) -> None:
+    """The default pipeline (distribute, interchange, map-gpu), also with every par loop run backwards."""
+    from transpile import interp, pipeline
+
+    lowered = pipeline.lower(module)
+    reversed_ = ir.Module(lowered.funcs, tuple(_ReversePar().transform(k) for k in lowered.kernels))
+    for k in module.kernels:
+        args = random_args(k)
+        try:
+            expected = interp.run(module, k.name, args)
+        except interp.InterpError:
+            continue
+        _same(expected, interp.run(lowered, k.name, args))
+        _same(expected, interp.run(reversed_, k.name, args))
+
+
+@pytest.mark.parametrize("make", ALL, ids=lambda f: f.__name__)
+def test_hand_written_kernels_keep_semantics(make) -> None:  # type: ignore[no-untyped-def]
+    from transpile import interp, pipeline
+
+    module = ir.Module((clamp_func(),), (make(),))
+    lowered = pipeline.lower(module)
+    reversed_ = ir.Module(lowered.funcs, tuple(_ReversePar().transform(k) for k in lowered.kernels))
+    for size in (0, 1, 3, 5):
+        args = random_args(module.kernels[0], seed=size, size=size)
+        try:
+            expected = interp.run(module, make().name, args)
+        except interp.InterpError:
+            continue  # a fault in the kernel itself at this size
+        _same(expected, interp.run(lowered, make().name, args))
+        _same(expected, interp.run(reversed_, make().name, args))

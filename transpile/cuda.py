@@ -10,8 +10,9 @@ For each kernel ``NAME`` the file holds (see docs in the template):
 
 * ``NAME_kernel0``, ``NAME_kernel1``, ...: one ``__global__`` function per ``Launch``;
   ``par`` loops become grid-stride loops with 64-bit counters.
-* ``NAME_device(...)``: host-side scalar code plus the launches, on a stream,
-  with device pointers; returns the first CUDA error.
+* ``NAME_device(...)``: host-side scalar code, host loops and the launches
+  (inside host loops, once per iteration), on a stream, with device
+  pointers; returns the first CUDA error.
 * ``NAME(...)``: the drop-in replacement for the C function (host pointers).
 
 Every CUDA spelling the Python side emits is a module-level constant below.
@@ -420,15 +421,114 @@ def _par_chain(launch: ir.Launch) -> list[ir.For]:
     return chain
 
 
-def _check_mapped(kernel: ir.Kernel) -> None:
-    for s in kernel.body:
+def _check_mapped(kernel: ir.Kernel, body: tuple[ir.Stmt, ...] | None = None) -> None:
+    for s in kernel.body if body is None else body:
         if isinstance(s, ir.Launch):
             assert not any(isinstance(n, (ir.Launch, ir.Alloc)) for b in s.body for n in ir.walk(b)), \
                 f"Launch or Alloc inside a Launch in {kernel.name}: {s!r}"
+        elif _is_host_loop(s):
+            _check_mapped(kernel, s.body)  # type: ignore[union-attr]
         elif not isinstance(s, ir.Alloc):
             assert not any(isinstance(n, (ir.Index, ir.For, ir.Launch, ir.Alloc, ir.Return))
                            for n in ir.walk(s)), \
                 f"kernel {kernel.name} is not mapped to the GPU (run passes.map_gpu first): {s!r}"
+
+
+def _is_host_loop(s: ir.Stmt) -> bool:
+    """A ``For`` outside any launch that contains launches (``passes.map_gpu``'s host loops)."""
+    return isinstance(s, ir.For) and any(isinstance(n, ir.Launch) for n in ir.walk(s))
+
+
+def _host_loops(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
+    """The host loops under ``body`` (outermost first, pre-order)."""
+    out: list[ir.For] = []
+    for s in body:
+        if _is_host_loop(s):
+            out.append(s)  # type: ignore[arg-type]
+            out.extend(_host_loops(s.body))  # type: ignore[union-attr]
+    return out
+
+
+def _host_launches(body: tuple[ir.Stmt, ...]) -> list[ir.Launch]:
+    """The launches under ``body`` in program order (inside host loops too)."""
+    out: list[ir.Launch] = []
+    for s in body:
+        if isinstance(s, ir.Launch):
+            out.append(s)
+        elif _is_host_loop(s):
+            out.extend(_host_launches(s.body))  # type: ignore[union-attr]
+    return out
+
+
+class _HostPrinter(StmtPrinter):
+    """Renders the host side of ``NAME_device`` as template steps.
+
+    Host statements become ``host`` steps (lines); each ``Launch`` becomes a
+    ``launch`` step indented to its depth; a host loop's header and closing
+    brace are host lines around its body's steps.  The template's launch
+    step leaves the innermost enclosing loop with ``break`` on an error, so
+    each host loop is followed by a check that breaks out of the next level.
+    """
+
+    def __init__(self, emitter: _KernelEmitter) -> None:
+        super().__init__(emitter.expr, emitter.host_namer, depth=2)
+        self.emitter = emitter
+        self.steps: list[dict[str, object]] = []
+        self.scope: dict[str, ir.Scalar] = {}  # host loop variables and locals visible here
+
+    def flush(self) -> None:
+        if self.lines:
+            self.steps.append({"kind": "host", "lines": self.lines})
+            self.lines = []
+
+    def visit_Launch(self, s: ir.Launch) -> None:
+        self.flush()
+        kern, step = self.emitter.launch(s, dict(self.scope))
+        self.steps.append({**step, "pad": "  " * (self.depth - 2)})
+        self.emitter.kernels.append(kern)
+
+    def visit_Alloc(self, s: ir.Alloc) -> None:
+        self.flush()
+        e = self.emitter
+        self.steps.append({
+            "kind": "alloc", "name": e.ident(s.name), "pad": "",
+            "extents": [f"const {INDEX_TYPE} {h} = {e.expr(d)};" for h, d in e.hoisted.get(s.name, [])],
+            "bytes": e.host_namer.fresh(f"{s.name}_bytes"), "size": e._size(s.ty)})
+
+    def visit_Decl(self, s: ir.Decl) -> None:
+        e = self.emitter
+        if s.name in e.device_scalars:
+            self.line(f"// {ctype(s.ty)} {e.ident(s.name)} lives on the device: "
+                      f"{e.names['scal']}->{e.ident(s.name)}")
+            return
+        self._host_only(s)
+        if self.depth > 2:
+            self.scope[s.name] = s.ty
+        super().visit_Decl(s)
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        self._host_only(s)
+        super().visit_Assign(s)
+
+    def visit_If(self, s: ir.If) -> None:
+        self._host_only(s)
+        super().visit_If(s)
+
+    def _host_only(self, s: ir.Stmt) -> None:
+        assert not (_var_names(s) | _assigned(s)) & set(self.emitter.device_scalars), \
+            f"host statement touches a device scalar: {s!r}"
+
+    def visit_For(self, s: ir.For) -> None:
+        bounds = _var_names(s.lo) | _var_names(s.hi)
+        assert s.par is None and not bounds & set(self.emitter.device_scalars), f"bad host loop {s!r}"
+        saved = dict(self.scope)
+        self.scope[s.var] = s.ty
+        super().visit_For(s)
+        self.scope = saved
+        err = self.emitter.names["err"]
+        self.line(f"if ({err} != cudaSuccess) {{")
+        self.line("  break;")
+        self.line("}")
 
 
 class _KernelEmitter:
@@ -450,7 +550,11 @@ class _KernelEmitter:
         namer = Namer(used | module_names | RESERVED)
         self.rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
         self.namer = namer
-        self.launches = [s for s in kernel.body if isinstance(s, ir.Launch)]
+        self.launches = _host_launches(kernel.body)
+        self.kernels: list[dict[str, object]] = []
+        # Launches repeated by a host loop: a scalar they write must persist
+        # across iterations, so it lives on the device even if only they use it.
+        looped = set().union(*(_assigned(x) for x in _host_loops(kernel.body)))
         self.host_decls = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Decl)}
         scalars = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
         self.scalars: dict[str, ir.Scalar] = {**scalars, **self.host_decls}  # type: ignore[dict-item]
@@ -459,7 +563,7 @@ class _KernelEmitter:
         written = set().union(*(_assigned(x) for x in self.launches)) if self.launches else set()
         refs = [_var_names(x) for x in self.launches]
         self.device_scalars = [n for n in self.scalars if n in written
-                               and (n in self.host_decls or sum(n in r for r in refs) > 1)]
+                               and (n in self.host_decls or n in looped or sum(n in r for r in refs) > 1)]
         self.arrays: dict[str, ir.ArrayType] = {p.name: p.ty for p in kernel.params
                                                 if isinstance(p.ty, ir.ArrayType)}
         self.allocs = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}
@@ -496,9 +600,14 @@ class _KernelEmitter:
 
     # -- __global__ kernels
 
-    def launch(self, n: int, launch: ir.Launch) -> tuple[dict[str, object], dict[str, object]]:
-        """The ``__global__`` function of ``launch`` and the host-side launch step."""
-        name = f"{self.name}_kernel{n}"
+    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]
+               ) -> tuple[dict[str, object], dict[str, object]]:
+        """The ``__global__`` function of ``launch`` and the host-side launch step.
+
+        ``host_locals``: host loop variables and host-loop locals in scope,
+        passed by value like host scalars.
+        """
+        name = f"{self.name}_kernel{len(self.kernels)}"
         uses = ir.array_uses(launch.body)
         referenced = _var_names(launch)
         for a in uses:
@@ -510,7 +619,7 @@ class _KernelEmitter:
         args: list[str] = []
         # C parameter order, then local arrays and host locals in declaration order.
         candidates: list[tuple[str, ir.Type]] = [(p.name, p.ty) for p in self.k.params]
-        candidates += [*self.allocs.items(), *self.host_decls.items()]
+        candidates += [*self.allocs.items(), *self.host_decls.items(), *host_locals.items()]
         for var, ty in candidates:
             if isinstance(ty, ir.ArrayType) and var in uses:
                 const = "" if uses[var][1] else "const "
@@ -566,28 +675,10 @@ class _KernelEmitter:
 
     def context(self) -> dict[str, object]:
         """The template context of this kernel."""
-        globals_: list[dict[str, object]] = []
-        steps: list[dict[str, object]] = []
-        host = StmtPrinter(self.expr, self.host_namer, depth=2)
-        for s in self.k.body:
-            if isinstance(s, ir.Launch):
-                kern, step = self.launch(len(globals_), s)
-                globals_.append(kern)
-                steps.append(step)
-            elif isinstance(s, ir.Alloc):
-                steps.append({
-                    "kind": "alloc", "name": self.ident(s.name),
-                    "extents": [f"const {INDEX_TYPE} {h} = {self.expr(d)};" for h, d in self.hoisted.get(s.name, [])],
-                    "bytes": self.host_namer.fresh(f"{s.name}_bytes"), "size": self._size(s.ty)})
-            elif isinstance(s, ir.Decl) and s.name in self.device_scalars:
-                steps.append({"kind": "host", "lines": [
-                    f"    // {ctype(s.ty)} {self.ident(s.name)} lives on the device: "
-                    f"{self.names['scal']}->{self.ident(s.name)}"]})
-            else:
-                assert not (_var_names(s) | _assigned(s)) & set(self.device_scalars), \
-                    f"host statement touches a device scalar: {s!r}"
-                host.lines = []
-                steps.append({"kind": "host", "lines": host.emit((s,))})
+        host = _HostPrinter(self)
+        host.emit(self.k.body)
+        host.flush()
+        steps = host.steps
 
         arrays: dict[str, dict[str, object]] = {}
         for p in self.k.params:
@@ -600,7 +691,7 @@ class _KernelEmitter:
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
         return {
             "name": self.name,
-            "kernels": globals_,
+            "kernels": self.kernels,
             "steps": steps,
             "names": self.names,
             "prototype": self._prototype(),
@@ -665,7 +756,8 @@ def emit(module: ir.Module, *, source: str) -> str:
     assert "\n" not in source, f"bad source name {source!r}"
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
-    generated |= {f"{k.name}_kernel{n}" for k in module.kernels for n in range(len(k.body))}
+    generated |= {f"{k.name}_kernel{n}" for k in module.kernels
+                  for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
     kernels = [_KernelEmitter(k, module_names | generated).context() for k in module.kernels]
     funcs = [_func(f) for f in module.funcs]

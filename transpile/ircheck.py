@@ -10,8 +10,9 @@ so from an LLM) is user input, which is why a violation is a
 The invariants are those of docs/ir.md: names resolve to declarations of the
 same type, C typing rules hold at every node, loop variables are never
 assigned and loop bounds are not written by their loop, array intents cover
-their uses, ``Launch`` only at the top level with its ``par`` loops a leading
-perfect nest, ``Return`` only in helper functions.
+their uses, ``Launch`` only at the top level or inside host loops (``For``
+statements outside any launch, nested only in such loops) with its ``par``
+loops a leading perfect nest, ``Return`` only in helper functions.
 """
 
 from __future__ import annotations
@@ -123,12 +124,14 @@ class _Checker:
 
     # --- statements
 
-    def block(self, body: tuple[ir.Stmt, ...], scope: _Scope, *, in_launch: bool, top: bool) -> None:
+    def block(self, body: tuple[ir.Stmt, ...], scope: _Scope, *, in_launch: bool, top: bool,
+              host: bool = False) -> None:
         inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
         for s in body:
-            self.stmt(s, inner, in_launch=in_launch, top=top)
+            self.stmt(s, inner, in_launch=in_launch, top=top, host=host or top)
 
-    def stmt(self, s: ir.Stmt, scope: _Scope, *, in_launch: bool, top: bool) -> None:
+    def stmt(self, s: ir.Stmt, scope: _Scope, *, in_launch: bool, top: bool, host: bool = False) -> None:
+        """Check ``s``; ``host``: ``s`` is at the top level or in the body of a host loop."""
         if isinstance(s, ir.Decl):
             if s.name in self.declared:
                 _fail(s, f"'{s.name}' is declared twice in '{self.owner.name}'")
@@ -153,7 +156,7 @@ class _Checker:
                 _fail(s, f"cannot assign to {type(t).__name__}")
             self._same(s.value, t.ty, "assigned value")
         elif isinstance(s, ir.For):
-            self._for(s, scope, in_launch=in_launch)
+            self._for(s, scope, in_launch=in_launch, host=host and not in_launch)
         elif isinstance(s, ir.If):
             self.expr(s.cond, scope)
             self.block(s.then, scope, in_launch=in_launch, top=False)
@@ -173,13 +176,14 @@ class _Checker:
                     return
                 self._same(s.value, owner.ret, "returned value")
         elif isinstance(s, ir.Launch):
-            if not top or in_launch:
-                _fail(s, "'launch' is only allowed at the top level of a kernel")
+            if not (top or host) or in_launch:
+                _fail(s, "'launch' is only allowed at the top level of a kernel or in a host loop")
             self._launch(s, scope)
         else:
             _fail(s, f"unknown statement {type(s).__name__}")
 
-    def _for(self, s: ir.For, scope: _Scope, *, in_launch: bool, par_ok: bool = False) -> None:
+    def _for(self, s: ir.For, scope: _Scope, *, in_launch: bool, par_ok: bool = False,
+             host: bool = False) -> None:
         if s.var in scope.scalars:
             _fail(s, f"loop variable '{s.var}' shadows a visible variable")
         if not s.ty.is_int:
@@ -207,7 +211,7 @@ class _Checker:
             self._for(s.body[0], inner, in_launch=in_launch, par_ok=True)
             return
         for c in s.body:
-            self.stmt(c, inner, in_launch=in_launch, top=False)
+            self.stmt(c, inner, in_launch=in_launch, top=False, host=host and s.par is None)
 
     def _launch(self, s: ir.Launch, scope: _Scope) -> None:
         dims: list[str] = []

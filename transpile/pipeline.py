@@ -16,11 +16,17 @@ from transpile import ir, ircheck
 
 def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None) -> ir.Module:
     """Run the default pipeline over every kernel of ``module``."""
-    from passes import map_gpu
+    from passes import distribute, interchange, map_gpu
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
     ircheck.check(module)  # front ends must hand over valid IR
     step.dump("input", module)
+    # NOTE: distribute before interchange: splitting a loop body exposes the
+    # perfect nests that interchange (and map-gpu's par marking) need.
+    module = step("distribute", module, distribute.run)
+    # NOTE: interchange before map-gpu: it moves parallel loops outward so
+    # that map-gpu's outermost-perfect-nest marking finds them.
+    module = step("interchange", module, interchange.run)
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, map_gpu.run)

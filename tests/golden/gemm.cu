@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(256) gemm_kernel0(int ni, int nj, int nk, doub
 extern "C" cudaError_t gemm_device(int ni, int nj, int nk, double alpha, double beta, double *C, const double *A, const double *B, cudaStream_t stream)
 {
   cudaError_t err = cudaSuccess;
+  // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
     const long long i_n = ni;
     if (i_n > 0) {

@@ -60,6 +60,7 @@ extern "C" cudaError_t normalize_device(int n, const double *x, double *y, doubl
 {
   normalize_scalars *scal = NULL;
   cudaError_t err = cudaSuccess;
+  // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
     err = cudaMallocAsync((void **)&scal, sizeof(*scal), stream);
     if (err != cudaSuccess) {

@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(256) saturate_kernel0(int n, const double *__r
 extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaStream_t stream)
 {
   cudaError_t err = cudaSuccess;
+  // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
     const long long i_n = n;
     if (i_n > 0) {
