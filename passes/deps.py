@@ -175,9 +175,12 @@ class _Problem:
 
 def _constant(s: isl.Set) -> int | None:
     """The single value of a 1-d set, if it has exactly one for all parameters."""
-    if s.is_empty():
+    if s.is_empty() or not s.is_bounded():
         return None
-    lo, hi = s.lexmin(), s.lexmax()
+    try:
+        lo, hi = s.lexmin(), s.lexmax()
+    except isl.Error:  # e.g. an unbounded optimum for some parameter values
+        return None
     if not lo.is_equal(hi):
         return None
     try:

@@ -163,6 +163,7 @@ class _Lowerer:
         self.scopes: list[dict[str, _Sym]] = []
         self.declared: dict[str, Loc] = {}
         self.in_launch = False
+        self.in_if = 0  # launches may sit at the top level or in host loops, never under an if
 
     # --- locations and errors
 
@@ -216,6 +217,7 @@ class _Lowerer:
         self.scopes = [{}]
         self.declared = {}
         self.in_launch = False
+        self.in_if = 0
 
     def scalar_param(self, p: Tree) -> ir.Param:
         intent, ty, star, name = p.children
@@ -413,10 +415,14 @@ class _Lowerer:
     def stmt_if(self, tree: Tree) -> ir.Stmt:
         cond_tree, then_tree, else_tree = tree.children
         cond = self.expr(cond_tree)
-        then = self.block(then_tree)
-        orelse: tuple[ir.Stmt, ...] = ()
-        if isinstance(else_tree, Tree):
-            orelse = (self.stmt_if(else_tree),) if else_tree.data == "if" else self.block(else_tree)
+        self.in_if += 1
+        try:
+            then = self.block(then_tree)
+            orelse: tuple[ir.Stmt, ...] = ()
+            if isinstance(else_tree, Tree):
+                orelse = (self.stmt_if(else_tree),) if else_tree.data == "if" else self.block(else_tree)
+        finally:
+            self.in_if -= 1
         return ir.If(cond, then, orelse, loc=self.loc(tree))
 
     def stmt_return(self, tree: Tree) -> ir.Stmt:
@@ -432,8 +438,8 @@ class _Lowerer:
         return ir.Return(ir.cast(self.expr(value_tree), self.ret), loc=self.loc(tree))
 
     def stmt_launch(self, tree: Tree) -> ir.Stmt:
-        if self.in_func or self.in_launch or len(self.scopes) != 1:
-            raise self.error(tree, "'launch' is only allowed at the top level of a kernel")
+        if self.in_func or self.in_launch or self.in_if:
+            raise self.error(tree, "'launch' is only allowed at the top level of a kernel or in a host loop")
         self.in_launch = True
         try:
             body = self.block(tree.children[0])
