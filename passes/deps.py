@@ -27,7 +27,9 @@ that loop or any loop outside it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -222,6 +224,38 @@ def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[
                 cons.append(f"exists (e_{v} : {v} = {_render(start, names)} + {off} + {lp.step} * e_{v})")
         outer.add(lp.var)
     return cons
+
+
+def analyze_or_none(kernel: ir.Kernel) -> nx.MultiDiGraph | None:
+    """:func:`analyze`, or None when isl cannot answer (e.g. an unbounded domain).
+
+    Transforms treat None as "every loop may carry a dependence": they do nothing.
+    """
+    try:
+        return analyze(kernel)
+    except isl.Error:
+        return None
+
+
+def rewrite_to_fixpoint(kernel: ir.Kernel,
+                        step: Callable[[tuple[ir.Stmt, ...], nx.MultiDiGraph], tuple[ir.Stmt, ...] | None],
+                        *, max_steps: int = 64) -> ir.Kernel:
+    """Apply ``step(body, graph)`` until it returns None, re-analysing after every change.
+
+    Graphs are never reused across a transform: each step sees the dependences
+    of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl).
+    """
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return kernel
+    for _ in range(max_steps):
+        graph = analyze_or_none(kernel)
+        if graph is None:
+            break
+        body = step(kernel.body, graph)
+        if body is None:
+            break
+        kernel = dataclasses.replace(kernel, body=body)
+    return kernel
 
 
 def carried_loops(graph: nx.MultiDiGraph) -> set[str]:

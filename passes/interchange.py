@@ -40,38 +40,16 @@ from __future__ import annotations
 
 import dataclasses
 
-import islpy as isl
 import networkx as nx
 
 from passes import deps
 from passes.distribute import count
 from transpile import ir
 
-#: Upper bound on swaps per kernel (each one re-runs the dependence analysis).
-_MAX_STEPS = 64
-
-
-def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph | None:
-    """The dependence graph (recomputed: never reused across a transform), or None if isl fails."""
-    try:
-        return deps.analyze(kernel)
-    except isl.Error:  # e.g. an unbounded iteration domain (non-affine bounds)
-        return None
-
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with parallel loops moved outward where interchange is legal."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
-        return kernel
-    for _ in range(_MAX_STEPS):
-        graph = _analyze(kernel)
-        if graph is None:
-            break
-        body = _block(kernel.body, graph, [0], 0)
-        if body is None:
-            break
-        kernel = dataclasses.replace(kernel, body=body)
-    return kernel
+    return deps.rewrite_to_fixpoint(kernel, lambda body, graph: _block(body, graph, [0], 0))
 
 
 def _block(body: tuple[ir.Stmt, ...], graph: nx.MultiDiGraph, counter: list[int],

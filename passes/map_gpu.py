@@ -72,8 +72,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import islpy as isl
-
 from passes import deps
 from transpile import ir
 from transpile.diagnostics import TranspileError
@@ -89,10 +87,9 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     # NOTE: loop ids are keyed by node identity, so they must be computed on
     # this very kernel object, before any rebuilding below.
     ids = deps.loop_ids(kernel)
-    try:
-        parallel = frozenset(ids[k] for k in ids) - deps.carried_loops(deps.analyze(kernel))
-    except isl.Error:  # e.g. an unbounded iteration domain: assume every loop carries
-        parallel = frozenset()
+    graph = deps.analyze_or_none(kernel)
+    # Without an answer from isl, every loop is assumed to carry a dependence.
+    parallel = frozenset(ids.values()) - deps.carried_loops(graph) if graph is not None else frozenset()
     planner = _Planner(kernel, lambda lp: ids[id(lp)] in parallel)
     items = planner.plan()
     if not any(it.kind != "host" for it in items):
