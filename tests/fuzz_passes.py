@@ -9,6 +9,7 @@ IR text form with the failing size and seed.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,16 @@ from transpile import text  # noqa: E402
 
 def main(n: int) -> int:
     failures: list[str] = []
+    done = [0]
+    start = time.time()
+
+    def report_and_exit(signum: int, frame: object) -> None:
+        # Stopped early (timeout, Ctrl-C): say how far it got.
+        print(f"stopped after {done[0]} cases, no miscompile ({time.time() - start:.0f} s)", flush=True)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, report_and_exit)
+    signal.signal(signal.SIGINT, report_and_exit)
 
     @settings(max_examples=n, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
@@ -35,8 +46,8 @@ def main(n: int) -> int:
         except AssertionError as e:
             failures.append(f"{e}\nn={size} seed={seed}\n{text.show(k)}")
             raise
+        done[0] += 1
 
-    start = time.time()
     try:
         prop()
     except AssertionError:
