@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from passes import REGISTRY, distribute
 from tests import strategies
 from tests.test_map_gpu import (
-    _same,
     arr,
+    assert_preserves_semantics,
     at,
     b,
     c,
@@ -18,11 +18,10 @@ from tests.test_map_gpu import (
     kernel,
     loop,
     n,
-    random_args,
     sc,
     v,
 )
-from transpile import interp, ir, ircheck
+from transpile import ir
 from transpile.ir import F64
 
 
@@ -75,12 +74,4 @@ def test_time_loop_is_not_split() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.modules())
 def test_preserves_semantics(module: ir.Module) -> None:
-    out = ir.Module(module.funcs, tuple(distribute.run(k) for k in module.kernels))
-    ircheck.check(out)
-    for k in module.kernels:
-        args = random_args(k)
-        try:
-            expected = interp.run(module, k.name, args)
-        except interp.InterpError:
-            continue
-        _same(expected, interp.run(out, k.name, args))
+    assert_preserves_semantics(module, distribute.run)

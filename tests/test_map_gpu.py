@@ -7,6 +7,7 @@ text parser are developed separately); ``tests/test_cuda.py`` reuses them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -603,6 +604,22 @@ def _same(a: dict, z: dict) -> None:  # type: ignore[type-arg]
     assert a.keys() == z.keys()
     for name in a:
         np.testing.assert_array_equal(a[name], z[name], err_msg=name)
+
+
+def assert_preserves_semantics(module: ir.Module, run: Callable[[ir.Kernel], ir.Kernel]) -> ir.Module:
+    """Apply a kernel pass to ``module``: valid IR, same interpreter results; returns the new module."""
+    from transpile import interp
+
+    out = ir.Module(module.funcs, tuple(run(k) for k in module.kernels))
+    ircheck.check(out)
+    for k in module.kernels:
+        args = random_args(k)
+        try:
+            expected = interp.run(module, k.name, args)
+        except interp.InterpError:
+            continue  # a fault in the random program itself
+        _same(expected, interp.run(out, k.name, args))
+    return out
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
