@@ -1,7 +1,8 @@
 """Stages (d)-(f) on a GPU: small shapes, full size with several seeds, timing.
 
 The candidate is built with ``nvcc -arch=sm_90 -Xcompiler -fPIC -shared``
-(cached by content) and run by :mod:`transpile.verify.gpu_worker` in a
+and ``-include include/gpu_poison.h`` (every cudaMalloc it makes returns
+memory filled with 0xFF bytes, except while timing), cached by content, and run by :mod:`transpile.verify.gpu_worker` in a
 separately started interpreter; the reference and the judging stay here.
 
 (d) small shapes, as stage (c) but on the device: runs A (first inputs), B
@@ -109,12 +110,15 @@ def build_gpu_library(cu: Path) -> tuple[Path | None, str]:
     exe = nvcc()
     if exe is None:
         return None, "nvcc not found"
-    key = hashlib.sha256(cu.read_bytes() + exe.encode() + str(cu.parent.resolve()).encode()).hexdigest()[:20]
+    poison = Path(__file__).resolve().parent / "include" / "gpu_poison.h"
+    key = hashlib.sha256(cu.read_bytes() + exe.encode() + str(cu.parent.resolve()).encode()
+                         + poison.read_bytes()).hexdigest()[:20]
     lib = cache_dir("gpu") / f"lib{cu.stem}-{key}.so"
     if lib.exists():
         return lib, ""
     tmp = lib.with_name(f"{lib.name}.{os.getpid()}.tmp")
-    proc = subprocess.run([exe, "-arch=sm_90", "-O3", "-Xcompiler", "-fPIC", "-shared", "-o", str(tmp), str(cu)],
+    proc = subprocess.run([exe, "-arch=sm_90", "-O3", "-Xcompiler", "-fPIC", "-shared",
+                           "-include", str(poison), "-o", str(tmp), str(cu)],
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)

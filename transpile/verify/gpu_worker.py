@@ -335,7 +335,17 @@ class Worker:
             self.lib[f"{self.name}_device"]
         except AttributeError:
             device = False
-        return {"device": device, "backend": self.rt.backend, "gpu": self.rt.device_name()}
+        return {"device": device, "backend": self.rt.backend, "gpu": self.rt.device_name(),
+                "poison": self._poison(True)}
+
+    def _poison(self, on: bool) -> bool:
+        """Turn the candidate's allocation poisoning (include/gpu_poison.h) on or off; False if absent."""
+        try:
+            flag = ctypes.c_int.in_dll(self.lib, "transpile_verify_poison")
+        except ValueError:
+            return False
+        flag.value = int(on)
+        return True
 
     def _error_after(self) -> str:
         try:
@@ -373,6 +383,7 @@ class Worker:
 
         inputs = req["inputs"]
         arrays = {n: inputs[n] for n, _, a, _ in self.params if a}
+        self._poison(True)
         self.dirty(int(min(2 << 30, max(64 << 20, 4 * sum(a.nbytes for a in arrays.values())))))
         if not req.get("device"):
             bufs = HostBuffers(arrays, pattern_seed=req.get("pattern", 0))
@@ -411,6 +422,7 @@ class Worker:
         arrays = {n: np.ascontiguousarray(inputs[n]) for n, _, a, _ in self.params if a}
         out: dict[str, Any] = {"event_ms": [], "host_ms": [], "sync_ms": [], "dropin_ms": [], "errors": []}
         device = req.get("device", False)
+        self._poison(False)  # the fill after each cudaMalloc is the verifier's, not the candidate's: do not time it
         if device:
             bufs = []
             for k in range(sets):  # set k: float inputs scaled by (1 + k/1024), so no two sets are equal
