@@ -344,3 +344,34 @@ def test_gpu_build_poisons_every_allocation(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=True).stdout
     body = pre[pre.rindex('extern "C" void allocs'):]
     assert "transpile_poisoned_malloc(&a" in body and "cudaMalloc(" not in body
+
+
+@needs_gxx
+def test_rounding_spread_widens_only_where_rounding_order_matters() -> None:
+    # The FMA-contracted build of the reference measures how much a legitimate change of rounding
+    # order (a GPU's contraction) moves the outputs. LU without pivoting on random data is sensitive
+    # (the tolerance must widen, or a correct GPU kernel fails); on SPD data it is not; and the
+    # widening is refused where no tolerance could tell rounding from a wrong result.
+    from transpile.verify.prepare import MAX_TOL, Skip, prepare, rounding_spread, spread_widen
+    from transpile.verify.reference import GccReference, _fma_flags
+    from transpile.verify.synth import Shape
+
+    if _fma_flags() is None:
+        pytest.skip("this CPU has no FMA instructions")
+    k = frontend.load(KERNELS / "lu.c").kernels[0]
+    sig = kernel_sig(k)
+    ref = GccReference(sig, KERNELS / "lu.c", function=k.name)
+    shape = Shape("n=256", {"n": 256})
+    spreads = {}
+    for recipe in ("random", "spd"):
+        x = make_inputs(sig, shape, seed_for(SEED, 1), "signed", recipe)
+        assert x is not None
+        spreads[recipe] = rounding_spread(ref, sig, x, ref.run(x))
+    assert spreads["random"] > 1e-12 > spreads["spd"] >= 0.0
+    # prepare() prefers the recipe whose outputs do not depend on rounding order.
+    prep = prepare(ref, sig, k, shape, seed=SEED, index=0)
+    assert prep.recipe == "spd" and prep.widen == 1.0 and prep.spread < 1e-12
+    assert spread_widen(sig, 256, 0.0) == 1.0
+    assert spread_widen(sig, 256, 1e-9) > 1.0
+    with pytest.raises(Skip, match="ill-conditioned"):
+        spread_widen(sig, 256, MAX_TOL["f64"])

@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from transpile.verify.checks import compare
+from transpile.verify.checks import compare, same_bits
 from transpile.verify.gpu_worker import Channel, find_cudart
-from transpile.verify.prepare import Prepared, Skip, finite, prepare
+from transpile.verify.prepare import Prepared, Skip, finite, prepare, rounding_spread, spread_widen
 from transpile.verify.reference import cache_dir
 from transpile.verify.report import FAIL, INCONCLUSIVE, PASS, SKIP, Report, Stage
 from transpile.verify.simstage import judge_run, safe_output
@@ -361,27 +361,49 @@ def _stage_e(stage: Stage, report: Report, target: Any, opts: Any, lib: Path) ->
     worker, _ = _load(target, lib)
     passed = 0
     try:
+        from transpile.verify.signature import reduction_depth
+
+        depth = reduction_depth(sig, kernel, shape.scalars)
         for s in range(opts.full_seeds):
+            # The first recipe (the one the small shapes used most, then the others) whose reference is
+            # finite and insensitive to rounding order (the FMA-contracted reference agrees within the
+            # plain tolerance); else the least sensitive one, with the tolerance widened accordingly.
+            drawn: tuple[str, Any, Any, float, float] | None = None
+            why = []
             for ri, recipe in enumerate(recipes):
                 x = make_inputs(sig, shape, seed_for(report.seed, 500 + s, ri), ["signed", "uniform"][s % 2], recipe)
-                if x is not None:
+                if x is None:
+                    continue
+                r = ref.run(x, timeout=1800)
+                if not finite(sig, x, r):
+                    why.append(f"'{recipe}': the reference is not finite")
+                    continue
+                spread = rounding_spread(ref, sig, x, r, timeout=1800)
+                try:
+                    widen = spread_widen(sig, depth, spread)
+                except Skip as e:
+                    why.append(f"'{recipe}': {e}")
+                    continue
+                if drawn is None or widen < drawn[4]:
+                    drawn = (recipe, x, r, spread, widen)
+                if widen <= 1.0:
                     break
-            assert x is not None, "the 'random' recipe always applies"
-            order = ("ref", "cand") if s % 2 == 0 else ("cand", "ref")  # both orders
-            r: dict[str, np.ndarray] = {}
-            res: dict[str, Any] = {}
-            for who in order:
-                if who == "ref":
-                    r = ref.run(x, timeout=1800)
-                else:
-                    res = worker.request({"op": "run", "inputs": x, "device": False}, timeout=600)
-            if not finite(sig, x, r):
-                report.note(f"stage (e): seed {s}: the reference is not finite at full size; draw skipped")
+            if drawn is None:
+                report.note(f"stage (e): seed {s}: no input recipe gives a usable reference at full size "
+                            f"({'; '.join(why)}); draw skipped")
                 continue
-            from transpile.verify.signature import reduction_depth
-
-            depth = reduction_depth(sig, kernel, shape.scalars)
-            prep = Prepared(shape, recipe, "signed", "signed", x, x, r, r, depth, 1.0, 1.0, False, False)
+            recipe, x, r, spread, widen = drawn
+            res = worker.request({"op": "run", "inputs": x, "device": False}, timeout=600)
+            if s % 2:  # odd draws: the reference again, after the candidate (state shared through files, ...)
+                r2 = ref.run(x, timeout=1800)
+                if any(not same_bits(r2[a.name], r[a.name]).all() for a in sig.outputs):
+                    report.note(f"stage (e): seed {s}: the reference is not deterministic")
+                r = r2
+            if widen > 1:
+                report.note(f"stage (e): seed {s}: tolerance widened {widen:.1e}x "
+                            f"(rounding spread {spread:.1e}, recipe '{recipe}')")
+            prep = Prepared(shape, recipe, "signed", "signed", x, x, r, r, depth, 1.0, widen, False, False,
+                            spread=spread)
             failed = judge_run("A", _worker_result(res), sig, prep, x, r, report,
                                where=f"at full size ({shape}), seed {s}: ")
             if failed:
@@ -398,7 +420,8 @@ def _stage_e(stage: Stage, report: Report, target: Any, opts: Any, lib: Path) ->
         worker.close()
     report.shapes.append({"stage": "e", "shape": "full", "sizes": dict(shape.scalars), "seeds": opts.full_seeds})
     if not passed:
-        stage.status, stage.check, stage.message = INCONCLUSIVE, "inputs", "no full-size draw had a finite reference"
+        stage.status, stage.check, stage.message = INCONCLUSIVE, "inputs", ("no full-size draw had a finite, well-conditioned reference "
+                                                                   "(see the notes)")
         return
     stage.status, stage.message = PASS, f"{passed} seed(s) at {shape}"
 

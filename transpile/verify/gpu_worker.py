@@ -399,6 +399,9 @@ class Worker:
         dev = {n: self.rt.malloc(a.nbytes) for n, a in host.items()}
         for n, a in host.items():
             self.rt.memcpy(dev[n], a.ctypes.data, a.nbytes, H2D)
+        # A cudaMemcpy from pageable memory may return before its DMA reaches the device, and the
+        # non-blocking stream below does not wait for the legacy stream: settle the copies first.
+        self.rt.device_sync()
         stream = self.rt.stream_create()
         types, values = _args(self.params, inputs, dev)
         fn = self.lib[f"{self.name}_device"]
@@ -432,6 +435,7 @@ class Worker:
                     ptrs[n] = self.rt.malloc(b.nbytes)
                     self.rt.memcpy(ptrs[n], np.ascontiguousarray(b).ctypes.data, b.nbytes, H2D)
                 bufs.append(ptrs)
+            self.rt.device_sync()  # the copies above are on the legacy stream (see run())
             stream = self.rt.stream_create()
             e0, e1 = self.rt.event_create(), self.rt.event_create()
             fn = self.lib[f"{self.name}_device"]

@@ -9,6 +9,15 @@ one, would exceed the tolerance).  If no recipe reaches that, the finite one
 with the smallest amplification is used and the tolerance is widened by
 amplification / 1e4 (refused above 1e8: the shape is skipped).
 
+Rounding order: a correct kernel may round differently from the reference
+(a GPU contracts ``a*b+c`` to FMA; a reduction may be reassociated).  Where the
+reference has an FMA-contracted build (:meth:`Reference.run_contracted`), its
+distance from the plain build on the first input set is the *rounding spread*,
+and the tolerance is at least :data:`SPREAD_FACTOR` times it; a spread that
+would push the f64 tolerance past :data:`MAX_TOL` makes the shape
+ill-conditioned (skipped), since no comparison could then tell a rounding
+difference from a wrong result.
+
 The second input set comes from ``dist2`` under the same recipe.  If the
 reference gives (nearly) the same outputs on both (a *degenerate* task, where
 a hard-coded answer would pass), other distributions are tried for the second
@@ -33,6 +42,8 @@ from transpile.verify.synth import DISTRIBUTIONS, RECIPES, Inputs, Shape, make_i
 
 ACCEPT_AMPLIFICATION = 1e4
 MAX_AMPLIFICATION = 1e8
+SPREAD_FACTOR = 16.0
+MAX_TOL = {"f64": 1e-6, "f32": 1e-3}
 _PERTURB = {"f64": 1e-13, "f32": 1e-6}
 
 
@@ -58,6 +69,7 @@ class Prepared:
     ghost: bool
     degenerate: bool
     notes: list[str] = field(default_factory=list)
+    spread: float = 0.0
 
     def tol(self, dtype: np.dtype) -> float:
         """The tolerance for an output of ``dtype`` at this shape."""
@@ -104,6 +116,38 @@ def amplification(ref: Reference, sig: KernelSig, x: Inputs, r: dict[str, np.nda
     return _distance(sig, r, rp) / delta
 
 
+def rounding_spread(ref: Reference, sig: KernelSig, x: Inputs, r: dict[str, np.ndarray], *,
+                    timeout: float = 120.0) -> float:
+    """The max relative distance between the FMA-contracted reference and ``r`` on ``x`` (0 if none)."""
+    if not any(a.dtype.kind == "f" for a in sig.outputs):
+        return 0.0
+    try:
+        rc = ref.run_contracted(x, timeout=timeout)
+    except ChildError:
+        return 0.0
+    if rc is None or not finite(sig, x, rc):
+        return 0.0
+    return max([max_rel_error(rc[a.name], r[a.name]) for a in sig.outputs if a.dtype.kind == "f"] + [0.0])
+
+
+def spread_widen(sig: KernelSig, depth: float, spread: float) -> float:
+    """The widening of the tolerance that a rounding spread calls for (1: none).
+
+    Raises :class:`Skip` when the widened tolerance would exceed :data:`MAX_TOL`."""
+    widen = 1.0
+    for a in sig.outputs:
+        if a.dtype.kind != "f":
+            continue
+        base = tolerance(a.dtype, depth)
+        w = SPREAD_FACTOR * spread / base
+        limit = MAX_TOL["f64" if a.dtype.itemsize >= 8 else "f32"]
+        if base * max(w, 1.0) > limit:
+            raise Skip(f"ill-conditioned: rounding order alone (FMA contraction) moves '{a.name}' by "
+                       f"{spread:.1e} relative")
+        widen = max(widen, w)
+    return widen
+
+
 def _run(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | str:
     try:
         return ref.run(x)
@@ -135,7 +179,7 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
             dist1: str = "signed", dist2: str = "uniform") -> Prepared:
     """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found."""
     depth = reduction_depth(sig, kernel, shape.scalars)
-    found: list[tuple[float, int, str, Inputs, dict[str, np.ndarray]]] = []
+    found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
     for ri, recipe in enumerate(RECIPES):
         x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe)
@@ -152,34 +196,44 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
         if amp > MAX_AMPLIFICATION:
             failure = f"the reference is ill-conditioned (amplification {amp:.1e})"
             continue
-        found.append((amp, ri, recipe, x1, r1))
-        if amp <= ACCEPT_AMPLIFICATION:
+        spread = rounding_spread(ref, sig, x1, r1)
+        try:
+            widen = max(1.0, amp / ACCEPT_AMPLIFICATION, spread_widen(sig, depth, spread))
+        except Skip as e:
+            failure = str(e)
+            continue
+        found.append((widen, amp, spread, ri, recipe, x1, r1))
+        if widen <= 1.0:  # well conditioned: no need to look further
             second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1])
-            if second is not None:
+            if isinstance(second, Prepared):
                 return second
-            failure = "no second input set gives a finite reference output"
-    for cand in sorted((c for c in found if c[0] > ACCEPT_AMPLIFICATION), key=lambda c: c[0]):
+            failure = second
+    # Otherwise the least ill-conditioned recipe, with the tolerance widened accordingly.
+    for cand in sorted((c for c in found if c[0] > 1.0), key=lambda c: c[0]):
         second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand)
-        if second is not None:
+        if isinstance(second, Prepared):
             return second
+        failure = second
     raise Skip(f"{failure or 'no input recipe applies'} under every input recipe")
 
 
 def _try_second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, depth: float, dist1: str,
-                dist2: str, first: tuple[float, int, str, Inputs, dict[str, np.ndarray]]) -> Prepared | None:
-    amp, ri, recipe, x1, r1 = first
-    widen = max(1.0, amp / ACCEPT_AMPLIFICATION)
+                dist2: str, first: tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]
+                ) -> Prepared | str:
+    """The prepared shape, or why ``first`` cannot be used."""
+    widen, amp, spread, ri, recipe, x1, r1 = first
     second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1,
                      lambda a: tolerance(a.dtype, depth, widen))
     if second is None:
-        return None
+        return "no second input set gives a finite reference output"
     d2, x2, r2, degenerate, widened = second
     notes = []
     if recipe != "random":
         notes.append(f"{shape.label}: random inputs gave a non-finite or ill-conditioned reference; "
                      f"used the '{recipe}' recipe")
     if widen > 1:
-        notes.append(f"{shape.label}: tolerance widened {widen:.1e}x (amplification {amp:.1e})")
+        notes.append(f"{shape.label}: tolerance widened {widen:.1e}x (amplification {amp:.1e}, "
+                     f"rounding spread {spread:.1e})")
     if widened:
         notes.append(f"{shape.label}: the output barely depended on the inputs; widened the second "
                      f"input set to the '{d2}' distribution")
@@ -190,7 +244,8 @@ def _try_second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: 
     if ghost:
         notes.append(f"{shape.label}: ghost shape: the reference leaves every output unchanged "
                      "(a kernel that does nothing passes this shape)")
-    return Prepared(shape, recipe, dist1, d2, x1, x2, r1, r2, depth, amp, widen, ghost, degenerate, notes)
+    return Prepared(shape, recipe, dist1, d2, x1, x2, r1, r2, depth, amp, widen, ghost, degenerate, notes, spread)
 
 
-__all__ = ["DISTRIBUTIONS", "Prepared", "Skip", "amplification", "finite", "prepare"]
+__all__ = ["DISTRIBUTIONS", "Prepared", "Skip", "amplification", "finite", "prepare", "rounding_spread",
+           "spread_widen"]

@@ -6,6 +6,13 @@ shared library, together with a trampoline ``__transpile_ref_entry`` defined in
 the same translation unit, so a ``static`` kernel is callable too; array
 arguments go in as ``void *``, which C converts to the parameter's type.
 Libraries are cached by the hash of the preprocessed text and the flags.
+
+``GccReference.run_contracted`` runs a second build of the same C with FMA
+contraction on (``-ffp-contract=fast``, plus ``-mfma`` on an x86 host whose
+CPU has FMA): a correct implementation with another rounding order, e.g. a
+GPU, which contracts ``a*b+c`` by default.  How far its outputs move from the
+plain build's measures the kernel's sensitivity to rounding order at those
+inputs (:func:`transpile.verify.prepare.rounding_spread`).
 :class:`InterpReference` runs :func:`transpile.interp.run` (for ``.ir`` input).
 
 Every reference call runs in a forked child (:func:`transpile.verify.proc.fork_call`),
@@ -74,6 +81,22 @@ def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any]) -> tuple[li
     return types, values
 
 
+def _fma_flags() -> tuple[str, ...] | None:
+    """Flags that make gcc contract to FMA instructions here, or None if this CPU has none."""
+    import platform
+
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        try:
+            flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+        except OSError:
+            return None
+        return ("-ffp-contract=fast", "-mfma") if " fma" in f" {flags} " or " fma " in flags else None
+    if machine in ("aarch64", "arm64", "ppc64le", "s390x"):
+        return ("-ffp-contract=fast",)  # fused multiply-add is part of the base ISA
+    return None
+
+
 class Reference:
     """Base class: ``run(inputs)`` returns every array parameter after the call."""
 
@@ -100,6 +123,10 @@ class Reference:
         self.seconds.append(secs)
         return out
 
+    def run_contracted(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray] | None:
+        """The arrays after a call of a build with FMA contraction, or None where there is none."""
+        return None
+
 
 class GccReference(Reference):
     """The C function compiled by gcc, called through ctypes."""
@@ -111,7 +138,9 @@ class GccReference(Reference):
         super().__init__(sig)
         self.source = Path(source).resolve()
         self.function = function
+        self._include_dirs, self._defines = tuple(include_dirs), tuple(defines)
         self.library = self._build(include_dirs, defines)
+        self._contracted: Path | None | bool = False  # False: not built yet; None: no FMA here
         self.description = f"{self.source.name}:{function} (gcc -O2 -ffp-contract=off)"
 
     def _wrapper(self) -> str:
@@ -122,10 +151,30 @@ class GccReference(Reference):
         return (f'#include "{quoted}"\n'
                 f"void __transpile_ref_entry({params}) {{ {self.function}({call}); }}\n")
 
-    def _build(self, include_dirs: Sequence[str], defines: Sequence[str]) -> Path:
+    def run_contracted(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray] | None:
+        if self._contracted is False:
+            fma = _fma_flags()
+            try:
+                self._contracted = None if fma is None else self._build(self._include_dirs, self._defines, fma)
+            except ReferenceBuildError:
+                self._contracted = None
+        if self._contracted is None:
+            return None
+        mine = copy_inputs(args)
+        lib = self._contracted
+
+        def child() -> dict[str, np.ndarray]:
+            self.library = lib  # a forked child: the parent's reference is untouched
+            return self._call(mine)
+
+        return fork_call(child, timeout=timeout, what=f"the contracted reference {self.sig.name}()")
+
+    def _build(self, include_dirs: Sequence[str], defines: Sequence[str],
+               contract: tuple[str, ...] = ()) -> Path:
         out = cache_dir("ref")
         extra = [*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)]
-        flags = [*CFLAGS, *extra]
+        base = [f for f in CFLAGS if not (contract and f.startswith("-ffp-contract"))]
+        flags = [*base, *contract, *extra]
         fd, wrapper_path = tempfile.mkstemp(dir=out, prefix=f"{self.source.stem}.", suffix=".c")
         try:
             with os.fdopen(fd, "w") as f:
