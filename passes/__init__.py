@@ -6,10 +6,11 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import distribute, interchange, map_gpu
+from passes import distribute, interchange, map_gpu, wavefront
 
 REGISTRY: dict = {
     "distribute": distribute,
     "interchange": interchange,
+    "wavefront": wavefront,
     "map-gpu": map_gpu,
 }

@@ -16,7 +16,7 @@ from transpile import ir, ircheck
 
 def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None) -> ir.Module:
     """Run the default pipeline over every kernel of ``module``."""
-    from passes import distribute, interchange, map_gpu
+    from passes import distribute, interchange, map_gpu, wavefront
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
     ircheck.check(module)  # front ends must hand over valid IR
@@ -27,6 +27,12 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.
     module = step("interchange", module, interchange.run)
+    # NOTE: wavefront after interchange and before map-gpu: it only skews nests
+    # in which no loop is parallel, so it must see interchange's result (a nest
+    # interchange made parallel is left alone), and map-gpu must then see the
+    # skewed nest to keep the wavefront loop on the host and launch the new
+    # inner loop in parallel.
+    module = step("wavefront", module, wavefront.run)
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, map_gpu.run)

@@ -1,0 +1,311 @@
+"""Tests for passes/wavefront.py: skew only provably legal, fully sequential nests; keep semantics.
+
+The differential checks run the mapped result in the interpreter's shuffled
+mode (every ``par`` loop in a random order), so a wavefront whose inner loop
+is wrongly parallel changes the result.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, find, given, settings
+from hypothesis import strategies as st
+
+from passes import REGISTRY, distribute, interchange, map_gpu, wavefront
+from tests import affine_nests, polybench
+from tests.test_map_gpu import (
+    arr,
+    at,
+    b,
+    c,
+    gemm,
+    i,
+    j,
+    jacobi_1d,
+    kernel,
+    loop,
+    n,
+    random_args,
+    sc,
+    seidel,
+    v,
+)
+from tests.test_parallel_semantics import check_case, same
+from transpile import cfront, interp, ir, ircheck, pipeline, text
+
+
+def _front(name: str) -> ir.Module:
+    spec = polybench.spec(name)
+    return cfront.parse_file(str(spec.path), function=spec.function)
+
+
+def _before_wavefront(k: ir.Kernel) -> ir.Kernel:
+    return interchange.run(distribute.run(k))
+
+
+def _host_and_par(k: ir.Kernel) -> tuple[list[str], list[str]]:
+    """(host loop variables, par loop variables) of a mapped kernel."""
+    host, par = [], []
+
+    def visit(stmts: tuple[ir.Stmt, ...], in_launch: bool) -> None:
+        for s in stmts:
+            if isinstance(s, ir.Launch):
+                visit(s.body, True)
+            elif isinstance(s, ir.For):
+                if s.par:
+                    par.append(s.var)
+                elif not in_launch:
+                    host.append(s.var)
+                visit(s.body, in_launch)
+            elif isinstance(s, ir.If):
+                visit(s.then, in_launch)
+                visit(s.orelse, in_launch)
+
+    visit(k.body, False)
+    return host, par
+
+
+def test_registered() -> None:
+    assert REGISTRY["wavefront"] is wavefront
+
+
+# ---------------------------------------------------------------------------
+# PolyBench: seidel-2d, nussinov, floyd-warshall
+
+
+def test_seidel_2d_becomes_host_wavefronts_of_parallel_rows() -> None:
+    (k,) = pipeline.lower(_front("seidel-2d")).kernels
+    assert _host_and_par(k) == (["t", "w"], ["i"])
+    shown = text.show(k)
+    # Distances (0,1) (1,-1) (1,0) (1,1) need the hyperplane (2, 1): j = w - 2 * i.
+    assert "for w in 3..3 * n - 5 {" in shown
+    assert "if (1 <= w - 2 * i && w - 2 * i < n - 1) {" in shown
+    assert "A[i][w - 2 * i] = " in shown
+
+
+@pytest.mark.parametrize(("name", "host", "inner"), [
+    ("floyd-warshall", ["k", "w"], "paths[i][w - i] = "),  # h = (1, 1) for each k
+    ("nussinov", ["w"], "table[i][w + i] = "),  # downward i: w = j - i, the anti-diagonals
+])
+def test_polybench_nests_become_wavefronts(name: str, host: list[str], inner: str) -> None:
+    (k,) = pipeline.lower(_front(name)).kernels
+    assert _host_and_par(k) == (host, ["i"])
+    assert inner in text.show(k)
+
+
+@pytest.mark.parametrize("name", ["seidel-2d", "floyd-warshall", "nussinov"])
+@pytest.mark.parametrize("sizes", [None, {"n": 1}, {"n": 2}, {"n": 3}, {"n": 6}])
+def test_polybench_wavefront_shuffled_equals_original(name: str, sizes: dict[str, int] | None) -> None:
+    module = _front(name)
+    lowered = pipeline.lower(module)
+    ircheck.check(lowered)
+    fn = polybench.spec(name).function
+    for seed in range(3):
+        args = polybench.make_args(name, np.random.default_rng(seed), sizes)
+        want = interp.run(module, fn, args)
+        for shuffle in range(3):
+            got = interp.run(lowered, fn, args, shuffle=seed * 11 + shuffle)
+            assert same(got, want), f"{name} sizes={sizes} seed={seed} shuffle={shuffle}"
+
+
+@pytest.mark.parametrize("name", ["gemm", "jacobi-2d", "jacobi-1d", "heat-3d", "2mm", "lu", "cholesky",
+                                  "ludcmp", "trisolv", "adi", "deriche", "durbin"])
+def test_polybench_kernels_without_a_legal_profitable_wavefront_are_unchanged(name: str) -> None:
+    (k,) = _front(name).kernels
+    k = _before_wavefront(k)
+    assert wavefront.run(k) is k
+
+
+# ---------------------------------------------------------------------------
+# Hand-written nests
+
+
+def _a2(e1: ir.Expr, e2: ir.Expr) -> ir.Index:
+    return at("A", e1, e2)
+
+
+def _minus(e: ir.Expr, k: int) -> ir.Expr:
+    return b("-", e, c(k))
+
+
+def _plus(e: ir.Expr, k: int) -> ir.Expr:
+    return b("+", e, c(k))
+
+
+def _nest(value: ir.Expr, name: str = "skewed") -> ir.Kernel:
+    """``for i in 1..n-1 { for j in 1..n-1 { A[i][j] = value } }`` over ``A[n+4][n+4]``."""
+    ext = _plus(n, 4)
+    return kernel(name, [sc("n"), arr("A", "inout", ext, ext)],
+                  loop("i", c(1), _minus(n, 1), loop("j", c(1), _minus(n, 1), ir.assign(_a2(i, j), value))))
+
+
+def test_unbounded_negative_distance_forbids_every_hyperplane() -> None:
+    # A[i][j] = A[i-1][n-1-j] + A[i][j-1]: distances (0, 1) and (1, n-1-2j): no h works.
+    k = _nest(b("+", _a2(_minus(i, 1), b("-", _minus(n, 1), j)), _a2(i, _minus(j, 1))))
+    assert wavefront.run(k) is k
+
+
+def test_scalar_accumulator_forbids_every_hyperplane() -> None:
+    s = v("s", ir.F64)
+    ext = _plus(n, 4)
+    k = kernel("acc", [sc("n"), arr("A", "inout", ext, ext)],
+               ir.Decl("s", ir.F64, c(0.0)),
+               loop("i", c(1), _minus(n, 1), loop("j", c(1), _minus(n, 1),
+                                                  ir.assign(s, b("+", s, _a2(i, j))),
+                                                  ir.assign(_a2(i, j), s))))
+    assert wavefront.run(k) is k
+
+
+def test_steep_distance_needs_a_steep_hyperplane() -> None:
+    # Distances (0, 1) and (1, -5): h = (ha, 1) needs ha >= 6.
+    k = _nest(b("+", _a2(_minus(i, 1), _plus(j, 5)), _a2(i, _minus(j, 1))))
+    assert wavefront.run(k) is k  # beyond MAX_HA
+    out = wavefront.run(k, max_ha=6)
+    assert "A[i][w - 6 * i] = " in text.show(out)
+    _check_shuffled(k, out)
+
+
+def test_downward_loops_are_skewed_in_execution_order() -> None:
+    # Both loops count down: execution-order distances (1, 0) (0, 1) (1, -1) give h = (2, 1),
+    # i.e. w = 2 * (-i) + (-j) and j = -2 * i - w; the guard keeps the triangle j >= i.
+    k = text.parse("""
+        kernel down(i32 n, inout f64 A[n + 2][n + 2]) {
+          for i in 1..n step -1 {
+            for j in i..n step -1 {
+              A[i][j] = A[i + 1][j] + A[i][j + 1] + A[i + 1][j - 1];
+            }
+          }
+        }""", "down.ir").kernels[0]
+    out = wavefront.run(k)
+    shown = text.show(ir.Module((), (out,)))
+    assert "for w in -(3 * n) + 3..-2 {" in shown
+    assert "if (i <= -2 * i - w && -2 * i - w < n) {" in shown
+    _check_shuffled(k, out, sizes=(0, 1, 2, 3, 6))
+
+
+def test_parallel_loops_are_left_to_map_gpu() -> None:
+    for k in (gemm(), jacobi_1d()):
+        k = _before_wavefront(k)
+        assert wavefront.run(k) is k
+    # A parallel loop around the pair, or inside it, also keeps the nest as it is.
+    ext = _plus(n, 4)
+    three = at("B", v("l"), i, j)
+    k = kernel("outer_par", [sc("n"), arr("B", "inout", ext, ext, ext)],
+               loop("l", c(0), n, loop("i", c(1), n, loop("j", c(1), n, ir.assign(
+                   three, b("+", at("B", v("l"), _minus(i, 1), j), at("B", v("l"), i, _minus(j, 1))))))))
+    assert wavefront.run(k) is k
+    k = kernel("inner_par", [sc("n"), arr("B", "inout", ext, ext, ext)],
+               loop("i", c(1), n, loop("j", c(1), n, loop("l", c(0), n, ir.assign(
+                   at("B", i, j, v("l")), b("+", at("B", _minus(i, 1), j, v("l")), at("B", i, _minus(j, 1), v("l"))))))))
+    assert wavefront.run(k) is k
+    # ...while the 2-deep form of the same recurrence is skewed.
+    two = _nest(b("+", _a2(_minus(i, 1), j), _a2(i, _minus(j, 1))))
+    assert wavefront.run(two) is not two
+
+
+def test_result_is_a_fixpoint() -> None:
+    (k,) = _front("seidel-2d").kernels
+    once = wavefront.run(_before_wavefront(k))
+    assert once is not k
+    assert wavefront.run(once) is once
+
+
+def test_post_check_rejects_an_illegal_hyperplane(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Force h = (0, 1) on seidel: the new i loop would carry A[i-1][j] -> A[i][j]; the
+    # dependence analysis of the result catches it and the nest stays as it was.
+    (k,) = _front("seidel-2d").kernels
+    k = _before_wavefront(k)
+    monkeypatch.setattr(wavefront._Context, "hyperplane", lambda self, a, la: 0)
+    assert wavefront.run(k) is k
+
+
+def test_toy_seidel_time_loop_is_skewed() -> None:
+    # No enclosing loop: the pair is (t, i) itself; A[i] = A[i-1] + A[i] has (0,1) (1,0) (1,-1).
+    out = map_gpu.run(wavefront.run(seidel()))
+    assert _host_and_par(out) == (["w"], ["t"])
+    _check_shuffled(seidel(), out)
+
+
+# ---------------------------------------------------------------------------
+# Properties
+
+
+def _check_shuffled(k: ir.Kernel, out: ir.Kernel, sizes: tuple[int, ...] = (0, 1, 2, 3, 5)) -> None:
+    """``map_gpu(out)`` in shuffled mode equals ``k`` run sequentially."""
+    module = ir.Module((), (k,))
+    mapped = ir.Module((), (map_gpu.run(out),))
+    ircheck.check(mapped)
+    for size in sizes:
+        args = random_args(k, seed=size, size=size)
+        want = interp.run(module, k.name, args)
+        for shuffle in range(3):
+            assert same(interp.run(mapped, k.name, args, shuffle=size * 5 + shuffle), want), (size, shuffle)
+
+
+@st.composite
+def _stencil_nests(draw: st.DrawFn) -> ir.Kernel:
+    """A 2-deep nest (maybe inside a time loop) of 1-2 stencil statements over ``A``, ``B[n+4][n+4]``.
+
+    Subscripts are ``i + di``, ``j + dj`` (|d| <= 2, offset by 2), bounds in
+    ``[0, n)`` (rectangular or triangular), steps +1 or -1: the shapes where
+    wavefronts apply, and many where they must not.
+    """
+    def sub(e: ir.Expr) -> ir.Expr:
+        return _plus(e, 2 + draw(st.integers(-2, 2)))
+
+    def ref() -> ir.Index:
+        name = draw(st.sampled_from("AB"))
+        if draw(st.integers(0, 5)) == 0:  # a reversed subscript: unbounded distances
+            return at(name, sub(i), _plus(b("-", _minus(n, 1), j), 2))
+        return at(name, sub(i), sub(j))
+
+    stmts = []
+    for _ in range(draw(st.integers(1, 2))):
+        value: ir.Expr = ref()
+        for _ in range(draw(st.integers(0, 3))):
+            value = b(draw(st.sampled_from("+-")), value, ref())
+        stmts.append(ir.assign(at(draw(st.sampled_from("AB")), _plus(i, 2), _plus(j, 2)),
+                               b("*", value, c(0.5))))
+    lo_i = c(draw(st.integers(0, 1)))
+    lo_j, hi_j = c(draw(st.integers(0, 1))), n
+    shape = draw(st.sampled_from(["rect", "upper", "lower"]))
+    if shape == "upper":
+        lo_j = _plus(i, draw(st.integers(0, 1)))
+    elif shape == "lower":
+        hi_j = i
+    body: ir.For = loop("i", lo_i, n, loop("j", lo_j, hi_j, *stmts, step=draw(st.sampled_from([1, -1]))),
+                        step=draw(st.sampled_from([1, -1])))
+    if draw(st.booleans()):
+        body = loop("t", c(0), v("m"), body)
+    ext = _plus(n, 4)
+    uses = ir.array_uses((body,))
+    params = [sc("n"), sc("m")] + [arr(x, ir.intent_of(*uses[x]), ext, ext) for x in sorted(uses)]
+    return kernel("stencil", params, body)
+
+
+@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "120")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_stencil_nests())
+def test_random_stencil_nests_wavefront_then_map_gpu_shuffled_equal_sequential(k: ir.Kernel) -> None:
+    out = wavefront.run(k)
+    event("skewed" if out is not k else "kept")
+    _check_shuffled(k, out, sizes=(0, 1, 3, 5))
+
+
+def test_random_stencil_nests_are_often_skewed() -> None:
+    # The property above is only meaningful if the strategy reaches skewed nests,
+    # with and without a time loop around them.
+    for timed in (False, True):
+        k = find(_stencil_nests(), lambda k, timed=timed: wavefront.run(k) is not k and (k.body[0].var == "t") == timed,
+                 settings=settings(max_examples=500, database=None, deadline=None))
+        assert any(isinstance(s, ir.If) for s in ir.walk(wavefront.run(k)))
+
+
+@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(affine_nests.kernels(), st.integers(1, 4), st.integers(0, 2**16))
+def test_random_affine_nests_through_the_pipeline(k: ir.Kernel, size: int, seed: int) -> None:
+    check_case(k, size, seed)  # the default pipeline, wavefront included, shuffled vs sequential
