@@ -48,7 +48,17 @@ import numpy as np
 
 from transpile.verify.checks import compare, same_bits
 from transpile.verify.gpu_worker import Channel, find_cudart
-from transpile.verify.prepare import Prepared, Skip, finite, prepare, rounding_spread, spread_widen
+from transpile.verify.prepare import (
+    ACCEPT_AMPLIFICATION,
+    MAX_AMPLIFICATION,
+    Prepared,
+    Skip,
+    amplification,
+    finite,
+    prepare,
+    rounding_spread,
+    spread_widen,
+)
 from transpile.verify.reference import cache_dir
 from transpile.verify.report import FAIL, INCONCLUSIVE, PASS, SKIP, Report, Stage
 from transpile.verify.simstage import judge_run, safe_output
@@ -365,11 +375,13 @@ def _stage_e(stage: Stage, report: Report, target: Any, opts: Any, lib: Path) ->
 
         depth = reduction_depth(sig, kernel, shape.scalars)
         for s in range(opts.full_seeds):
-            # The first recipe (the one the small shapes used most, then the others) whose reference is
-            # finite and insensitive to rounding order (the FMA-contracted reference agrees within the
-            # plain tolerance); else the least sensitive one, with the tolerance widened accordingly.
+            # As prepare() does for the small shapes: the first recipe (the one the small shapes used
+            # most, then the others) whose reference is finite and well conditioned (input
+            # amplification within ACCEPT_AMPLIFICATION, and the FMA-contracted reference within the
+            # plain tolerance); else the least ill-conditioned one, with the tolerance widened.
             drawn: tuple[str, Any, Any, float, float] | None = None
             why = []
+            amp_of: dict[str, float] = {}
             for ri, recipe in enumerate(recipes):
                 x = make_inputs(sig, shape, seed_for(report.seed, 500 + s, ri), ["signed", "uniform"][s % 2], recipe)
                 if x is None:
@@ -378,12 +390,18 @@ def _stage_e(stage: Stage, report: Report, target: Any, opts: Any, lib: Path) ->
                 if not finite(sig, x, r):
                     why.append(f"'{recipe}': the reference is not finite")
                     continue
+                amp = amplification(ref, sig, x, r, seed_for(report.seed, 600 + s, ri),
+                                    timeout=1800)
+                if amp > MAX_AMPLIFICATION:
+                    why.append(f"'{recipe}': ill-conditioned (amplification {amp:.1e})")
+                    continue
                 spread = rounding_spread(ref, sig, x, r, timeout=1800)
                 try:
-                    widen = spread_widen(sig, depth, spread)
+                    widen = max(1.0, amp / ACCEPT_AMPLIFICATION, spread_widen(sig, depth, spread))
                 except Skip as e:
                     why.append(f"'{recipe}': {e}")
                     continue
+                amp_of[recipe] = amp
                 if drawn is None or widen < drawn[4]:
                     drawn = (recipe, x, r, spread, widen)
                 if widen <= 1.0:
@@ -401,7 +419,7 @@ def _stage_e(stage: Stage, report: Report, target: Any, opts: Any, lib: Path) ->
                 r = r2
             if widen > 1:
                 report.note(f"stage (e): seed {s}: tolerance widened {widen:.1e}x "
-                            f"(rounding spread {spread:.1e}, recipe '{recipe}')")
+                            f"(amplification {amp_of[recipe]:.1e}, rounding spread {spread:.1e}, recipe '{recipe}')")
             prep = Prepared(shape, recipe, "signed", "signed", x, x, r, r, depth, 1.0, widen, False, False,
                             spread=spread)
             failed = judge_run("A", _worker_result(res), sig, prep, x, r, report,

@@ -101,14 +101,14 @@ def _distance(sig: KernelSig, r: dict[str, np.ndarray], s: dict[str, np.ndarray]
 
 
 def amplification(ref: Reference, sig: KernelSig, x: Inputs, r: dict[str, np.ndarray],
-                  rng: np.random.Generator) -> float:
+                  rng: np.random.Generator, *, timeout: float = 120.0) -> float:
     """How much a tiny relative perturbation of the float inputs grows in the outputs."""
     p = _perturbed(sig, x, rng)
     if p is None:
         return 1.0
     y, delta = p
     try:
-        rp = ref.run(y)
+        rp = ref.run(y, timeout=timeout)
     except ChildError:
         return float("inf")
     if not finite(sig, y, rp):
