@@ -17,7 +17,8 @@ loop's id is the id of its bounds statement).  One edge per dependence
 The test is exact for affine subscripts and affine loop bounds (including
 coupled subscripts and triangular bounds): each question "is there a pair of
 instances, ordered like this, touching the same element?" is an isl emptiness
-test over the integer points of the two iteration domains.  Where a subscript
+test over the integer points of the two iteration domains (answers are memoised
+on the text of the question, see ``_dependences``).  Where a subscript
 or a bound is not affine (array reads, products of variables), that
 constraint is dropped, which over-approximates the dependence: the test stays
 sound.  Scalars are 0-dimensional arrays; a scalar declared inside a loop's
@@ -28,6 +29,7 @@ that loop or any loop outside it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +51,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     for s in stmts:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
+    domains: dict[tuple[int, str], tuple[dict[str, str], tuple[str, ...]]] = {}
     for src, dst in itertools.product(stmts, stmts):
         # Accesses with the same subscripts give the same answer: test each pair once,
         # and keep one edge per distinct (name, kind, level, direction, distance).
@@ -61,7 +64,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
                 if key in seen:
                     continue
                 seen.add(key)
-                for dep in _dependences(src, a, dst, b, params, decl_depth.get(a.name, 0)):
+                for dep in _dependences(src, a, dst, b, params, decl_depth.get(a.name, 0), domains):
                     level = dep.level
                     attrs = dict(name=a.name, kind=_kind(a, b), level=level,
                                  loop=loop_ids[id(src.loops[level - 1])] if level else None,
@@ -105,44 +108,174 @@ def common_depth(s: StmtInfo, t: StmtInfo) -> int:
     return n
 
 
+# Every question about a pair of accesses is a pure function of its isl
+# formulation, written over positional names (i0.. for the source's loops, j0..
+# for the sink's, p_<name> for parameters), so answers are memoised on that
+# text.  Transforms rebuild loops and renumber statements, but a pair of
+# accesses whose subscripts and loop bounds did not change renders to the same
+# system and is not solved again.  The memo holds plain Python answers, is
+# bounded, and is right across kernels because the key is the whole problem
+# (:func:`set_cache` turns it off; tests/test_deps_cache.py checks both agree).
+CACHE_SIZE = 1 << 14
+_cache_enabled = True
+
+
+def set_cache(enabled: bool) -> None:
+    """Turn the memo of dependence questions on or off (off: every question is solved afresh)."""
+    global _cache_enabled
+    _cache_enabled = enabled
+
+
+def clear_cache() -> None:
+    """Forget every memoised answer."""
+    _solve_cached.cache_clear()
+    _nonempty_cached.cache_clear()
+    _parse.cache_clear()
+
+
 def _dependences(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
-                 private_depth: int) -> list[_Dep]:
+                 private_depth: int, domains: dict[tuple[int, str], _Domain]) -> tuple[_Dep, ...]:
     """The levels at which instances of access ``a`` precede conflicting instances of ``b``."""
     m = common_depth(src, dst)
-    base = _Problem(src, a, dst, b, params)
-    found = []
     # A scalar declared inside the first k common loops is private to them.
     first = private_depth + 1 if a.is_scalar else 1
-    for level in range(first, m + 1):
-        if base.nonempty(base.carried(level)):
-            found.append(level)
-    if src.seq < dst.seq and base.nonempty(base.equal_prefix(m)):
+    question = (_system(src, a, dst, b, params, domains), m, first, src.seq < dst.seq)
+    return _solve_cached(*question) if _cache_enabled else _solve(*question)
+
+
+# _System(params, iv, jv, dom, eqs, signs): the conflict of two accesses as isl
+# constraints over the source's iteration vector iv, the sink's jv and the
+# parameters: dom bounds both iteration domains, eqs equates the subscripts;
+# signs[k] is +1 for an upward source loop at level k+1, -1 downward.
+@dataclass(frozen=True)
+class _System:
+    params: tuple[str, ...]
+    iv: tuple[str, ...]
+    jv: tuple[str, ...]
+    dom: tuple[str, ...]
+    eqs: tuple[str, ...]
+    signs: tuple[int, ...]
+
+
+_Domain = tuple[dict[str, str], tuple[str, ...]]  # loop variable -> isl name; domain constraints
+
+
+def _system(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
+            domains: dict[tuple[int, str], _Domain] | None = None) -> _System:
+    """The isl problem of a pair of accesses; ``domains`` memoises each statement's domain for one kernel."""
+    domains = {} if domains is None else domains
+    pset = frozenset(params)
+    (names_s, dom_s), (names_t, dom_t) = (_stmt_domain(s, x, pset, domains)
+                                          for s, x in ((src, "i"), (dst, "j")))
+    eqs = tuple(f"{_render(sa, names_s)} = {_render(sb, names_t)}"
+                for sa, sb in zip(a.subscripts, b.subscripts) if sa is not None and sb is not None)
+    iv, jv = (tuple(f"{x}{k}" for k in range(s.depth)) for s, x in ((src, "i"), (dst, "j")))
+    signs = tuple(1 if lp.step > 0 else -1 for lp in src.loops)
+    return _System(tuple(_pname(p) for p in params), iv, jv, dom_s + dom_t, eqs, signs)
+
+
+def _stmt_domain(s: StmtInfo, prefix: str, params: frozenset[str],
+                 domains: dict[tuple[int, str], _Domain]) -> _Domain:
+    key = (s.seq, prefix)
+    if key not in domains:
+        names = {lp.var: f"{prefix}{k}" for k, lp in enumerate(s.loops)}
+        domains[key] = names, tuple(_domain(s.loops, names, params))
+    return domains[key]
+
+
+def _solve(system: _System, m: int, first: int, ordered: bool) -> tuple[_Dep, ...]:
+    """Dependences at levels ``first..m`` (carried) and 0 (if ``ordered``: source before sink)."""
+    p = _Sets(system)
+    found = [level for level in range(first, m + 1) if not p.carried(level).is_empty()]
+    if ordered and not p.prefix(m).is_empty():
         found.append(0)
-    return [_Dep(lv, *base.vectors(lv, m)) for lv in found]
+    return tuple(_Dep(level, *p.vectors(level, m)) for level in found)
+
+
+_solve_cached = functools.lru_cache(maxsize=CACHE_SIZE)(_solve)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> isl.Set:
+    # Parsing costs far more than intersecting.  islpy never modifies an
+    # operand (it copies what isl consumes), so parsed sets can be shared.
+    return isl.Set(text)
+
+
+class _Sets:
+    """The isl sets of one :class:`_System`: the domain is parsed once and narrowed by intersection."""
+
+    def __init__(self, s: _System) -> None:
+        self.s = s
+        self.head = f"[{', '.join(s.params)}] -> {{ [{', '.join(s.iv + s.jv)}] : "
+        # The domains part is shared by every pair of accesses of two statements: parse it once.
+        dom = _parse(self.head + (" and ".join(s.dom) or "true") + " }")
+        self._prefix = [dom.intersect(_parse(self.head + " and ".join(s.eqs) + " }")) if s.eqs else dom]
+
+    def with_(self, base: isl.Set, cond: str) -> isl.Set:
+        return base.intersect(_parse(self.head + cond + " }"))
+
+    def diff(self, k: int) -> str:
+        # Execution-order distance at level k+1: positive when the sink runs later.
+        return f"{self.s.signs[k]} * ({self.s.jv[k]} - {self.s.iv[k]})"
+
+    def prefix(self, n: int) -> isl.Set:
+        """Instance pairs with equal iteration vectors on the first ``n`` levels."""
+        while len(self._prefix) <= n:
+            k = len(self._prefix) - 1
+            self._prefix.append(self.with_(self._prefix[k], f"{self.s.iv[k]} = {self.s.jv[k]}"))
+        return self._prefix[n]
+
+    def carried(self, level: int) -> isl.Set:
+        """Instance pairs ordered by loop ``level`` (equal outside it, sink later in it)."""
+        return self.with_(self.prefix(level - 1), f"{self.diff(level - 1)} > 0")
+
+    def vectors(self, level: int, m: int) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+        """Direction and constant distance at each common level, for a (nonempty) dependence at ``level``."""
+        fixed = self.carried(level) if level else self.prefix(m)
+        dirs: list[str] = []
+        dists: list[int | None] = []
+        for k in range(m):
+            if level == 0 or k < level - 1:
+                signs = ["="]  # equal by construction
+            elif k == level - 1:
+                signs = ["<"]  # positive by construction
+            else:
+                d = self.diff(k)
+                signs = [sym for sym, c in (("<", ">"), ("=", "="), (">", "<"))
+                         if not self.with_(fixed, f"{d} {c} 0").is_empty()]
+            dirs.append(signs[0] if len(signs) == 1 else "*")
+            dists.append(None if len(signs) != 1 else 0 if signs == ["="] else self._constant(fixed, k))
+        return tuple(dirs), tuple(dists)
+
+    def _constant(self, fixed: isl.Set, k: int) -> int | None:
+        """The distance at level k+1 if it has one value for every pair in ``fixed`` and all parameters."""
+        pt = fixed.sample_point()
+        i, j = (pt.get_coordinate_val(isl.dim_type.set, x).to_python() for x in (k, len(self.s.iv) + k))
+        c = self.s.signs[k] * (int(j) - int(i))
+        d = self.diff(k)
+        same = all(self.with_(fixed, f"{d} {op} {c}").is_empty() for op in (">", "<"))
+        return c if same else None
 
 
 class _Problem:
-    """The isl formulation of one pair of accesses."""
+    """One pair of accesses as constraint text, for passes that pose their own questions.
+
+    ``nonempty(carried(level) + [extra constraint])`` asks whether some pair of
+    instances ordered by ``level`` also satisfies the extra constraint (written
+    over ``iv``, ``jv``, ``_diff(k)`` and the parameters).  Answers are memoised
+    like :func:`analyze`'s.
+    """
 
     def __init__(self, src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str]) -> None:
-        self.src, self.dst = src, dst
-        self.iv = [f"i{k}" for k in range(src.depth)]
-        self.jv = [f"j{k}" for k in range(dst.depth)]
-        self.params = [_pname(p) for p in params]
-        names_s = {lp.var: v for lp, v in zip(src.loops, self.iv)}
-        names_t = {lp.var: v for lp, v in zip(dst.loops, self.jv)}
-        pset = frozenset(params)
-        cons = _domain(src.loops, names_s, pset) + _domain(dst.loops, names_t, pset)
-        for sa, sb in zip(a.subscripts, b.subscripts):
-            if sa is not None and sb is not None:
-                cons.append(f"{_render(sa, names_s)} = {_render(sb, names_t)}")
-        self.base = cons
+        self.system = _system(src, a, dst, b, params)
+        self.iv, self.jv = list(self.system.iv), list(self.system.jv)
+        self.params = list(self.system.params)
+        self.base = list(self.system.dom + self.system.eqs)
         self.steps = [lp.step for lp in src.loops]
 
     def _diff(self, k: int) -> str:
-        # Execution-order distance at level k+1: positive when dst runs later.
-        sign = 1 if self.steps[k] > 0 else -1
-        return f"{sign} * ({self.jv[k]} - {self.iv[k]})"
+        return f"{self.system.signs[k]} * ({self.jv[k]} - {self.iv[k]})"
 
     def equal_prefix(self, n: int) -> list[str]:
         return [f"{self.iv[k]} = {self.jv[k]}" for k in range(n)]
@@ -150,49 +283,17 @@ class _Problem:
     def carried(self, level: int) -> list[str]:
         return self.equal_prefix(level - 1) + [f"{self._diff(level - 1)} > 0"]
 
-    def _set(self, extra: list[str], out: str = "") -> isl.Set:
-        cons = " and ".join(self.base + extra) or "true"
-        dims = ", ".join(self.iv + self.jv)
-        p = ", ".join(self.params)
-        if out:
-            return isl.Set(f"[{p}] -> {{ [{out}] : exists ({dims} : {cons}) }}")
-        return isl.Set(f"[{p}] -> {{ [{dims}] : {cons} }}")
-
     def nonempty(self, extra: list[str]) -> bool:
-        return not self._set(extra).is_empty()
-
-    def vectors(self, level: int, m: int) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
-        """Direction and constant distance at each common level, for a dependence at ``level``."""
-        fixed = self.carried(level) if level else self.equal_prefix(m)
-        dirs: list[str] = []
-        dists: list[int | None] = []
-        for k in range(m):
-            d = self._set(fixed + [f"d = {self._diff(k)}"], out="d")
-            signs = [sym for sym, c in (("<", "d > 0"), ("=", "d = 0"), (">", "d < 0"))
-                     if not d.intersect(isl.Set(f"[{', '.join(self.params)}] -> {{ [d] : {c} }}")).is_empty()]
-            dirs.append(signs[0] if len(signs) == 1 else "*")
-            dists.append(_constant(d))
-        return tuple(dirs), tuple(dists)
+        question = (self.system, " and ".join(extra))
+        return _nonempty_cached(*question) if _cache_enabled else _nonempty(*question)
 
 
-def _constant(s: isl.Set) -> int | None:
-    """The single value of a 1-d set, if it has exactly one for all parameters."""
-    if s.is_empty() or not s.is_bounded():
-        return None
-    try:
-        lo, hi = s.lexmin(), s.lexmax()
-    except isl.Error:  # e.g. an unbounded optimum for some parameter values
-        return None
-    if not lo.is_equal(hi):
-        return None
-    try:
-        pt = lo.sample_point()
-        v = pt.get_coordinate_val(isl.dim_type.set, 0)
-    except isl.Error:
-        return None
-    c = int(v.to_python())
-    probe = isl.Set(f"{{ [d] : d = {c} }}").align_params(s.get_space())
-    return c if s.is_subset(probe) else None
+def _nonempty(system: _System, extra: str) -> bool:
+    sets = _Sets(system)
+    return not (sets.with_(sets.prefix(0), extra) if extra else sets.prefix(0)).is_empty()
+
+
+_nonempty_cached = functools.lru_cache(maxsize=CACHE_SIZE)(_nonempty)
 
 
 def _pname(p: str) -> str:

@@ -3,7 +3,7 @@
 The interpreter's shuffled mode runs every ``par`` loop in a random order, so
 a loop wrongly marked parallel changes the result.  Checked on random affine
 loop nests (tests/affine_nests.py) and on the 30 PolyBench kernels against
-gcc-compiled C.
+gcc-compiled C.  ``tests/fuzz_passes.py`` runs the random-nest property at scale.
 """
 
 from __future__ import annotations
@@ -17,41 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import affine_nests, polybench
+from tests.affine_nests import affine_args, check_case, lower, same  # noqa: F401 (used by other tests)
 from tests.test_polybench import max_rel_err
-from transpile import cfront, interp, ir, ircheck, pipeline
+from transpile import cfront, interp, ir, pipeline
 
 
-def lower(kernel: ir.Kernel) -> ir.Module:
-    return pipeline.lower(ir.Module((), (kernel,)))
-
-
-def affine_args(k: ir.Kernel, n: int, seed: int) -> dict[str, object]:
-    rng = np.random.default_rng(seed)
-    ext = affine_nests.EXT_N * n + affine_nests.EXT_K
-    args: dict[str, object] = {"n": n}
-    for p in k.params:
-        if isinstance(p.ty, ir.ArrayType):
-            args[p.name] = rng.uniform(-1.0, 1.0, (ext,) * p.ty.rank)
-    return args
-
-
-def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    return a.keys() == b.keys() and all(np.array_equal(a[x], b[x], equal_nan=True) for x in a)
-
-
-def check_case(k: ir.Kernel, n: int, seed: int) -> None:
-    """One differential case: shuffled mapped IR (3 orders) == sequential original."""
-    module = ir.Module((), (k,))
-    ircheck.check(module)
-    mapped = lower(k)
-    args = affine_args(k, n, seed)
-    want = interp.run(module, k.name, args)
-    for shuffle in range(3):
-        got = interp.run(mapped, k.name, args, shuffle=seed * 7 + shuffle)
-        assert same(got, want), f"shuffled run {shuffle} differs for n={n}"
-
-
-@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "150")), deadline=None,
+@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "300")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(affine_nests.kernels(), st.integers(1, 5), st.integers(0, 2**16))
 def test_random_affine_nests_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:

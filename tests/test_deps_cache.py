@@ -1,0 +1,150 @@
+"""The memoised dependence analysis gives the same graphs as solving every question afresh.
+
+``passes.deps`` memoises each isl question on its text (see ``_dependences``).
+A wrong key would silently reuse an answer for a different problem, so every
+kernel the pipeline analyses (the input and each intermediate form of
+distribute, interchange, wavefront and map-gpu) is analysed again with the
+cache off and the graphs must be identical: for the 30 PolyBench kernels and
+for random affine nests, with one warm cache shared by all of them.  The
+direction/distance computation is also checked against a direct isl
+formulation (projection onto the distance, then lexmin/lexmax), the one
+``deps`` used before it was made fast.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+import networkx as nx
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from passes import deps
+from tests import affine_nests, polybench
+from transpile import cfront, ir, pipeline
+
+
+def dump(g: nx.MultiDiGraph) -> str:
+    nodes = sorted((n, sorted(d.items())) for n, d in g.nodes(data=True))
+    return f"{nodes}\n{deps.format_graph(g)}"
+
+
+def analysed(module: ir.Module, monkeypatch: pytest.MonkeyPatch) -> list[tuple[ir.Kernel, str]]:
+    """Every kernel the pipeline analyses while lowering ``module``, with its (cached) graph."""
+    seen: list[tuple[ir.Kernel, str]] = []
+    real = deps.analyze
+
+    def record(k: ir.Kernel) -> nx.MultiDiGraph:
+        g = real(k)
+        seen.append((k, dump(g)))
+        return g
+
+    with monkeypatch.context() as m:
+        m.setattr(deps, "analyze", record)
+        pipeline.lower(module)
+    return seen
+
+
+def assert_same_uncached(seen: list[tuple[ir.Kernel, str]]) -> None:
+    deps.set_cache(False)
+    try:
+        for k, want in dict(seen).items():  # an unchanged kernel is analysed again by the next pass
+            assert dump(deps.analyze(k)) == want, f"cache changed the graph of\n{k}"
+    finally:
+        deps.set_cache(True)
+
+
+@pytest.mark.parametrize("name", polybench.NAMES)
+def test_polybench_graphs_same_with_and_without_cache(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = polybench.spec(name)
+    seen = analysed(cfront.parse_file(str(spec.path), function=spec.function), monkeypatch)
+    assert seen
+    assert_same_uncached(seen)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(affine_nests.kernels())
+def test_random_nests_graphs_same_with_and_without_cache(k: ir.Kernel) -> None:
+    # The cache stays warm across examples: answers must not leak between kernels.
+    with pytest.MonkeyPatch.context() as mp:
+        seen = analysed(ir.Module((), (k,)), mp)
+    assert_same_uncached(seen)
+
+
+def test_set_cache_off_solves_afresh() -> None:
+    n, i = ir.Var("n", ir.I32), ir.Var("i", ir.I32)
+    a = ir.ArrayType(ir.F64, (ir.binary("+", n, ir.Const(1, ir.I32)),))
+    shifted = ir.Index("A", (ir.binary("+", i, ir.Const(1, ir.I32)),), ir.F64)
+    copy = ir.assign(shifted, ir.Index("A", (i,), ir.F64))
+    body = (ir.For("i", ir.I32, ir.Const(0, ir.I32), n, 1, (copy,)),)
+    k = ir.Kernel("k", (ir.Param("n", ir.I32), ir.Param("A", a, "inout")), body)
+    deps.set_cache(True)
+    want = dump(deps.analyze(k))
+    hits = deps._solve_cached.cache_info().hits
+    assert dump(deps.analyze(k)) == want
+    assert deps._solve_cached.cache_info().hits > hits
+    deps.clear_cache()
+    deps.set_cache(False)
+    try:
+        assert dump(deps.analyze(k)) == want
+        assert deps._solve_cached.cache_info().currsize == 0
+    finally:
+        deps.set_cache(True)
+
+
+# --- the direction/distance vectors against a direct formulation -------------------------
+
+
+def reference_vectors(s: deps._System, level: int,
+                      m: int) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """Project the dependence onto each level's distance ``d`` and read sign and constancy off it."""
+    dims, params = ", ".join(s.iv + s.jv), ", ".join(s.params)
+
+    def diff(k: int) -> str:
+        return f"{s.signs[k]} * ({s.jv[k]} - {s.iv[k]})"
+
+    prefix = [f"{s.iv[k]} = {s.jv[k]}" for k in range(level - 1 if level else m)]
+    fixed = list(s.dom + s.eqs) + prefix + ([f"{diff(level - 1)} > 0"] if level else [])
+    dirs, dists = [], []
+    for k in range(m):
+        d = isl.Set(f"[{params}] -> {{ [d] : exists ({dims} : {' and '.join(fixed + [f'd = {diff(k)}'])}) }}")
+        signs = [sym for sym, c in (("<", "d > 0"), ("=", "d = 0"), (">", "d < 0"))
+                 if not d.intersect(isl.Set(f"[{params}] -> {{ [d] : {c} }}")).is_empty()]
+        dirs.append(signs[0] if len(signs) == 1 else "*")
+        dists.append(_constant(d))
+    return tuple(dirs), tuple(dists)
+
+
+def _constant(s: isl.Set) -> int | None:
+    if s.is_empty() or not s.is_bounded():
+        return None
+    try:
+        lo, hi = s.lexmin(), s.lexmax()
+    except isl.Error:
+        return None
+    if not lo.is_equal(hi):
+        return None
+    c = int(lo.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
+    return c if s.is_subset(isl.Set(f"{{ [d] : d = {c} }}").align_params(s.get_space())) else None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(affine_nests.kernels())
+def test_vectors_match_direct_projection(k: ir.Kernel) -> None:
+    questions: list[tuple[deps._System, int, tuple[deps._Dep, ...]]] = []
+    real = deps._solve
+
+    def record(system: deps._System, m: int, first: int, ordered: bool) -> tuple[deps._Dep, ...]:
+        out = real(system, m, first, ordered)
+        questions.append((system, m, out))
+        return out
+
+    deps.set_cache(False)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(deps, "_solve", record)
+            deps.analyze(k)
+    finally:
+        deps.set_cache(True)
+    for system, m, found in questions:
+        for dep in found:
+            assert (dep.direction, dep.distance) == reference_vectors(system, dep.level, m), system
