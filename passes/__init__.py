@@ -6,11 +6,13 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import distribute, interchange, map_gpu, wavefront
+from passes import distribute, fuse, interchange, map_gpu, reduce_gpu, wavefront
 
 REGISTRY: dict = {
     "distribute": distribute,
     "interchange": interchange,
+    "fuse": fuse,
     "wavefront": wavefront,
+    "reduce-gpu": reduce_gpu,
     "map-gpu": map_gpu,
 }

@@ -385,3 +385,15 @@ def format_graph(graph: nx.MultiDiGraph) -> str:
 
 def _seq(node: str) -> int:
     return int(node[1:])
+
+
+def access_levels(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str]) -> set[int]:
+    """The levels (0: loop-independent) at which instances of access ``a`` of ``src``
+    precede conflicting instances of access ``b`` of ``dst`` (exact, as :func:`analyze`).
+
+    One pair of accesses, for analyses that must tell apart two accesses of
+    the same array in one statement (reduction recognition).  Array accesses
+    only (no scalar privatisation is applied).
+    """
+    assert a.name == b.name and not a.is_scalar, f"access_levels on {a!r}, {b!r}"
+    return {d.level for d in _dependences(src, a, dst, b, sorted(params), 0, {})}

@@ -1,4 +1,4 @@
-"""Loop interchange: move dependence-free loops outward past loops that carry dependences.
+"""Loop interchange: move dependence-free loops outward, then order parallel loops for coalescing.
 
 **Precondition**: valid IR (``ircheck.check``) without ``Launch`` regions (it runs
 before ``map-gpu``); a kernel that already contains a ``Launch`` is returned
@@ -14,6 +14,21 @@ division or calls), and every dependence carried by ``a`` has direction
 lexicographically positive (legal) and ``b`` still carries nothing in its new
 place (so swaps never undo each other).  The dependence graph
 (:func:`passes.deps.analyze`) is recomputed after every swap.
+
+Then, for coalescing, each perfect chain of 2-3 parallel loops (unit step,
+rectangular: no bound reads a chain variable, an array, a call or a
+division) is permuted so that the loop map-gpu maps to ``threadIdx.x`` (the
+innermost) is the one with the highest score, the others keeping their
+order; ties keep the source order.  A loop's score sums the weights of the
+accesses under the chain whose last (contiguous) subscript is affine with
+coefficient +-1 in its variable; an access inside ``d`` further sequential
+loops weighs ``8 ** d``.  Legal because no chain loop carries a dependence:
+every dependence inside the nest is ``=`` at each chain level, which any
+permutation keeps; the graph is recomputed on the permuted nest and the
+permutation kept only if no chain loop carries a dependence there.  (A
+parallel loop is never moved inward past a sequential one: it would leave
+map-gpu's mapped prefix.)  ``for j { for i { A[i][j] = B[i][j] } }`` becomes
+``for i { for j { ... } }``.
 
 Before::
 
@@ -39,17 +54,20 @@ After::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import networkx as nx
 
 from passes import deps
+from passes.accesses import affine, parameters
 from passes.distribute import count
 from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
-    """``kernel`` with parallel loops moved outward where interchange is legal."""
-    return deps.rewrite_to_fixpoint(kernel, lambda body, graph: _block(body, graph, [0], 0))
+    """``kernel`` with parallel loops moved outward, then permuted for coalescing, where legal."""
+    kernel = deps.rewrite_to_fixpoint(kernel, lambda body, graph: _block(body, graph, [0], 0))
+    return _coalesce(kernel)
 
 
 def _block(body: tuple[ir.Stmt, ...], graph: nx.MultiDiGraph, counter: list[int],
@@ -93,3 +111,127 @@ def _swappable(outer: ir.For, seq: int, graph: nx.MultiDiGraph, level: int) -> b
             if len(d["direction"]) <= level or d["direction"][level] != "=":
                 return False
     return carried_by_outer
+
+
+# --- Coalescing permutation -------------------------------------------------
+# map-gpu maps the outermost perfectly nested parallel loops of a nest to
+# z/y/x, innermost to threadIdx.x: neighbouring threads of a warp then differ
+# in that loop's variable only, so an access is coalesced when that variable
+# indexes the last (contiguous) dimension with coefficient +-1.
+
+
+def _coalesce(kernel: ir.Kernel) -> ir.Kernel:
+    """Permute perfect chains of parallel loops so the best-coalescing variable is innermost."""
+    rejected: set[ir.For] = set()
+    for _ in range(64):
+        graph = deps.analyze_or_none(kernel)
+        if graph is None:
+            break
+        params = parameters(kernel)
+        carried = deps.carried_loops(graph)
+        for path, seq, chain in _chains(kernel.body, [], [0], carried):
+            if chain[0] in rejected:
+                continue
+            order = _best_order(chain, params)
+            if order is not None:
+                new = dataclasses.replace(kernel, body=_put(kernel.body, path, _permuted(chain, order)))
+                g2 = deps.analyze_or_none(new)
+                # The proof: recomputed on the permuted nest, no chain loop carries a dependence.
+                if g2 is not None and not {f"S{seq + k}" for k in range(len(chain))} & deps.carried_loops(g2):
+                    kernel = new
+                    break
+            rejected.add(chain[0])
+        else:
+            break
+    return kernel
+
+
+def _chains(body: tuple[ir.Stmt, ...], path: list[int], counter: list[int],
+            carried: set[str]) -> Iterator[tuple[list[int], int, list[ir.For]]]:
+    """Yield ``(path, seq, chain)``: perfect chains (2-3 loops) of rectangular parallel loops."""
+    for n, s in enumerate(body):
+        if not isinstance(s, ir.For):
+            counter[0] += count(s)
+            continue
+        seq = counter[0]
+        chain = [s]
+        while len(chain) < 3 and len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ir.For):
+            chain.append(chain[-1].body[0])
+        k = 0
+        while k < len(chain) and chain[k].step == 1 and f"S{seq + k}" not in carried:
+            k += 1
+        chain = chain[:k]
+        names = {lp.var for lp in chain}
+        if len(chain) >= 2 and all(_rectangular(lp, names) for lp in chain):
+            yield path + [n], seq, chain
+        counter[0] += 1
+        yield from _chains(s.body, path + [n], counter, carried)
+
+
+def _rectangular(lp: ir.For, names: set[str]) -> bool:
+    """Bounds with no array reads, calls or division and none of the chain's variables."""
+    for bound in (lp.lo, lp.hi):
+        for x in ir.walk(bound):
+            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name in names):
+                return False
+            if isinstance(x, ir.Binary) and x.op in ("/", "%"):
+                return False
+    return True
+
+
+def _best_order(chain: list[ir.For], params: frozenset[str]) -> list[int] | None:
+    """A new order of ``chain`` (indices, outermost first) with a better innermost loop, or None."""
+    scores = _scores(chain, params)
+    cur = len(chain) - 1
+    best = max(range(len(chain)), key=lambda k: (scores[k], k))
+    if scores[best] <= scores[cur]:
+        return None  # ties keep the source order
+    return [k for k in range(len(chain)) if k != best] + [best]
+
+
+def _scores(chain: list[ir.For], params: frozenset[str]) -> list[int]:
+    """Per chain loop: the weight of the accesses whose last subscript it indexes with stride +-1.
+
+    An access inside ``d`` further (sequential) loops weighs ``8 ** d``: it runs
+    about that many more times per thread.
+    """
+    names = {lp.var for lp in chain}
+    scores = [0] * len(chain)
+
+    def visit(stmts: tuple[ir.Stmt, ...], weight: int, scope: set[str]) -> None:
+        for st in stmts:
+            if isinstance(st, ir.For):
+                visit(st.body, weight * 8, scope | {st.var})
+                continue
+            for x in ir.walk(st):
+                if isinstance(x, ir.For):
+                    continue
+                if isinstance(x, ir.Index) and x.indices:
+                    last = affine(x.indices[-1], params | scope)
+                    if last is None:
+                        continue
+                    for k, lp in enumerate(chain):
+                        if abs(last.coeff(lp.var)) == 1:
+                            scores[k] += weight
+
+    visit(chain[-1].body, 1, set(names))
+    return scores
+
+
+def _permuted(chain: list[ir.For], order: list[int]) -> ir.For:
+    """The chain's loops in ``order`` (outermost first) around the innermost body."""
+    nest: ir.Stmt | None = None
+    for k in reversed(order):
+        body = chain[-1].body if nest is None else (nest,)
+        nest = dataclasses.replace(chain[k], body=body)
+    assert isinstance(nest, ir.For)
+    return nest
+
+
+def _put(body: tuple[ir.Stmt, ...], path: list[int], stmt: ir.Stmt) -> tuple[ir.Stmt, ...]:
+    n = path[0]
+    if len(path) == 1:
+        return body[:n] + (stmt,) + body[n + 1:]
+    loop = body[n]
+    assert isinstance(loop, ir.For), f"path through a non-loop: {loop!r}"
+    return body[:n] + (dataclasses.replace(loop, body=_put(loop.body, path[1:], stmt)),) + body[n + 1:]

@@ -18,8 +18,11 @@ loop's body, is either
   whose body, mapped the same way, contains at least one parallel launch
   (e.g. a stencil's time loop); it launches its kernels once per iteration; or
 * a ``Launch``: either one ``For`` nest whose outermost perfectly nested loops
-  (up to 3) are ``par`` (innermost ``x``, then ``y``, ``z``), or a run of
-  consecutive statements executed by one GPU thread.
+  (up to 3) are ``par`` (innermost ``x``, then ``y``, ``z``), or one loop
+  marked ``reduce`` by :mod:`passes.reduce_gpu` with host-computable bounds
+  (a parallel reduction, one block; it counts as a parallel launch, so an
+  enclosing loop may become a host loop), or a run of consecutive statements
+  executed by one GPU thread.
 
 Top-level ``Decl`` statements of device scalars used by only one ``Launch`` move into it
 as launch-local variables.  Program order is preserved.  Placement is a
@@ -159,6 +162,10 @@ class _Planner:
                 nest = _mark_parallel(stmt, host, self.independent)
                 if nest is not None:
                     items.append(_Item("launch", [nest], par=True))
+                    continue
+                if stmt.reduce and _host_bounds(stmt, host):
+                    # A parallel reduction (passes.reduce_gpu): its own launch of one block.
+                    items.append(_Item("launch", [stmt], par=True))
                     continue
                 loop = self._host_loop(stmt, visible, host)
                 if loop is not None:
@@ -331,6 +338,11 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level])
 
     return mark(nest, 0)
+
+
+def _host_bounds(loop: ir.For, host_scalars: frozenset[str]) -> bool:
+    """Whether ``loop``'s bounds are computable on the host (host scalars only, no arrays)."""
+    return all(_scalar_only(b) and _reads(b) <= host_scalars for b in (loop.lo, loop.hi))
 
 
 def _parallel(loop: ir.For, host_scalars: frozenset[str], independent: Callable[[ir.For], bool]) -> bool:

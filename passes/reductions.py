@@ -2,14 +2,21 @@
 
 An analysis: ``analyze(kernel) -> list[Reduction]``.  A statement ``S`` of the
 form ``x = x op e`` (or ``x = e op x``, or ``x = fmin/fmax(x, e)``), where
-``x`` is a scalar or an array element ``A[f]`` and ``e`` does not read ``x``'s
-variable, is a *reduction over loop L* when
+``x`` is a scalar or an array element ``A[f]``, is a *reduction over loop L* when
 
 * every dependence carried by ``L`` is a dependence of ``S`` on itself
   through ``x``'s variable (so ``L`` would be parallel but for the
   accumulation), and
 * no other statement inside ``L`` touches ``x``'s variable (no one observes
-  the partial sums).
+  the partial sums);
+* ``x``'s subscripts read neither ``L``'s variable nor a scalar written in
+  ``L`` (one accumulator for the whole loop);
+* ``e`` does not read ``x`` itself.  A scalar ``x`` must not appear in ``e``
+  at all; for an array element, ``e`` may read *other* elements of the same
+  array (trisolv's ``x[i] -= L[i][j] * x[j]``, lu's ``A[i][j] -= A[i][k] *
+  A[k][j]``) provided the exact test (:func:`passes.deps.access_levels`, isl)
+  finds no dependence carried by ``L`` between the accumulator's write and
+  that read, in either direction: the read never sees a partial sum.
 
 Then the iterations of ``L`` may run in any order provided the combinations
 with ``op`` are reassociated (exact for integer ``+ * min max``; for floats
@@ -30,10 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from passes import accesses, deps
-from transpile import ir
-
-_COMMUTATIVE = ("+", "*")
-_MINMAX = {"fmin": "min", "fminf": "min", "fmax": "max", "fmaxf": "max"}
+from transpile import accum, ir
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,27 +52,18 @@ class Reduction:
 
 
 def reduction_op(s: ir.Stmt) -> str | None:
-    """The operator if ``s`` is ``x = x op e`` with ``e`` free of ``x``'s variable, else None."""
-    if not isinstance(s, ir.Assign):
+    """The combining operator if ``s`` is ``x = x op e`` with ``e`` not reading ``x`` itself, else None.
+
+    ``e`` may read other elements of ``x``'s array; :func:`analyze` decides
+    with the exact dependence test whether those reads are harmless.
+    """
+    a = accum.accumulation(s)
+    if a is None:
         return None
-    t, v = s.target, s.value
-    name = t.name if isinstance(t, ir.Var) else t.array
-    if isinstance(v, ir.Binary) and v.op in ("+", "*", "-"):
-        if v.lhs == t:
-            other = v.rhs
-        elif v.rhs == t and v.op in _COMMUTATIVE:
-            other = v.lhs
-        else:
+    for n in ir.walk(a.term):
+        if n == a.target or (isinstance(a.target, ir.Var) and _names(n) == a.name):
             return None
-        op = "+" if v.op == "-" else v.op  # x = x - e accumulates -e
-    elif isinstance(v, ir.Call) and v.fn in _MINMAX and len(v.args) == 2 and t in v.args:
-        other = v.args[1] if v.args[0] == t else v.args[0]
-        op = _MINMAX[v.fn]
-    else:
-        return None
-    if any(_names(n) == name for n in ir.walk(other)):
-        return None
-    return op
+    return a.op
 
 
 def _names(n: ir.Node) -> str | None:
@@ -87,6 +82,7 @@ def analyze(kernel: ir.Kernel) -> list[Reduction]:
     self-dependence of one of them.
     """
     stmts = accesses.analyze(kernel)
+    params = sorted(accesses.parameters(kernel))
     graph = deps.analyze(kernel)
     ids = deps.loop_ids(kernel)
     carried: dict[str, list[tuple[str, str, str]]] = {}
@@ -114,5 +110,36 @@ def analyze(kernel: ir.Kernel) -> list[Reduction]:
             others = [t for t in stmts if t.id != s.id and any(lp is loop for lp in t.loops)]
             if any(a.name == name for t in others for a in t.accesses):
                 continue
+            if not _invariant_target(s.node, loop) or not _reads_are_disjoint(s, loop, params):  # type: ignore[arg-type]
+                continue
             found.append(Reduction(lid, loop.var, s.id, name, op))
     return found
+
+
+def _invariant_target(s: ir.Assign, loop: ir.For) -> bool:
+    """Whether ``s``'s accumulator is one element for all of ``loop``: its subscripts
+    read neither ``loop``'s variable nor a scalar assigned inside ``loop``."""
+    t = s.target
+    if isinstance(t, ir.Var):
+        return True
+    written = {n.target.name for n in ir.walk(loop) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+    written |= {n.name for n in ir.walk(loop) if isinstance(n, ir.Decl)}
+    written.add(loop.var)
+    return not any(isinstance(n, ir.Var) and n.name in written for ix in t.indices for n in ir.walk(ix))
+
+
+def _reads_are_disjoint(s: accesses.StmtInfo, loop: ir.For, params: list[str]) -> bool:
+    """No dependence carried by ``loop`` between the accumulator's write and the term's
+    reads of other elements of the same array (exact, isl)."""
+    node = s.node
+    assert isinstance(node, ir.Assign), f"not an assignment: {node!r}"
+    if isinstance(node.target, ir.Var):
+        return True  # reduction_op already excluded every read of a scalar accumulator
+    level = next(n for n, lp in enumerate(s.loops, 1) if lp is loop)
+    write = next(a for a in s.accesses if a.write and a.node is node.target)
+    for a in s.accesses:
+        if a.write or a.name != write.name or a.node == node.target:
+            continue
+        if level in deps.access_levels(s, write, s, a, params) | deps.access_levels(s, a, s, write, params):
+            return False
+    return True

@@ -124,6 +124,17 @@ def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[x], b[x], equal_nan=True) for x in a)
 
 
+def close(a: dict[str, np.ndarray], b: dict[str, np.ndarray], rtol: float = 1e-10) -> bool:
+    """The same arrays, equal to ``rtol`` relative to each array's largest magnitude (NaNs equal)."""
+    if a.keys() != b.keys():
+        return False
+    for x in a:
+        scale = max(float(np.nanmax(np.abs(b[x]), initial=0.0)), 1e-300)
+        if not np.allclose(a[x], b[x], rtol=rtol, atol=rtol * scale, equal_nan=True):
+            return False
+    return True
+
+
 def check_case(k: ir.Kernel, n: int, seed: int) -> None:
     """One differential case: shuffled mapped IR (3 orders) == sequential original."""
     module = ir.Module((), (k,))
@@ -131,6 +142,10 @@ def check_case(k: ir.Kernel, n: int, seed: int) -> None:
     mapped = lower(k)
     args = affine_args(k, n, seed)
     want = interp.run(module, k.name, args)
+    # Loops marked reduce are reassociated in shuffled mode: equal to 1e-10
+    # relative (issue 3's tolerance); everything else bit for bit.
+    reassociated = any(isinstance(x, ir.For) and x.reduce for x in ir.walk(mapped))
     for shuffle in range(3):
         got = interp.run(mapped, k.name, args, shuffle=seed * 7 + shuffle)
-        assert same(got, want), f"shuffled run {shuffle} differs for n={n}"
+        ok = close(got, want) if reassociated else same(got, want)
+        assert ok, f"shuffled run {shuffle} differs for n={n}"

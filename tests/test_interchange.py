@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from passes import REGISTRY, distribute, interchange
-from tests import strategies
+from passes import REGISTRY, distribute, interchange, map_gpu
+from tests import affine_nests, strategies
 from tests.test_map_gpu import (
     arr,
     assert_preserves_semantics,
@@ -22,7 +23,7 @@ from tests.test_map_gpu import (
     sc,
     triangular,
 )
-from transpile import ir
+from transpile import interp, ir, ircheck, text
 
 
 def _vars(s: ir.Stmt) -> list[str]:
@@ -71,3 +72,101 @@ def test_triangular_bounds_are_not_swapped() -> None:
 @given(strategies.modules())
 def test_preserves_semantics(module: ir.Module) -> None:
     assert_preserves_semantics(module, interchange.run)
+
+
+# --- coalescing permutation ---------------------------------------------------
+
+def _k(body: str, params: str = "i32 n, inout f64 A[n][n], in f64 B[n][n]") -> ir.Kernel:
+    return text.parse_kernel(f"kernel k({params}) {{\n{body}\n}}\n")
+
+
+def test_column_order_nest_is_permuted_for_coalescing() -> None:
+    # Both loops parallel; j indexes the contiguous dimension, so j becomes the x loop.
+    before = _k("for j in 0..n { for i in 0..n { A[i][j] = B[i][j] * 2.0; } }")
+    after = _k("for i in 0..n { for j in 0..n { A[i][j] = B[i][j] * 2.0; } }")
+    assert interchange.run(before) == after
+    (launch,) = [s for s in map_gpu.run(after).body if isinstance(s, ir.Launch)]
+    assert [(lp.var, lp.par) for lp in ir.walk(launch) if isinstance(lp, ir.For)] == [("i", "y"), ("j", "x")]
+
+
+def test_coalesced_nest_is_kept() -> None:
+    k = _k("for i in 0..n { for j in 0..n { A[i][j] = B[j][i]; } }")  # a tie: source order stays
+    assert interchange.run(k) is k
+
+
+def test_inner_sequential_accesses_weigh_more() -> None:
+    # Three accesses prefer j, but the two in the k loop run n times per thread (weight 8
+    # each), and they prefer i: i becomes the x loop.
+    params = "i32 n, out f64 X[n][n], in f64 W[n][n], inout f64 Y[n][n], in f64 Z[n][n]"
+    body = "X[i][j] = W[i][j] * 2.0; for k in 0..n { Y[j][i] += Z[k][i]; }"
+    before = _k(f"for i in 0..n {{ for j in 0..n {{ {body} }} }}", params)
+    after = _k(f"for j in 0..n {{ for i in 0..n {{ {body} }} }}", params)
+    assert interchange.run(before) == after
+
+
+def test_triangular_parallel_nest_is_not_permuted() -> None:
+    k = _k("for j in 0..n { for i in j..n { A[i][j] = B[i][j]; } }")
+    assert interchange.run(k) is k
+
+
+def test_sequential_loop_between_blocks_permutation() -> None:
+    # k carries a (<, >) dependence, so j cannot move out past it, and i (outer) stays x.
+    params = "i32 n, inout f64 A[n][n][n]"
+    k = _k("for i in 0..n { for k in 1..n { for j in 0..n - 1 {"
+           " A[k][j][i] = A[k - 1][j + 1][i]; } } }", params)
+    assert interchange.run(k) is k
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(affine_nests.kernels(), st.integers(1, 4), st.integers(0, 2**16))
+def test_affine_nests_interchanged_and_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
+    # interchange (swaps and coalescing permutation) after distribution, then map-gpu's par
+    # marks checked by the shuffled interpreter.
+    mapped = ir.Module((), (map_gpu.run(interchange.run(distribute.run(k))),))
+    ircheck.check(mapped)
+    args = affine_nests.affine_args(k, n, seed)
+    want = interp.run(ir.Module((), (k,)), k.name, args)
+    for shuffle in range(2):
+        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)
+
+
+@st.composite
+def _parallel_nests(draw: st.DrawFn) -> ir.Kernel:
+    """Rectangular 2-3 deep nests whose subscripts are permuted loop variables: coalescing candidates."""
+    depth = draw(st.integers(2, 3))
+    names = list(affine_nests.LOOP_VARS[:depth])
+    ranks = {"A": 2, "B": 2, "C": 3}
+
+    def ref(name: str) -> ir.Index:
+        subs = []
+        for _ in range(ranks[name]):
+            e: ir.Expr = affine_nests.OFFSET
+            var = draw(st.sampled_from(names + [""]))
+            if var:
+                e = ir.binary("+", e, ir.binary("*", affine_nests._c(draw(st.sampled_from([1, -1]))),
+                                                ir.Var(var, ir.I32)))
+            e = ir.binary("+", e, affine_nests._c(draw(st.integers(-1, 1))))
+            subs.append(e)
+        return ir.Index(name, tuple(subs), ir.F64)
+
+    body: tuple[ir.Stmt, ...] = tuple(
+        ir.assign(ref(draw(st.sampled_from(["A", "C"]))), ir.binary("+", ref("B"), ref(draw(st.sampled_from("ABC")))))
+        for _ in range(draw(st.integers(1, 2))))
+    for var in reversed(names):
+        body = (ir.For(var, ir.I32, affine_nests._c(0), affine_nests.N, 1, body),)
+    uses = ir.array_uses(body)
+    params = [ir.Param("n", ir.I32)] + [
+        ir.Param(a, ir.ArrayType(ir.F64, (affine_nests.EXTENT,) * ranks[a]), ir.intent_of(*uses[a]))
+        for a in sorted(uses)]
+    return ir.Kernel("affine", tuple(params), body)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_parallel_nests(), st.integers(1, 2), st.integers(0, 2**16))
+def test_coalescing_permutation_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
+    mapped = ir.Module((), (map_gpu.run(interchange.run(k)),))
+    ircheck.check(mapped)
+    args = affine_nests.affine_args(k, n, seed)
+    want = interp.run(ir.Module((), (k,)), k.name, args)
+    for shuffle in range(2):
+        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)

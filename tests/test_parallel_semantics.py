@@ -54,7 +54,9 @@ def test_polybench_mapped_and_shuffled_matches_gcc(name: str) -> None:
     args = polybench.make_args(name, np.random.default_rng(seed))
     want = polybench.run_c(name, args)
     got = interp.run(module, spec.function, args, shuffle=seed)
+    # Loops marked reduce are reassociated in shuffled mode (1e-10 relative, as
+    # issue 3 allows); everything else is exact up to libm.
+    reassociated = any(isinstance(n, ir.For) and n.reduce for n in ir.walk(module))
     for arr in want:
         err = max_rel_err(got[arr], want[arr])
-        # No reassociation is done yet, so the shuffled result is exact up to libm.
-        assert err <= 1e-12, f"{name} (seed {seed}): {arr}: max relative error {err:.3g}"
+        assert err <= (1e-10 if reassociated else 1e-12), f"{name} (seed {seed}): {arr}: max relative error {err:.3g}"

@@ -201,7 +201,7 @@ def test_compile_refuses_to_write_code_that_fails_verification(tmp_path: Path,
 
     monkeypatch.setenv("TRANSPILE_VERIFY_GPU", "0")
     cheat = (CHEATS / "gemm_skip_last_row.cu").read_text()
-    monkeypatch.setattr(cuda, "emit", lambda module, source: cheat)
+    monkeypatch.setattr(cuda, "emit", lambda module, source, **options: cheat)
     out = tmp_path / "gemm.cu"
     res = CliRunner().invoke(main, [str(KERNELS / "gemm.c"), "-o", str(out)])
     assert res.exit_code == 1

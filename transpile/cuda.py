@@ -29,6 +29,7 @@ from functools import cache
 import jinja2
 import numpy as np
 
+from passes import tile
 from transpile import ir
 from transpile.resources import data_dir
 
@@ -48,6 +49,8 @@ LAUNCH_BOUNDS = "__launch_bounds__"
 INDEX_TYPE = "long long"  # flattened indices and grid-stride counters
 UINDEX_TYPE = "unsigned long long"  # grid-stride counter of a u64 loop
 THREAD_IDX, BLOCK_IDX, BLOCK_DIM, GRID_DIM = "threadIdx", "blockIdx", "blockDim", "gridDim"
+BARRIER = "__syncthreads();"
+SMEM_PREFIX = "__shared__ "
 #: Threads per block (x, y, z) by number of ``par`` dimensions.
 BLOCK_SHAPES: dict[int, tuple[int, int, int]] = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
 #: Largest grid size per dimension (x, y, z).
@@ -542,9 +545,10 @@ class _KernelEmitter:
     statements (allocated on the stream where declared, freed at the end).
     """
 
-    def __init__(self, kernel: ir.Kernel, module_names: set[str]) -> None:
+    def __init__(self, kernel: ir.Kernel, module_names: set[str], tiling: tile.Options | None = None) -> None:
         _check_mapped(kernel)
         self.k = kernel
+        self.tiling = tiling
         self.name = kernel.name
         used = _identifiers(kernel)
         namer = Namer(used | module_names | RESERVED)
@@ -645,6 +649,21 @@ class _KernelEmitter:
                 for hname, _dim in self.hoisted.get(var, []):
                     params.append(f"{INDEX_TYPE} {hname}")
                     args.append(hname)
+        plan = tile.plan(launch, self.tiling) if chain and not stores else None
+        if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
+            from transpile import cuda_tiled
+
+            quals, body, config = cuda_tiled.launch(plan, self.expr, namer, loads, self._config(chain))
+            return ({"name": name, "params": params, "body": body, "qualifiers": quals},
+                    {"kind": "launch", "kernel": name, "args": args, **config})
+        from transpile import cuda_reduce
+
+        red = cuda_reduce.shape(launch)
+        if red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one block per row
+            quals, body, config = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores,
+                                                     self._config(chain))
+            return ({"name": name, "params": params, "body": body, "qualifiers": quals},
+                    {"kind": "launch", "kernel": name, "args": args, **config})
         body = StmtPrinter(self.expr, namer).emit(launch.body)
         threads = math.prod(BLOCK_SHAPES[len(chain)]) if chain else 1
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
@@ -748,10 +767,11 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True, autoescape=False)
 
 
-def emit(module: ir.Module, *, source: str) -> str:
+def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None) -> str:
     """The CUDA translation unit for ``module``, whose kernels must be mapped (``passes.map_gpu``).
 
-    ``source`` names the input in the header comment.
+    ``source`` names the input in the header comment; ``tiling`` overrides the
+    tiled matmul path's defaults (:mod:`passes.tile`).
     """
     assert "\n" not in source, f"bad source name {source!r}"
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
@@ -759,6 +779,6 @@ def emit(module: ir.Module, *, source: str) -> str:
     generated |= {f"{k.name}_kernel{n}" for k in module.kernels
                   for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
-    kernels = [_KernelEmitter(k, module_names | generated).context() for k in module.kernels]
+    kernels = [_KernelEmitter(k, module_names | generated, tiling).context() for k in module.kernels]
     funcs = [_func(f) for f in module.funcs]
     return _environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)

@@ -4,7 +4,8 @@
 computes them on x86-64 (see docs/ir.md): integers wrap to their width,
 ``/`` and ``%`` truncate toward zero, ``f32`` arithmetic rounds to single
 precision after every operation, math functions come from the system libm
-through ctypes, ``par`` loops and ``Launch`` regions run sequentially.
+through ctypes, ``par`` and ``reduce`` loops and ``Launch`` regions run sequentially
+(in program order) unless a shuffle seed is given.
 Runtime faults (out-of-bounds access, uninitialised reads, division by zero,
 bad shifts, unrepresentable float->int conversions, a function falling off
 its end) and bad arguments raise :class:`InterpError` at the offending node.
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from transpile import ir
+from transpile import accum, ir
 from transpile.diagnostics import Loc, TranspileError
 
 __all__ = ["InterpError", "run", "DTYPES"]
@@ -77,7 +78,12 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
     ``shuffle``: a seed for the *shuffled mode*: every loop marked ``par`` runs
     its iterations in a random order (each execution of the loop draws a new
     permutation), so a loop wrongly marked parallel shows up as a different
-    result.  Sequential loops keep their order.
+    result.  A loop marked ``reduce`` evaluates its terms in a random order
+    with the accumulators untouched, combines each accumulator's terms in a
+    random association (a random binary tree over the shuffled terms) and
+    then applies ``x = x op total`` once, so a wrong reduction mark shows up
+    too.  Sequential loops (and every loop without ``shuffle``) keep their
+    program order.
     """
     k = next((k for k in module.kernels if k.name == kernel), None)
     if k is None:
@@ -463,6 +469,8 @@ class _FnCompiler:
 
             return loop_returning
         rng = self.shared.rng
+        if s.reduce and rng is not None:
+            return self._reduce_shuffled(s, scope, lo, hi, slot, rng)
         if s.par is not None and rng is not None:
 
             def loop_shuffled(env: Env) -> None:
@@ -489,6 +497,45 @@ class _FnCompiler:
                 body(env)
 
         return loop_down
+
+    def _reduce_shuffled(self, s: ir.For, scope: dict[str, _Sym], lo: ExprFn, hi: ExprFn, slot: int,
+                         rng: random.Random) -> StmtFn:
+        """A ``reduce`` loop in shuffled mode: random order, random association, one final update."""
+        inner = {**scope, s.var: _Sym(slot, "loop", s.ty)}
+        parts: list[tuple[ExprFn, ExprFn, StmtFn, int, int, int]] = []
+        for op, c in zip(s.reduce, s.body):
+            a = accum.accumulation(c)
+            if a is None:
+                raise InterpError(c.loc, "the body of a 'reduce' loop must be accumulations 'x = x op e'")
+            ty = a.target.ty
+            pa, pb, pt = self.new_slot(), self.new_slot(), self.new_slot()
+            # Synthetic names: '$' never appears in a user identifier.
+            syms = {"$a": _Sym(pa, "local", ty), "$b": _Sym(pb, "local", ty), "$t": _Sym(pt, "local", ty)}
+            comb = self.expr(accum.combine(a, op, ir.Var("$a", ty), ir.Var("$b", ty)), {**scope, **syms})
+            final = self.stmt(accum.apply(a, ir.Var("$t", ty)), {**scope, **syms})
+            parts.append((self.converted(a.term, ty, inner), comb, final, pa, pb, pt))
+        step = s.step
+
+        def loop_reduce(env: Env) -> None:
+            a, b = lo(env), hi(env)
+            order = list(range(a, b, step) if step > 0 else range(b - 1, a - 1, step))
+            rng.shuffle(order)
+            terms: list[list[Any]] = [[] for _ in parts]
+            for v in order:
+                env[slot] = v
+                for k, part in enumerate(parts):
+                    terms[k].append(part[0](env))
+            for (_, comb, final, pa, pb, pt), xs in zip(parts, terms):
+                if not xs:
+                    continue
+                while len(xs) > 1:
+                    i = rng.randrange(len(xs) - 1)
+                    env[pa], env[pb] = xs[i], xs[i + 1]
+                    xs[i:i + 2] = [comb(env)]
+                env[pt] = xs[0]
+                final(env)
+
+        return loop_reduce
 
     def _s_If(self, s: ir.If, scope: dict[str, _Sym]) -> StmtFn:
         cond = self.expr(s.cond, scope)

@@ -246,6 +246,11 @@ class Assign(Node):
 # scoped to the loop and never assigned in body; lo and hi are evaluated once.
 # par is None (sequential) or 'x'/'y'/'z': the loop's iterations are spread
 # over GPU threads along that grid dimension (only inside a Launch).
+# reduce is () or, for a *parallel reduction* loop, one combining operator
+# ('+', '*', 'min', 'max') per body statement: the body is exactly those
+# accumulations ``x = x op e`` (transpile/accum.py), proven by
+# passes/reductions.py, so the iterations may run in any order and the terms
+# combine in any association (docs/parallelism.md, "Reductions").
 @dataclass(frozen=True, slots=True)
 class For(Node):
     """A normalised counted loop."""
@@ -257,6 +262,7 @@ class For(Node):
     step: int
     body: tuple[Stmt, ...]
     par: str | None = None
+    reduce: tuple[str, ...] = ()
     loc: Loc | None = _loc()
 
 

@@ -12,7 +12,9 @@ same type, C typing rules hold at every node, loop variables are never
 assigned and loop bounds are not written by their loop, array intents cover
 their uses, ``Launch`` only at the top level or inside host loops (``For``
 statements outside any launch, nested only in such loops) with its ``par``
-loops a leading perfect nest, ``Return`` only in helper functions.
+loops a leading perfect nest, ``Return`` only in helper functions, and a
+``reduce`` loop's body exactly accumulations that :mod:`passes.reductions`
+proves (the exact dependence analysis runs only for kernels with such marks).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from transpile import ir
+from transpile import accum, ir
 from transpile.diagnostics import TranspileError
 
 _CONST_TYPES = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})
@@ -43,6 +45,47 @@ def check(module: ir.Module) -> None:
         _Checker(funcs, f).check_func(f)
     for k in module.kernels:
         _Checker(funcs, k).check_kernel(k)
+
+
+def _reduce_shape(s: ir.For) -> None:
+    """A ``reduce`` loop's body is exactly accumulations, one per operator, matching it."""
+    if s.par is not None:
+        _fail(s, "a loop cannot be both 'par' and 'reduce'")
+    if len(s.reduce) != len(s.body):
+        _fail(s, f"'reduce' lists {len(s.reduce)} operator(s) for {len(s.body)} statement(s)")
+    for op, c in zip(s.reduce, s.body):
+        a = accum.accumulation(c)
+        if op not in accum.OPS:
+            _fail(s, f"unknown reduction operator {op!r}")
+        if a is None:
+            _fail(c, "the body of a 'reduce' loop must be accumulations 'x = x op e'")
+        if a.op != op:
+            _fail(c, f"accumulation with '{a.op}' in a loop marked 'reduce({op})'")
+
+
+def _reduce_proven(k: ir.Kernel) -> None:
+    """Every accumulation of a ``reduce`` loop is a reduction the exact analysis proves."""
+    marked = [n for n in ir.walk(k) if isinstance(n, ir.For) and n.reduce]
+    if not marked:
+        return
+    import islpy as isl
+
+    from passes import accesses, deps, reductions  # the analysis needs isl: only for marked kernels
+
+    ids = deps.loop_ids(k)
+    sids = {id(s.node): s.id for s in accesses.analyze(k)}
+    try:
+        proven = {(r.loop, r.stmt) for r in reductions.analyze(k)}
+    except isl.Error:  # isl could not answer: nothing is proven
+        proven = set()
+        why = " (the dependence analysis failed)"
+    else:
+        why = ""
+    for loop in marked:
+        for c in loop.body:
+            if (ids[id(loop)], sids[id(c)]) not in proven:
+                _fail(c, f"loop '{loop.var}' is marked 'reduce' but this statement is not a "
+                         f"reduction over it{why}")
 
 
 def _fail(node: ir.Node | None, msg: str) -> NoReturn:
@@ -121,6 +164,7 @@ class _Checker:
             if read and p.intent == "out":
                 _fail(p, f"array '{name}' is read but has intent 'out'")
         self.block(k.body, scope, in_launch=False, top=True)
+        _reduce_proven(k)
 
     # --- statements
 
@@ -196,6 +240,8 @@ class _Checker:
                 _fail(bound, f"loop bound must be an integer, got {bound.ty}")
         if s.par is not None and not par_ok:
             _fail(s, "a 'par' loop must be part of the leading loop nest of a 'launch'")
+        if s.reduce:
+            _reduce_shape(s)
         # Bounds are evaluated once, so nothing they read may change in the body.
         written = _written(s.body)
         for bound in (s.lo, s.hi):

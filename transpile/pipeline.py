@@ -14,25 +14,45 @@ from pathlib import Path
 from transpile import ir, ircheck
 
 
-def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None) -> ir.Module:
-    """Run the default pipeline over every kernel of ``module``."""
-    from passes import distribute, interchange, map_gpu, wavefront
+def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None,
+          naive: bool = False, reassociate: bool = True) -> ir.Module:
+    """Run the default pipeline over every kernel of ``module``.
+
+    ``naive`` keeps the foundation's mapping only: map-gpu alone, one thread per
+    iteration of the parallel loops it marks, with no restructuring or tiling pass
+    before it (the baseline ``bench/gpu.py`` measures speedups against).  Every
+    other pass is skipped when it is set.
+
+    ``reassociate=False`` (``--no-reassociate``) keeps float ``+``/``*``
+    reductions sequential (reduce-gpu does not mark them).
+    """
+    from passes import distribute, fuse, interchange, map_gpu, reduce_gpu, wavefront
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
     ircheck.check(module)  # front ends must hand over valid IR
     step.dump("input", module)
+    if naive:  # NOTE: the baseline: no pass but map-gpu may run here
+        return step("map-gpu", module, map_gpu.run)
     # NOTE: distribute before interchange: splitting a loop body exposes the
     # perfect nests that interchange (and map-gpu's par marking) need.
     module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.
     module = step("interchange", module, interchange.run)
+    # NOTE: fuse after interchange: a piece's parallel depth (what fusion must
+    # not lower) is only known once interchange has moved its parallel loops
+    # outward; fusing earlier could glue an imperfect nest interchange needs.
+    module = step("fuse", module, fuse.run)
     # NOTE: wavefront after interchange and before map-gpu: it only skews nests
     # in which no loop is parallel, so it must see interchange's result (a nest
     # interchange made parallel is left alone), and map-gpu must then see the
     # skewed nest to keep the wavefront loop on the host and launch the new
     # inner loop in parallel.
     module = step("wavefront", module, wavefront.run)
+    # NOTE: reduce-gpu right before map-gpu: map-gpu launches each marked
+    # reduction as its own (one-block) launch, and only then can the loop
+    # around it become a host loop; it must see the final loop structure.
+    module = step("reduce-gpu", module, lambda k: reduce_gpu.run(k, reassociate=reassociate))
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, map_gpu.run)

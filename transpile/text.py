@@ -38,7 +38,7 @@ import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from transpile import ir
+from transpile import accum, ir
 from transpile.diagnostics import Loc, TranspileError
 from transpile.resources import data_dir
 
@@ -382,7 +382,7 @@ class _Lowerer:
         return ir.assign(target, value, op, loc=self.loc(tree))
 
     def stmt_for(self, tree: Tree) -> ir.Stmt:
-        var, ty_tree, lo_tree, hi_tree, step_tree, par, body = tree.children
+        var, ty_tree, lo_tree, hi_tree, step_tree, red_tree, par, body = tree.children
         ty = self.type(ty_tree) if ty_tree is not None else ir.I32
         if not ty.is_int:
             raise self.error(ty_tree, f"loop variable '{var}' must have an integer type, not {ty}")
@@ -398,6 +398,12 @@ class _Lowerer:
             if s.value == 0:
                 raise self.error(step_tree, "loop step must not be 0")
             step = int(s.value)
+        reduce: tuple[str, ...] = ()
+        if red_tree is not None:
+            reduce = tuple(str(t) for t in red_tree.children)
+            for t in red_tree.children:
+                if str(t) not in accum.OPS:
+                    raise self.error(t, f"reduction operator must be +, *, min or max, not '{t}'")
         if par is not None:
             if str(par) not in ("x", "y", "z"):
                 raise self.error(par, f"par dimension must be x, y or z, not '{par}'")
@@ -410,7 +416,7 @@ class _Lowerer:
         finally:
             self.scopes.pop()
         return ir.For(str(var), ty, lo, hi, step, stmts, str(par) if par is not None else None,
-                      loc=self.loc(tree))
+                      reduce, loc=self.loc(tree))
 
     def stmt_if(self, tree: Tree) -> ir.Stmt:
         cond_tree, then_tree, else_tree = tree.children
@@ -778,7 +784,8 @@ def show_stmt(s: ir.Stmt, indent: int = 0) -> str:
         ty = f": {s.ty}" if s.ty != ir.I32 else ""
         step = f" step {s.step}" if s.step != 1 else ""
         par = f" par({s.par})" if s.par is not None else ""
-        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{par}"
+        red = f" reduce({', '.join(s.reduce)})" if s.reduce else ""
+        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{red}{par}"
         return f"{pad}{head} {_show_block(s.body, indent)}"
     if isinstance(s, ir.If):
         return pad + _show_if(s, indent)

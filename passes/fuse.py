@@ -1,0 +1,235 @@
+"""Loop fusion: merge adjacent parallel loop nests back together where that keeps them parallel.
+
+Distribution (:mod:`passes.distribute`) splits a loop over every strongly
+connected component of its body, which exposes perfect nests but also splits
+pieces that could just as well run in one kernel (adi's column sweep became
+seven ``for i`` launches).  This pass undoes the needless splits.
+
+**Precondition**: valid IR (``ircheck.check``) without ``Launch`` regions (it runs
+after ``interchange`` and before ``map-gpu``); a kernel that already contains a
+``Launch`` is returned unchanged.
+
+**Postcondition**: the same program in which some adjacent loop nests ``L1;
+L2`` (in a block reachable from the top level through loop bodies alone)
+became one nest.  Two nests are fused, ``P`` levels deep, when
+
+* *profitable*: both have the same *parallel depth* ``P >= 1`` (the number
+  of outermost perfectly nested loops, at most 3, that carry no dependence
+  and have unit step and side-effect-free bounds reading no loop variable of
+  the nest: what ``map-gpu`` maps to z/y/x), and their first ``P`` loop
+  headers (variable, type, bounds, step) are equal; the fused nest
+  ``for l1..lP { B1; B2 }`` then has parallel depth ``P`` too, so fusion
+  removes a launch and never a mapped dimension (a depth-2 nest is never
+  fused into a depth-1 one); nor a parallel GPU reduction: the fused kernel
+  must have at least as many loops that ``reduce-gpu`` would mark as the
+  unfused one (mvt's two row sweeps stay apart);
+* *legal*: the bounds read no scalar that ``B1`` or ``B2`` writes (they
+  are evaluated once per fused iteration instead of once per nest), no
+  scalar declared directly in ``B1`` is named in ``B2`` or declared in
+  ``B2`` (scopes), and in the dependence graph of the *fused candidate*
+  (:func:`passes.deps.analyze`, exact) no dependence is carried by any of
+  the ``P`` fused loops.
+
+Why the last condition suffices.  Fusion changes the relative order of only
+one kind of instance pair: ``x`` of ``B1`` at fused iteration ``I`` and ``y``
+of ``B2`` at ``J`` (same iteration of the enclosing loops, which fusion does
+not touch).  Before, ``x`` always ran first; after, ``x`` runs first iff
+``I <= J`` lexicographically (at ``I == J``, ``B1`` precedes ``B2`` in the
+body).  Pairs inside ``B1`` or inside ``B2`` keep their order.  So fusion is
+legal iff no conflicting pair has ``I > J``: such a pair is, in the fused
+program, a dependence ``y -> x`` carried by the first fused loop at which
+``J`` and ``I`` differ (the classic *fusion-preventing* backward
+dependence).  Requiring that the fused loops carry nothing at all rules
+these out and also keeps every fused loop parallel, which is the point of
+fusing.  The graph is recomputed after every fusion.
+
+Before::
+
+    for i in 1..n - 1 {
+      p[i][0] = 0.0;
+    }
+    for i in 1..n - 1 {
+      for j in 1..n - 1 {
+        p[i][j] = -c / (a * p[i][j - 1] + b);
+      }
+    }
+
+After::
+
+    for i in 1..n - 1 {
+      p[i][0] = 0.0;
+      for j in 1..n - 1 {
+        p[i][j] = -c / (a * p[i][j - 1] + b);
+      }
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import networkx as nx
+
+from passes import deps
+from passes.distribute import count
+from transpile import ir
+
+_MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
+
+
+def run(kernel: ir.Kernel) -> ir.Kernel:
+    """``kernel`` with adjacent parallel nests fused where that is legal and keeps their parallel depth."""
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return kernel
+    rejected: set[tuple[ir.For, ir.For]] = set()
+    for _ in range(256):  # each fusion removes a loop, so this bound is never reached in practice
+        graph = deps.analyze_or_none(kernel)
+        if graph is None:
+            break
+        fused = _first_fusion(kernel, graph, rejected)
+        if fused is None:
+            break
+        kernel = fused
+    return kernel
+
+
+def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph,
+                  rejected: set[tuple[ir.For, ir.For]]) -> ir.Kernel | None:
+    """``kernel`` after the first legal, profitable fusion (pre-order), or None."""
+    carried = deps.carried_loops(graph)
+    reductions: int | None = None
+    for path, seq, pair in _pairs(kernel.body, [], [0]):
+        if pair in rejected:
+            continue
+        cand = _candidate(pair[0], pair[1], seq, carried)
+        if cand is not None:
+            nest, depth = cand
+            new = dataclasses.replace(kernel, body=_replace(kernel.body, path, nest))
+            if _stays_parallel(new, seq, depth):
+                if reductions is None:
+                    reductions = _gpu_reductions(kernel)
+                if _gpu_reductions(new) >= reductions:
+                    return new
+        rejected.add(pair)
+    return None
+
+
+def _gpu_reductions(kernel: ir.Kernel) -> int:
+    """How many loops reduce-gpu would run as parallel GPU reductions in ``kernel``.
+
+    NOTE: reduce-gpu runs later in the pipeline; its choice is the oracle here
+    because fusing can spoil it (mvt: a row reduction over ``A[i][j]`` fused
+    with one over ``A[j][i]`` is left sequential, uncoalesced, by reduce-gpu).
+    """
+    from passes import reduce_gpu
+
+    return sum(isinstance(n, ir.For) and bool(n.reduce) for n in ir.walk(reduce_gpu.run(kernel)))
+
+
+def _pairs(body: tuple[ir.Stmt, ...], path: list[int],
+           counter: list[int]) -> Iterator[tuple[list[int], int, tuple[ir.For, ir.For]]]:
+    """Yield ``(path, seq, (L1, L2))`` for adjacent loops; ``seq`` is ``L1``'s statement id number."""
+    for n, s in enumerate(body):
+        if not isinstance(s, ir.For):
+            counter[0] += count(s)
+            continue
+        seq = counter[0]
+        nxt = body[n + 1] if n + 1 < len(body) else None
+        if isinstance(nxt, ir.For):
+            yield path + [n], seq, (s, nxt)
+        counter[0] += 1
+        yield from _pairs(s.body, path + [n], counter)
+
+
+def _replace(body: tuple[ir.Stmt, ...], path: list[int], nest: ir.For) -> tuple[ir.Stmt, ...]:
+    """``body`` with the two statements at ``path`` (and the next one) replaced by ``nest``."""
+    n = path[0]
+    if len(path) == 1:
+        return body[:n] + (nest,) + body[n + 2:]
+    loop = body[n]
+    assert isinstance(loop, ir.For), f"path through a non-loop: {loop!r}"
+    return body[:n] + (dataclasses.replace(loop, body=_replace(loop.body, path[1:], nest)),) + body[n + 1:]
+
+
+def _chain(loop: ir.For) -> list[ir.For]:
+    """The outermost perfectly nested loops of ``loop`` (at most three)."""
+    chain = [loop]
+    while len(chain) < _MAX_DEPTH and len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ir.For):
+        chain.append(chain[-1].body[0])
+    return chain
+
+
+def _parallel_depth(loop: ir.For, seq: int, carried: set[str]) -> int:
+    """How many outermost loops of ``loop`` (id ``S<seq>``) map-gpu could map: see the module docstring."""
+    depth = 0
+    chain_vars: set[str] = set()
+    for k, lp in enumerate(_chain(loop)):
+        if f"S{seq + k}" in carried or lp.step != 1 or not _plain_bounds(lp, chain_vars):
+            break
+        chain_vars.add(lp.var)
+        depth += 1
+    return depth
+
+
+def _plain_bounds(lp: ir.For, banned: set[str]) -> bool:
+    """Bounds without array reads, calls or division that read none of ``banned``."""
+    for bound in (lp.lo, lp.hi):
+        for x in ir.walk(bound):
+            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name in banned):
+                return False
+            if isinstance(x, ir.Binary) and x.op in ("/", "%"):
+                return False
+    return True
+
+
+def _header(lp: ir.For) -> ir.For:
+    """Everything of ``lp`` but its body (variable, type, bounds, step, marks)."""
+    return dataclasses.replace(lp, body=())
+
+
+def _candidate(l1: ir.For, l2: ir.For, seq: int, carried: set[str]) -> tuple[ir.For, int] | None:
+    """The fused nest of ``l1`` (id ``S<seq>``) and ``l2`` and its depth, if profitable and scope-safe."""
+    depth = _parallel_depth(l1, seq, carried)
+    if depth == 0 or depth != _parallel_depth(l2, seq + count(l1), carried):
+        return None
+    c1, c2 = _chain(l1)[:depth], _chain(l2)[:depth]
+    if any(_header(a) != _header(b) for a, b in zip(c1, c2)):
+        return None
+    b1, b2 = c1[-1].body, c2[-1].body
+    written = _written(b1) | _written(b2)
+    if any(x.name in written for lp in c1 for bd in (lp.lo, lp.hi) for x in ir.walk(bd) if isinstance(x, ir.Var)):
+        return None
+    decls1 = {s.name for s in b1 if isinstance(s, ir.Decl)}
+    decls2 = {s.name for s in b2 if isinstance(s, ir.Decl)}
+    if decls1 & (_names(b2) | decls2) or decls2 & _names(b1):
+        return None
+    nest: ir.Stmt = dataclasses.replace(c1[-1], body=b1 + b2)
+    for lp in reversed(c1[:-1]):
+        nest = dataclasses.replace(lp, body=(nest,))
+    assert isinstance(nest, ir.For)
+    return nest, depth
+
+
+def _stays_parallel(kernel: ir.Kernel, seq: int, depth: int) -> bool:
+    """Do the fused loops ``S<seq>..S<seq+depth-1>`` of ``kernel`` carry no dependence (exact)?"""
+    graph = deps.analyze_or_none(kernel)
+    if graph is None:
+        return False
+    carried = deps.carried_loops(graph)
+    return not any(f"S{seq + k}" in carried for k in range(depth))
+
+
+def _written(body: tuple[ir.Stmt, ...]) -> set[str]:
+    out: set[str] = set()
+    for s in body:
+        for x in ir.walk(s):
+            if isinstance(x, ir.Assign) and isinstance(x.target, ir.Var):
+                out.add(x.target.name)
+            elif isinstance(x, ir.Decl):
+                out.add(x.name)
+    return out
+
+
+def _names(body: tuple[ir.Stmt, ...]) -> set[str]:
+    return {x.name for s in body for x in ir.walk(s) if isinstance(x, (ir.Var, ir.Decl))}

@@ -1,0 +1,188 @@
+"""Choose the reduction loops that become parallel GPU reductions: mark them ``reduce(op, ...)``.
+
+A loop whose body is exactly accumulations ``x = x op e`` that
+:mod:`passes.reductions` proves to be reductions over it (exact dependence
+analysis) *may* be marked; this pass marks it when it pays, by a simple rule
+(docs/parallelism.md, "Reductions"):
+
+(a) **lone reduction**: no enclosing loop is parallel and at most one
+    enclosing (sequential) loop, only ``For`` statements around it (trisolv's
+    ``j`` in ``i``, durbin's ``i`` in ``k``, gramschmidt's ``nrm`` loop in
+    ``k``).  map-gpu then launches it as one block of threads, and the
+    enclosing loop becomes a host loop launching once per iteration.  The
+    one-loop limit keeps the launch count linear in the problem size (not so
+    ludcmp's LU part, two sequential loops deep: it stays single-thread).
+(b) **row reductions**: the loop sits directly in the body of a parallel
+    loop ``P`` that only ``For`` loops, none parallel, enclose (a 1-D
+    parallel nest); every loop in ``P``'s body is such a reduction in which
+    some term reads a matrix (rank >= 2) whose last, contiguous subscript
+    uses the reduction variable and no term reads a matrix whose last
+    subscript uses ``P``'s variable; ``P``'s other statements hold no loops;
+    the reductions' terms and bounds read no scalar that ``P``'s body
+    writes (atax ``tmp[i] = 0; for j { tmp[i] += A[i][j] * x[j] }``,
+    gesummv, gemver's ``w``, bicg's ``q``).  One thread per row reads with
+    stride ``n``; one warp per row (``P`` over warps, the reductions over
+    its lanes, the other statements on lane 0) reads each row with
+    consecutive lanes: coalesced.  gemm-like 2-D nests, already coalesced
+    reductions (bicg's ``s``, lu) and bodies mixing both kinds (mvt after
+    fusion: ``x2`` reads ``A[j][i]``) are left alone.
+
+Only loops of step +-1 are marked.  With ``reassociate=False`` float ``+``
+and ``*`` reductions are not marked (their rounding would change); float
+min/max and integer reductions are exact and still are.
+
+**Precondition**: valid IR without ``Launch`` (runs before map-gpu; a mapped
+kernel is returned unchanged, as is one isl cannot analyse).
+
+**Postcondition**: valid IR; the chosen loops carry ``reduce`` with one
+combining operator per body statement (``ircheck`` re-proves them).
+Semantics are unchanged up to reassociation of the marked accumulations.
+
+NOTE: this runs *before* map-gpu, not after it: whether an enclosing
+sequential loop becomes a host loop depends on its body containing a parallel
+launch, so map-gpu must already see the mark (it places a ``reduce`` loop with
+host-computable bounds as its own launch).
+
+Before::
+
+    for i in 0..n {
+      x[i] = b[i];
+      for j in 0..i {
+        x[i] -= L[i][j] * x[j];
+      }
+      x[i] = x[i] / L[i][i];
+    }
+
+After::
+
+    for i in 0..n {
+      x[i] = b[i];
+      for j in 0..i reduce(+) {
+        x[i] -= L[i][j] * x[j];
+      }
+      x[i] = x[i] / L[i][i];
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import islpy as isl
+
+from passes import accesses, deps, reductions
+from transpile import accum, ir
+
+
+def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
+    """``kernel`` with its profitable reduction loops marked ``reduce`` (see the module docstring)."""
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return kernel
+    try:
+        graph = deps.analyze(kernel)
+        found = reductions.analyze(kernel)
+    except isl.Error:
+        return kernel
+    ids = deps.loop_ids(kernel)
+    sids = {id(s.node): s.id for s in accesses.analyze(kernel)}
+    parallel = set(ids.values()) - deps.carried_loops(graph)
+    proven = {(r.loop, r.stmt): r.op for r in found}
+    chosen: dict[int, tuple[str, ...]] = {}
+
+    def ops_of(loop: ir.For) -> tuple[str, ...] | None:
+        """The operators if ``loop`` may be marked at all, else None."""
+        if loop.step not in (1, -1) or not loop.body or loop.reduce:
+            return None
+        ops = []
+        for s in loop.body:
+            op = proven.get((ids[id(loop)], sids.get(id(s), "")))
+            if op is None:
+                return None
+            a = accum.accumulation(s)
+            assert a is not None and a.op == op, f"proven reduction is not an accumulation: {s!r}"
+            if not reassociate and not accum.exact(op, a.target.ty):
+                return None
+            ops.append(op)
+        return tuple(ops)
+
+    def is_parallel(lp: ir.For) -> bool:
+        return ids[id(lp)] in parallel
+
+    def visit(body: tuple[ir.Stmt, ...], path: tuple[ir.Stmt, ...]) -> None:
+        for s in body:
+            if isinstance(s, ir.For):
+                rows = _row_reductions(s, path, is_parallel, ops_of)
+                if rows:
+                    chosen.update(rows)
+                    continue
+                ops = ops_of(s)
+                if ops is not None and _lone(path, is_parallel):
+                    chosen[id(s)] = ops
+                    continue
+                visit(s.body, path + (s,))
+            elif isinstance(s, ir.If):
+                visit(s.then, path + (s,))
+                visit(s.orelse, path + (s,))
+
+    visit(kernel.body, ())
+    if not chosen:
+        return kernel
+    return dataclasses.replace(kernel, body=_mark(kernel.body, chosen))
+
+
+def _lone(path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool]) -> bool:
+    """Rule (a): at most one enclosing statement, a sequential loop (``path``: outermost first)."""
+    return len(path) == 0 or (len(path) == 1 and isinstance(path[0], ir.For) and not is_parallel(path[0]))
+
+
+def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool],
+                    ops_of: Callable[[ir.For], tuple[str, ...] | None]) -> dict[int, tuple[str, ...]]:
+    """Rule (b) for the parallel loop ``par``: its reduction loops to mark, or {}."""
+    if not is_parallel(par) or not all(isinstance(p, ir.For) and not is_parallel(p) for p in path):
+        return {}
+    written = {n.target.name for n in ir.walk(par) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+    written |= {n.name for n in ir.walk(par) if isinstance(n, ir.Decl)}
+    out: dict[int, tuple[str, ...]] = {}
+    for s in par.body:
+        if not isinstance(s, ir.For):
+            if any(isinstance(n, ir.For) for n in ir.walk(s)):
+                return {}
+            continue
+        ops = ops_of(s)
+        if ops is None or not _uncoalesced_rows(s, par.var):
+            return {}
+        terms = [accum.accumulation(c).term for c in s.body]  # type: ignore[union-attr]
+        if any(isinstance(n, ir.Var) and n.name in written for e in (s.lo, s.hi, *terms) for n in ir.walk(e)):
+            return {}
+        out[id(s)] = ops
+    return out
+
+
+def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:
+    """Some matrix read's last subscript uses ``loop``'s variable, none uses ``par_var``."""
+    hot = False
+    for s in loop.body:
+        a = accum.accumulation(s)
+        assert a is not None, s
+        for n in ir.walk(a.term):
+            if isinstance(n, ir.Index) and len(n.indices) >= 2:
+                last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
+                if par_var in last:
+                    return False
+                hot = hot or loop.var in last
+    return hot
+
+
+def _mark(body: tuple[ir.Stmt, ...], chosen: dict[int, tuple[str, ...]]) -> tuple[ir.Stmt, ...]:
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.For):
+            if id(s) in chosen:
+                s = dataclasses.replace(s, reduce=chosen[id(s)])
+            else:
+                s = dataclasses.replace(s, body=_mark(s.body, chosen))
+        elif isinstance(s, ir.If):
+            s = dataclasses.replace(s, then=_mark(s.then, chosen), orelse=_mark(s.orelse, chosen))
+        out.append(s)
+    return tuple(out)

@@ -1,0 +1,346 @@
+"""Tiling analysis: a block/micro-tile plan for matmul-like launches (or None).
+
+An analysis, not a transform: :func:`plan` looks at one mapped ``Launch`` and
+returns a :class:`Plan` that :mod:`transpile.cuda_tiled` renders with
+``templates/tiled_matmul.cu.j2``; ``None`` leaves the launch to the plain
+one-thread-per-iteration emission of :mod:`transpile.cuda`.
+
+**Precondition**: ``launch`` comes from ``passes.map_gpu`` (its ``par`` loops
+carry no dependence).
+
+**Shape recognised** (anything else: ``None``)::
+
+    launch {
+      for i in LO_I..HI_I par(y) {          # rectangular: bounds read no loop variable
+        for j in LO_J..HI_J par(x) {
+          X[i][j] = g(X[i][j], scalars);    # any number of these before and after the k loop
+          for k in LO_K..HI_K {             # sequential, step 1, bounds read neither i nor j
+            X[i][j] = f(X[i][j], R[..i..k..], Q[..k..j..], k, scalars);
+          }
+        }
+      }
+    }
+
+``X`` is written only there and read only as ``X[i][j]``; ``g`` reads no
+other array; ``i`` and ``j`` appear only in subscripts; every other array
+read in ``f`` (an *operand*) is a floating-point array not
+written by the launch whose subscripts use ``{i, k}`` (a *row* operand, e.g.
+``A[i][k]``, ``A[k][i]``) or ``{j, k}`` (a *column* operand, ``B[k][j]``,
+``A[j][k]``) and no array element; ``f`` has floating-point type and no
+integer division.  Then every instance ``(i, j)`` touches only ``X[i][j]``
+among written data: all instances are independent.
+
+*Triangular form*: ``for i par(x) { for j in LO_J(i)..HI_J(i) { ... } }``
+with ``LO_J``/``HI_J`` each ``invariant`` or ``i + invariant`` (the ``j``
+loop need not have been proven parallel: the argument above proves it), plus
+an optional last ``X[j][i] = X[i][j]`` (*mirror*, needs ``j >= i``) and
+statements ``X[i][i] = e`` before the ``j`` loop (*diag*, need ``j >= i + 1``).
+gemm, 2mm, 3mm, syrk, syr2k, covariance and correlation match; symm and trmm
+(``k`` bounds read ``i``), doitgen (1-D) do not.
+
+**The plan.**  A block computes a ``bm x bn`` tile of the ``(i, j)`` space
+with ``(bm/tm) x (bn/tn)`` threads; each thread owns a ``tm x tn`` micro-tile
+(rows ``ty + m*(bm/tm)``, columns ``tx + n*(bn/tn)``: strided, so a warp's
+stores and shared reads are contiguous) whose accumulators live in registers
+(unrolled loops, compile-time indices).  With ``shared``, ``k`` advances in
+steps of ``bk``: each operand's ``bk x bm`` (or ``bk x bn``) slice is loaded
+into shared memory cooperatively (the contiguous global dimension along the
+thread index, coalesced), then every thread reads its ``tm``/``tn`` values
+into registers per ``k``.  Without ``shared`` (``--no-shared``) each thread
+loads its operand values straight from global memory (plain coarsening).
+
+**Exactness.**  Every output ``X[i][j]`` is computed by one thread as the same
+sequence of the same expression ``f`` over the same ``k`` values, in the
+original increasing order: no reassociation, no change of the
+floating-point result (FMA contraction is nvcc's, as for the naive code).
+Loads outside ``[LO_I, HI_I) x [LO_K, HI_K)`` (resp. ``j``) are never issued:
+they fill zeros, which only reach outputs outside the iteration space, and
+those are never stored; the per-``k`` loop stops at ``HI_K``, so a partial
+last ``k`` tile adds nothing.
+
+**Defaults** (a simple model for f64 on sm_90): ``bm = bn = 64``,
+``tm = tn = 4`` (256 threads; 16 accumulators + 8 operands = 48 of the
+registers, ~100 with addresses, so two blocks of 256 fit the 64K-register
+file), ``bk = 16`` (two operands take 16 x 65 x 8 x 2 = 16.6 KB of shared
+memory per block; two blocks per SM fit easily, and each thread does
+``tm*tn*bk = 256`` FMAs per barrier pair).  ``bk`` halves until the operand
+tiles fit the 48 KB of static shared memory.  Each operand tile row is
+padded by one element against bank conflicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from transpile import ir
+
+#: Default output tile (rows x columns), micro-tile and ``k`` step.
+DEFAULT_TILE = (64, 64)
+DEFAULT_COARSEN = (4, 4)
+DEFAULT_BK = 16
+#: Static shared memory a block may use without an opt-in (bytes).
+SHARED_LIMIT = 48 * 1024
+MAX_THREADS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """User overrides: ``tile`` = (bm, bn), ``coarsen`` = (tm, tn), ``shared`` staging on/off.
+
+    ``enabled=False`` turns the tiled path off altogether.
+    """
+
+    tile: tuple[int, int] = DEFAULT_TILE
+    coarsen: tuple[int, int] = DEFAULT_COARSEN
+    shared: bool = True
+    enabled: bool = True
+
+    def problem(self) -> str | None:
+        """Why these options are impossible (a message), or None when they are valid."""
+        (bm, bn), (tm, tn) = self.tile, self.coarsen
+        if min(bm, bn, tm, tn) < 1:
+            return "tile and coarsening factors must be positive"
+        if tm > 16 or tn > 16 or tm * tn > 64:
+            return f"micro-tile {tm}x{tn} is too large (at most 16 per side and 64 outputs per thread)"
+        if bm % tm or bn % tn:
+            return f"tile {bm}x{bn} is not a multiple of the micro-tile {tm}x{tn}"
+        threads = (bm // tm) * (bn // tn)
+        if not 32 <= threads <= MAX_THREADS:
+            return f"tile {bm}x{bn} with micro-tile {tm}x{tn} gives {threads} threads per block (need 32..1024)"
+        if (bm + 1) * 8 > SHARED_LIMIT // 2 or (bn + 1) * 8 > SHARED_LIMIT // 2:
+            return f"tile {bm}x{bn} is too large for shared memory"
+        return None
+
+
+# Operand(index, side, k_last): an array read staged per block.  side 'row'
+# (subscripts use i and k) or 'col' (j and k); k_last: the last subscript
+# reads k, so consecutive k are contiguous in memory.
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One staged operand reference."""
+
+    index: ir.Index
+    side: str
+    k_last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How to emit one matmul-like launch (see the module docstring)."""
+
+    row: ir.For  # i, par(y)
+    col: ir.For  # j, par(x)
+    red: ir.For  # k, sequential
+    update: ir.Assign  # X[i][j] = f(...)
+    pre: tuple[ir.Assign, ...]  # X[i][j] = g(...) before the k loop
+    post: tuple[ir.Assign, ...]  # ... and after it
+    operands: tuple[Operand, ...]
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+    shared: bool
+    triangular: bool  # j's bounds read i (j was sequential); else both loops are par and rectangular
+    mirror: bool = False  # also store X[j][i] = X[i][j] at the end
+    diag: tuple[ir.Assign, ...] = ()  # X[i][i] = e before the j loop (triangular, j >= i + 1)
+
+    @property
+    def threads(self) -> tuple[int, int]:
+        """Threads per block (x, y)."""
+        return self.bn // self.tn, self.bm // self.tm
+
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory of one block (operand tiles, one padding element per row)."""
+        if not self.shared:
+            return 0
+        return sum(self.bk * ((self.bm if o.side == "row" else self.bn) + 1) * o.index.ty.bits // 8
+                   for o in self.operands)
+
+
+def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
+    """The tiling plan of ``launch``, or None when its shape is not the one recognised."""
+    opts = options or Options()
+    if not opts.enabled or opts.problem() is not None:
+        return None
+    if len(launch.body) != 1:
+        return None
+    row = launch.body[0]
+    if not (isinstance(row, ir.For) and row.par in ("x", "y") and row.step == 1 and row.body):
+        return None
+    col, diag = row.body[-1], row.body[:-1]
+    # (i par(y), j par(x)) rectangular, or (i par(x), j sequential) triangular.
+    triangular = row.par == "x"
+    if not (isinstance(col, ir.For) and col.par == (None if triangular else "x") and col.step == 1):
+        return None
+    loops = [n for n, s in enumerate(col.body) if isinstance(s, ir.For)]
+    if len(loops) != 1:
+        return None
+    red = col.body[loops[0]]
+    pre, post = col.body[:loops[0]], col.body[loops[0] + 1:]
+    if not (isinstance(red, ir.For) and red.par is None and red.step == 1 and len(red.body) == 1):
+        return None
+    update = red.body[0]
+    i, j, k = row.var, col.var, red.var
+    if len({i, j, k}) != 3 or not all(v.ty.is_int for v in (row, col, red)):
+        return None
+    # Bounds read no array and no loop variable, except that a triangular j's
+    # bounds may be i + invariant (unit coefficient: see _unit_affine).
+    for b in (row.lo, row.hi, col.lo, col.hi, red.lo, red.hi):
+        if _reads(b) or _vars(b) & {j, k} or (i in _vars(b) and not (triangular and b in (col.lo, col.hi))):
+            return None
+    if triangular and not (_unit_affine(col.lo, i) and _unit_affine(col.hi, i)):
+        return None
+    if not isinstance(update, ir.Assign) or not isinstance(update.target, ir.Index):
+        return None
+    target = update.target
+    if len(target.indices) != 2 or not target.ty.is_float:
+        return None
+    if not (_is_var(target.indices[0], i) and _is_var(target.indices[1], j)):
+        return None
+    operands = _operands(update.value, target, i, j, k)
+    if operands is None or not operands or not update.value.ty.is_float:
+        return None
+    if not all(loop.ty.is_signed for loop in (row, col, red)):
+        return None  # bounds are compared in long long
+    # i and j may appear only inside operand subscripts and the target: the
+    # micro-tile evaluates f for out-of-range rows too (discarded), which must
+    # not compute with out-of-range loop variables.
+    rest = _strip(update.value, {o.index for o in operands} | {target})
+    if _vars(rest) & {i, j}:
+        return None
+    # A last ``X[j][i] = X[i][j]`` (covariance's mirror store) is legal when
+    # j >= i throughout: it writes only the strict lower triangle (or the
+    # element itself), which no instance reads or writes otherwise.
+    mirror = bool(post) and post[-1] == ir.Assign(ir.Index(target.array, target.indices[::-1], target.ty), target)
+    if mirror:
+        if not (triangular and _at_least(col.lo, i)):
+            return None
+        post = post[:-1]
+    # Statements before the j loop (correlation's ``X[i][i] = 1.0``) must write
+    # only the diagonal, which j >= i + 1 keeps every instance away from, and
+    # read no array: then their order relative to the j loop does not matter.
+    for s in diag:
+        if not (triangular and _at_least(col.lo, i, strict=True) and isinstance(s, ir.Assign)
+                and s.target == ir.Index(target.array, (target.indices[0],) * 2, target.ty)
+                and not _reads(s.value) and not _vars(s.value) & {j, k}):
+            return None
+    for s in pre + post:
+        if not (isinstance(s, ir.Assign) and s.target == target and s.value.ty == target.ty):
+            return None
+        if any(isinstance(n, ir.Index) and n != target for n in ir.walk(s.value)):
+            return None
+        if _vars(_strip(s.value, {target})) & {i, j, k}:
+            return None
+    (bm, bn), (tm, tn) = opts.tile, opts.coarsen
+    bk = DEFAULT_BK
+    p = Plan(row, col, red, update, pre, post, operands, bm, bn, bk, tm, tn, opts.shared,  # type: ignore[arg-type]
+             triangular, mirror, diag)  # type: ignore[arg-type]
+    while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
+        p = dataclasses.replace(p, bk=p.bk // 2)
+    return p if p.shared_bytes <= SHARED_LIMIT else None
+
+
+def _operands(value: ir.Expr, target: ir.Index, i: str, j: str, k: str) -> tuple[Operand, ...] | None:
+    """The operand references of ``value`` (deduplicated, in first-use order), or None if one does not fit."""
+    out: list[Operand] = []
+    for n in ir.walk(value):
+        if isinstance(n, ir.Binary) and n.op in ("/", "%") and n.ty.is_int:
+            return None  # would divide by the zero fill of an out-of-range element
+        if not isinstance(n, ir.Index):
+            continue
+        if n.array == target.array:
+            if n != target:
+                return None  # another element of the output: a dependence we do not model
+            continue
+        if not n.ty.is_float or any(_reads(x) for x in n.indices):
+            return None
+        used = set().union(*(_vars(x) for x in n.indices)) & {i, j, k}
+        if used == {i, k}:
+            side = "row"
+        elif used == {j, k}:
+            side = "col"
+        else:
+            return None
+        op = Operand(n, side, k in _vars(n.indices[-1]))
+        if op not in out:
+            out.append(op)
+    return tuple(out)
+
+
+def substitute(e: ir.Expr, table: Mapping[ir.Index, ir.Expr]) -> ir.Expr:
+    """``e`` with every array reference found in ``table`` replaced by its entry."""
+    return _Subst(table).transform(e)
+
+
+class _Subst(ir.Transformer):
+    def __init__(self, table: Mapping[ir.Index, ir.Expr]) -> None:
+        self.table = table
+
+    def visit_Index(self, e: ir.Index) -> ir.Expr:
+        return self.table.get(e, e)
+
+
+def _unit_affine(e: ir.Expr, i: str) -> bool:
+    """``e`` is ``invariant`` or ``i + invariant`` (``i - invariant``, widening casts).
+
+    With coefficients 0 or 1 in ``i`` for both bounds of ``j``, the rows with a
+    non-empty ``j`` range form an interval and the union of their ``j`` ranges
+    over consecutive rows is one interval (each end moves by at most one per
+    row), so a block's column range is ``[min lo, max hi)`` over its rows.
+    """
+    if i not in _vars(e):
+        return True
+    if isinstance(e, ir.Var):
+        return True
+    if isinstance(e, ir.Cast):
+        return e.ty.is_int and e.operand.ty.is_int and e.ty.bits >= e.operand.ty.bits \
+            and (e.ty.is_signed or not e.operand.ty.is_signed) and _unit_affine(e.operand, i)
+    if isinstance(e, ir.Binary) and e.op == "+":
+        return (i not in _vars(e.lhs) and _unit_affine(e.rhs, i)) or (i not in _vars(e.rhs) and _unit_affine(e.lhs, i))
+    if isinstance(e, ir.Binary) and e.op == "-":
+        return i not in _vars(e.rhs) and _unit_affine(e.lhs, i)
+    return False
+
+
+def _at_least(lo: ir.Expr, i: str, *, strict: bool = False) -> bool:
+    """``lo`` is ``i`` or ``i + c`` with a constant ``c >= 0`` (``> 0`` if ``strict``): ``j >= lo`` implies ``j >= i``."""
+    if isinstance(lo, ir.Var):
+        return lo.name == i and not strict
+    if isinstance(lo, ir.Binary) and lo.op == "+":
+        for a, b in ((lo.lhs, lo.rhs), (lo.rhs, lo.lhs)):
+            if isinstance(a, ir.Var) and a.name == i and isinstance(b, ir.Const) and b.value >= int(strict):
+                return True
+    return False
+
+
+def substitute_var(e: ir.Expr, name: str, by: ir.Expr) -> ir.Expr:
+    """``e`` with the variable ``name`` replaced by ``by``."""
+    return _SubstVar(name, by).transform(e)
+
+
+class _SubstVar(ir.Transformer):
+    def __init__(self, name: str, by: ir.Expr) -> None:
+        self.name, self.by = name, by
+
+    def visit_Var(self, e: ir.Var) -> ir.Expr:
+        return self.by if e.name == self.name else e
+
+
+def _strip(e: ir.Expr, refs: set[ir.Index]) -> ir.Expr:
+    return substitute(e, {r: ir.Const(0.0, r.ty) for r in refs})
+
+
+def _vars(e: ir.Node) -> set[str]:
+    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
+
+
+def _reads(e: ir.Node) -> bool:
+    return any(isinstance(n, ir.Index) for n in ir.walk(e))
+
+
+def _is_var(e: ir.Expr, name: str) -> bool:
+    return isinstance(e, ir.Var) and e.name == name

@@ -1,0 +1,270 @@
+"""CUDA for parallel reductions: launches built around loops marked ``reduce`` (``passes.reduce_gpu``).
+
+Two launch shapes (docs/parallelism.md, "Reductions"):
+
+* ``block``: the launch is one ``reduce`` loop (``Launch { for j reduce(+) { s += e; } }``):
+  one block of 256 threads.  The loop runs in chunks of 256 iterations: each
+  thread evaluates one term into shared memory (the expensive, memory-bound
+  part, coalesced where the terms are), then thread 0 folds the chunk into
+  the accumulator *in program order*, so the result is bit-identical to the
+  sequential loop.  (A tree would be faster still, but these loops sit in
+  host loops whose recurrences amplify rounding, durbin's by ~1e3: an exact
+  fold keeps them within the verifier's tolerance.)  Device scalars the launch
+  writes are stored back by thread 0 only.
+* ``rows``: the launch is one ``par(x)`` loop whose body holds ``reduce``
+  loops at its top level (``for i par(x) { t[i] = 0; for j reduce(+) {...} }``):
+  one *warp* per iteration of the ``par`` loop (8 warps a block, a
+  grid-stride loop over warps).  The lanes take every 32nd iteration of each
+  reduction (consecutive lanes read consecutive elements of a row:
+  coalesced), combine with ``__shfl_down_sync`` (16, 8, 4, 2, 1) and lane 0
+  applies the total; the body's other statements run on lane 0, with
+  ``__syncwarp()`` before and after each reduction.  (One block per row
+  would work too, but the verifier's inter-block race audit snapshots memory
+  after every block, which costs rows x memory.)
+
+The warp tree has a fixed shape, so results are deterministic.  Any other position of a ``reduce`` loop is emitted as a sequential
+loop (the mark permits reassociation, it does not require it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from transpile import accum, ir
+from transpile.cuda import (
+    BARRIER,
+    BLOCK_IDX,
+    GLOBAL,
+    GRID_CAPS,
+    GRID_DIM,
+    GRID_FN,
+    INDEX_TYPE,
+    LAUNCH_BOUNDS,
+    SMEM_PREFIX,
+    THREAD_IDX,
+    UINDEX_TYPE,
+    ExprPrinter,
+    Namer,
+    StmtPrinter,
+    ctype,
+    literal,
+)
+
+#: Threads per block of a reduction launch by shape (powers of two: the tree halves them).
+THREADS = {"block": 256, "rows": 256}
+WARP = 32
+FULL_MASK = ir.Const(0xFFFFFFFF, ir.U32)
+SYNCWARP = "__syncwarp();"
+SHFL_DOWN = "__shfl_down_sync"
+
+
+def shape(launch: ir.Launch) -> str | None:
+    """``'block'``, ``'rows'`` or None (not a reduction launch) for ``launch``."""
+    if len(launch.body) != 1 or not isinstance(launch.body[0], ir.For):
+        return None
+    f = launch.body[0]
+    if f.reduce and f.par is None:
+        return "block"
+    if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
+        return None
+    # Thread 0 owns the scalars the body writes: no reduction may read one.
+    written = {n.target.name for n in ir.walk(f) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+    written |= {n.name for n in ir.walk(f) if isinstance(n, ir.Decl)}
+    for c in f.body:
+        if isinstance(c, ir.For) and c.reduce:
+            terms = [a.term for a in _accumulations(c)]
+            if any(isinstance(n, ir.Var) and n.name in written for e in (c.lo, c.hi, *terms) for n in ir.walk(e)):
+                return None
+    return "rows"
+
+
+def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: list[str], stores: list[str],
+           config: dict[str, object]) -> tuple[str, list[str], dict[str, object]]:
+    """(qualifiers, body lines, host launch config) of reduction launch ``lp`` of shape ``kind``.
+
+    ``config``: the host configuration of the launch's par chain (trip counts, guard).
+    """
+    threads = THREADS[kind]
+    printer = _ReducePrinter(expr, namer, threads)
+    (loop,) = lp.body
+    assert isinstance(loop, ir.For), loop
+    if kind == "block":
+        printer._reduce(loop)
+    else:
+        printer._rows(loop)
+    body = printer.lines
+    if stores:  # only thread 0 holds the final value of a device scalar
+        body = body + [f"  if ({THREAD_IDX}.x == 0) {{", *("  " + s for s in stores), "  }"]
+    config = dict(config)
+    if kind == "rows":
+        trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
+        assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
+        config["grid"] = [f"{GRID_FN}({trips[0]['name']}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
+    config["block"] = [f"{threads}u", "1u", "1u"]
+    quals = f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"
+    return quals, printer.shared + loads + body, config
+
+
+def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
+    out = []
+    for s in loop.body:
+        a = accum.accumulation(s)
+        assert a is not None, f"reduce loop body is not accumulations: {s!r}"
+        out.append(a)
+    return out
+
+
+class _ReducePrinter(StmtPrinter):
+    """Renders a reduction launch's body; ``shared`` collects its ``__shared__`` buffers."""
+
+    def __init__(self, expr: ExprPrinter, namer: Namer, threads: int) -> None:
+        super().__init__(expr, namer)
+        self.threads = threads
+        self.shared: list[str] = []
+        self.tid = ""
+
+    def _tid(self) -> ir.Var:
+        if not self.tid:
+            self.tid = self.namer.fresh("tid")
+            self.shared.append(f"  const int {self.tid} = (int){THREAD_IDX}.x;")
+        return ir.Var(self.tid, ir.I32)
+
+    def visit_For(self, s: ir.For) -> None:
+        # Only the launch's own loop (see launch()) is parallel; a reduce loop
+        # anywhere else (on lane 0, nested) runs sequentially.
+        assert s.par is None, f"par loop inside a reduction launch: {s!r}"
+        super().visit_For(s)
+
+    def _rows(self, s: ir.For) -> None:
+        """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0."""
+        lane = ir.Var(self.namer.fresh("lane"), ir.I32)
+        warp = self.namer.fresh("warp")
+        self.shared.append(f"  const int {lane.name} = (int){THREAD_IDX}.x % {WARP};")
+        self.shared.append(f"  const int {warp} = (int){THREAD_IDX}.x / {WARP};")
+        warps = self.threads // WARP
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
+        v = self.expr.ident(s.var)
+        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
+        hi = self.bound(s.hi, f"{s.var}_hi")
+        start = f"({counter_t}){BLOCK_IDX}.x * {warps} + {warp}"
+        if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
+            start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
+        stride = f"({counter_t}){GRID_DIM}.x * {warps}"
+        self.line(f"for ({counter_t} {counter} = {start}; {counter} < {hi}; {counter} += {stride}) {{")
+        self.depth += 1
+        if counter != v:
+            self.line(f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
+        group: list[ir.Stmt] = []
+        for c in (*s.body, None):
+            if c is None or (isinstance(c, ir.For) and c.reduce):
+                self._on_lane0(group, lane)
+                group = []
+                if c is not None:
+                    self._warp_reduce(c, lane)  # type: ignore[arg-type]
+            else:
+                group.append(c)
+        self.depth -= 1
+        self.line("}")
+
+    def _on_lane0(self, stmts: Iterable[ir.Stmt], lane: ir.Var) -> None:
+        """``stmts`` on lane 0; declarations stay outside the guard (their scope is the row)."""
+        stmts = list(stmts)
+        if not stmts:
+            return
+        inner: list[ir.Stmt] = []
+        for c in stmts:
+            if isinstance(c, ir.Decl):
+                self.line(f"{ctype(c.ty)} {self.expr.ident(c.name)};")
+                if c.init is not None:
+                    inner.append(ir.Assign(ir.Var(c.name, c.ty), c.init))
+            else:
+                inner.append(c)
+        if inner:
+            self.line(f"if ({self.expr(lane)} == 0) {{")
+            self.block(inner)
+            self.line("}")
+
+    def _partials(self, s: ir.For, start: str, stride: str) -> list[tuple[accum.Accumulation, str, ir.Var]]:
+        """Per-thread partials of ``s`` over iterations ``start, start + stride, ...`` of [lo, hi)."""
+        parts = []
+        for op, a in zip(s.reduce, _accumulations(s)):
+            ty = a.target.ty
+            p = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
+            self.line(f"{ctype(ty)} {p.name} = {literal(accum.identity(op, ty), ty)[0]};")
+            parts.append((a, op, p))
+        # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
+        v = self.expr.ident(s.var)
+        counter = self.namer.fresh(f"{s.var}_t")
+        hi = self.bound(s.hi, f"{s.var}_hi")
+        first = f"({counter_t}){start}"
+        if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
+            first = f"{self.expr.cast_to(s.lo, counter_t)} + {first}"
+        self.line(f"for ({counter_t} {counter} = {first}; {counter} < {hi}; {counter} += {stride}) {{")
+        self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
+        self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
+        self.line("}")
+        return parts
+
+    def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
+        """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
+        if not self.lines or self.lines[-1].strip() != SYNCWARP:
+            self.line(SYNCWARP)  # lane 0's earlier writes become visible to every term
+        parts = self._partials(s, lane.name, str(WARP))
+        off = ir.Var(self.namer.fresh("off"), ir.I32)
+        self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
+        self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
+                    for a, op, p in parts])
+        self.line("}")
+        self.line(f"if ({self.expr(lane)} == 0) {{")
+        self.block([accum.apply(a, p) for a, _op, p in parts])
+        self.line("}")
+        self.line(SYNCWARP)
+
+    def _reduce(self, s: ir.For) -> None:
+        """One block reduces ``s`` in program order: chunks of terms in parallel, folded by thread 0."""
+        tid = self._tid()
+        accs = list(zip(s.reduce, _accumulations(s)))
+        bufs = []
+        for _op, a in accs:
+            buf = self.namer.fresh(f"{a.name}_terms")
+            self.shared.append(f"  {SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads}];")
+            bufs.append(buf)
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
+        lo = self.bound(s.lo, f"{s.var}_lo")
+        hi = self.bound(s.hi, f"{s.var}_hi")
+        base, t, v = self.namer.fresh(f"{s.var}_base"), self.namer.fresh(f"{s.var}_t"), self.expr.ident(s.var)
+        # Iteration t (0, 1, ...) of the loop is lo + t counting up, hi - 1 - t counting down.
+        trips = self.namer.fresh(f"{s.var}_trips")
+        zero = isinstance(s.lo, ir.Const) and s.lo.value == 0
+        if zero:
+            self.line(f"const {counter_t} {trips} = {hi} > 0 ? ({counter_t}){hi} : 0;")
+        else:
+            self.line(f"const {counter_t} {trips} = {hi} > {lo} ? ({counter_t}){hi} - ({counter_t}){lo} : 0;")
+        self.line(f"for ({counter_t} {base} = 0; {base} < {trips}; {base} += {self.threads}) {{")
+        self.depth += 1
+        self.line(BARRIER)  # earlier writes (thread 0's fold, the statements before) are visible
+        self.line(f"const {counter_t} {t} = {base} + {self.expr(tid)};")
+        self.line(f"if ({t} < {trips}) {{")
+        value = (t if zero else f"({counter_t}){lo} + {t}") if s.step > 0 else f"({counter_t}){hi} - 1 - {t}"
+        self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)})({value});")
+        self.depth += 1
+        for (_op, a), buf in zip(accs, bufs):
+            self.line(f"{buf}[{self.expr(tid)}] = {self.expr(a.term)};")
+        self.depth -= 1
+        self.line("}")
+        self.line(BARRIER)
+        q = ir.Var(self.namer.fresh("q"), ir.I32)
+        self.line(f"if ({self.expr(tid)} == 0) {{")
+        self.line(f"  const int {q.name}_n = {trips} - {base} < {self.threads} ? (int)({trips} - {base}) : "
+                  f"{self.threads};")
+        self.line(f"  for (int {q.name} = 0; {q.name} < {q.name}_n; ++{q.name}) {{")
+        self.depth += 2
+        for (_op, a), buf in zip(accs, bufs):
+            self.visit(accum.apply(a, ir.Index(buf, (q,), a.target.ty)))
+        self.depth -= 2
+        self.line("  }")
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self.line(BARRIER)

@@ -1,0 +1,161 @@
+"""CUDA for a tiled matmul-like launch: renders a :class:`passes.tile.Plan`.
+
+:func:`launch` is called by :meth:`transpile.cuda._KernelEmitter.launch` when
+:func:`passes.tile.plan` finds a plan; it returns the ``__global__``
+function's qualifiers and body lines (rendered by
+``templates/tiled_matmul.cu.j2``) and the host launch configuration (grid of
+``bm x bn`` tiles, capped and covered by grid-stride loops over tiles; block
+of ``(bn/tn, bm/tm)`` threads).  The design and the exactness argument are in
+``passes/tile.py`` and ``docs/tiling.md``.
+
+Python prepares every expression (the user's subscripts and the update ``f``
+through the module's :class:`~transpile.cuda.ExprPrinter`); the template only
+places them.  The loop variables ``i``, ``j``, ``k`` are redeclared as locals
+of their C types wherever a user expression is printed, so the user's index
+expressions are printed unchanged.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import jinja2
+
+from passes.tile import Plan, substitute, substitute_var
+from transpile import cuda as cu
+from transpile import ir
+from transpile.resources import data_dir
+
+TEMPLATE = "tiled_matmul.cu.j2"
+#: CUDA spellings used by the template.
+CUDA = {"tid_x": "threadIdx.x", "tid_y": "threadIdx.y", "bid_x": "blockIdx.x", "bid_y": "blockIdx.y",
+        "grid_x": "gridDim.x", "grid_y": "gridDim.y", "barrier": "__syncthreads();"}
+PRAGMA_UNROLL = "#pragma unroll"
+
+
+def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], config: dict[str, object]
+           ) -> tuple[str, list[str], dict[str, object]]:
+    """``(qualifiers, body lines, launch config)`` of the tiled kernel.
+
+    ``expr`` is the kernel's expression printer (extents, renames), ``namer``
+    the launch's :class:`~transpile.cuda.Namer`, ``loads`` the device-scalar
+    loads that open the body, ``config`` the plain launch configuration (trip
+    counts and guard), whose grid and block are replaced.
+    """
+    printer = cu.StmtPrinter(expr, namer, depth=0)
+    p = expr
+    fresh = namer.fresh
+    names = {b: fresh(b) for b in (
+        "tx", "ty", "tid", "ib", "jb", "acc", "m", "n", "gi", "gj", "kb", "t", "r", "kk", "gr", "gk", "kn", "q",
+        "jmin", "jmax", "rlo", "rhi", "l", "h")}
+    for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
+        names[f"{key}_lo"] = fresh(f"{loop.var}_lo")
+        names[f"{key}_hi"] = fresh(f"{loop.var}_hi")
+    bounds = []
+    for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
+        if key == "j" and plan.triangular:
+            continue  # j's bounds read i: evaluated per row (row_j_lo, row_j_hi)
+        bounds.append({"name": names[f"{key}_lo"], "expr": p.cast_to(loop.lo, "long long")})
+        bounds.append({"name": names[f"{key}_hi"], "expr": p.cast_to(loop.hi, "long long")})
+    nx, ny = plan.threads
+    m_ = names["m"]
+    names["in_ij"] = f"{names['gj']} >= {names['rlo']}[{m_}] && {names['gj']} < {names['rhi']}[{m_}]"
+
+    def j_bound(bound: ir.Expr, g: str) -> str:
+        """``bound`` (j's lo or hi) for row ``i = g`` (a long long in range), as long long."""
+        i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
+        return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
+
+    row_j_lo = {g: j_bound(plan.col.lo, names[g]) for g in ("gi", "gr")}
+    row_j_hi = {g: j_bound(plan.col.hi, names[g]) for g in ("gi", "gr")}
+
+    def decl(loop: ir.For, value: str) -> str:
+        t = cu.ctype(loop.ty)
+        return f"const {t} {p.ident(loop.var)} = ({t}){value};"
+
+    i_decl, j_decl = decl(plan.row, names["gi"]), decl(plan.col, names["gj"])
+    operands, table = [], {}
+    for n, o in enumerate(plan.operands):
+        row = o.side == "row"
+        loop = plan.row if row else plan.col
+        width = plan.bm if row else plan.bn
+        reg = fresh(f"r{o.index.array}{n}")
+        smem = fresh(f"s{o.index.array}{n}")
+        count = plan.tm if row else plan.tn
+        lane, stride = (names["ty"], ny) if row else (names["tx"], nx)
+        table[o.index] = ir.Var(f"{reg}[{names['m' if row else 'n']}]", o.index.ty)
+        in_rows = (f"{names['gr']} < {names['i_hi']} && {row_j_lo['gr']} < {row_j_hi['gr']}" if row
+                   else f"{names['gr']} < {names['jmax']}")
+        t = names["t"]
+        operands.append({
+            "ctype": cu.ctype(o.index.ty), "smem": smem, "reg": reg, "count": count,
+            "width_padded": width + 1, "elems": plan.bk * width,
+            # The contiguous global dimension runs along the thread index: coalesced loads.
+            "r_of_t": f"{t} / {plan.bk}" if o.k_last else f"{t} % {width}",
+            "kk_of_t": f"{t} % {plan.bk}" if o.k_last else f"{t} / {width}",
+            "base": names["ib" if row else "jb"], "lane": lane, "stride": stride,
+            "in_range": f"{in_rows} && {names['gk']} < {names['k_hi']}",
+            "in_rows": in_rows,
+            "decls": [decl(loop, names["gr"]), decl(plan.red, names["gk"])],
+            "decls_direct": [decl(loop, names["gr"])],
+            "load": p(o.index),
+        })
+    acc_ref = ir.Var(f"{names['acc']}[{names['m']}][{names['n']}]", plan.update.target.ty)
+    table[plan.update.target] = acc_ref  # type: ignore[index]
+    value = substitute(plan.update.value, table)
+    uses_k = any(isinstance(x, ir.Var) and x.name == plan.red.var for x in ir.walk(value))
+
+    def micro(stmts: tuple[ir.Assign, ...]) -> list[str]:
+        """``stmts`` on every accumulator of the micro-tile (unrolled loops)."""
+        if not stmts:
+            return []
+        printer.lines = []
+        printer.emit(ir.Assign(acc_ref, substitute(s.value, table)) for s in stmts)
+        m, n = names["m"], names["n"]
+        return [PRAGMA_UNROLL, f"for (int {m} = 0; {m} < {plan.tm}; ++{m}) {{", PRAGMA_UNROLL,
+                f"  for (int {n} = 0; {n} < {plan.tn}; ++{n}) {{",
+                *(f"    {line}" for line in printer.lines), "  }", "}"]
+    zero = p(ir.Const(0.0, plan.update.target.ty))
+    ctx = {
+        "shared": plan.shared, "triangular": plan.triangular, "row_j_lo": row_j_lo, "row_j_hi": row_j_hi,
+        "loads": loads, "operands": operands, "bounds": bounds, "n": names,
+        "c": {"bm": plan.bm, "bn": plan.bn, "bk": plan.bk, "tm": plan.tm, "tn": plan.tn,
+              "nx": nx, "ny": ny, "threads": nx * ny},
+        "cuda": CUDA, "acc_type": cu.ctype(plan.update.target.ty),
+        "ij_decls": [i_decl, j_decl], "target": p(plan.update.target), "zero": zero,
+        "diag": _lines(cu.StmtPrinter(expr, namer, depth=0), plan.diag),
+        "diag_decl": decl(plan.row, names["gr"]),
+        "mirror": p(ir.Index(plan.update.target.array, plan.update.target.indices[::-1],  # type: ignore[union-attr]
+                             plan.update.target.ty)) if plan.mirror else "",
+        "k_decls": [decl(plan.red, f"{names['kb']} + {names['kk']}")] if uses_k else [],
+        "k_decls_direct": [decl(plan.red, names["kb"])],
+        "update": micro((ir.Assign(plan.update.target, value),)),
+        "pre": micro(plan.pre), "post": micro(plan.post),
+    }
+    body = _environment().get_template(TEMPLATE).render(**ctx).splitlines()
+    cfg = dict(config)
+    trips = [t["name"] for t in config["trips"]]  # type: ignore[attr-defined]
+    # Chain order: row (y) then column (x).  A triangular launch has only the
+    # row loop's trip count; its column span is at most about as wide for the
+    # shapes seen (syrk: j < i + 1), and the kernel's grid-stride loop over
+    # column tiles covers the rest whatever the grid, so this only sizes the grid.
+    assert len(trips) == (1 if plan.triangular else 2), f"tiled launch with par loops {config!r}"
+    ti, tj = trips[0], trips[-1]
+    cfg["grid"] = [f"{cu.GRID_FN}({tj}, {plan.bn}u, {cu.GRID_CAPS[0]}u)",
+                   f"{cu.GRID_FN}({ti}, {plan.bm}u, {cu.GRID_CAPS[1]}u)", "1u"]
+    cfg["block"] = [f"{nx}u", f"{ny}u", "1u"]
+    qualifiers = f"{cu.GLOBAL} void {cu.LAUNCH_BOUNDS}({nx * ny})"
+    return qualifiers, body, cfg
+
+
+def _lines(printer: cu.StmtPrinter, stmts: tuple[ir.Assign, ...]) -> list[str]:
+    """``stmts`` rendered as unindented C lines."""
+    return printer.emit(stmts) if stmts else []
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
