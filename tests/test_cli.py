@@ -116,3 +116,45 @@ def test_deps_bad_input_fails_cleanly(tmp_path: Path) -> None:
     src = ROOT / "tests" / "bad" / "goto.c"
     proc = transpile("deps", str(src), "--dot", str(out))
     assert_clean_failure(proc, out)
+
+
+def test_naive_mapping_differs_and_compiles(tmp_path: Path) -> None:
+    """``--naive`` runs map-gpu alone: for gemm the output differs from the default, and nvcc takes it."""
+    import shutil
+
+    src = ROOT / "tests" / "kernels" / "gemm.c"
+    naive = transpile(str(src), "--naive", "--no-verify", "-o", "-")
+    default = transpile(str(src), "--no-verify", "-o", "-")
+    assert naive.returncode == 0 and default.returncode == 0, naive.stderr + default.stderr
+    assert naive.stdout != default.stdout
+    assert 'extern "C" cudaError_t kernel_gemm_device(' in naive.stdout
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    cu = tmp_path / "gemm_naive.cu"
+    cu.write_text(naive.stdout)
+    proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "g.cubin"), str(cu)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_report_writes_static_html(tmp_path: Path) -> None:
+    """``--report`` writes the kernels and, with nvcc, ptxas's registers per kernel."""
+    import shutil
+
+    page = tmp_path / "r.html"
+    proc = transpile(str(ROOT / "tests" / "kernels" / "gemm.c"), "--no-verify", "-o", str(tmp_path / "g.cu"),
+                     "--report", str(page))
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert "kernel_gemm_kernel0" in text and "launch site" in text and "needs a GPU" in text
+    if shutil.which("nvcc"):
+        assert "<td>kernel_gemm_kernel0</td><td>" in text
+
+
+def test_naive_runs_map_gpu_alone(tmp_path: Path) -> None:
+    """The baseline is one flag: with ``--naive`` the IR dump holds the input and map-gpu, nothing else."""
+    dump = tmp_path / "ir"
+    proc = transpile(str(ROOT / "tests" / "kernels" / "gemm.c"), "--naive", "--no-verify", "--dump-ir", str(dump),
+                     "-o", str(tmp_path / "g.cu"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in dump.iterdir()) == ["00-input.ir", "01-map-gpu.ir"]

@@ -17,6 +17,7 @@ import click
 
 from transpile import __version__
 from transpile.diagnostics import TranspileError, silence
+from transpile.llm.options import llm_options
 
 _EPILOG = """\b
 Examples:
@@ -58,7 +59,11 @@ def main() -> None:
 
 
 @main.command("compile", epilog=_EPILOG)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--from-text", "from_text", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="SPEC", help="Compile a natural-language spec through an LLM that writes the IR "
+                                   "(docs/text2cuda.md); a .ir SPEC needs no LLM.")
+@llm_options
 @click.option("-o", "--output", type=str, default=None,
               help="Output file ('-' for stdout). Default: FILE with the suffix .cu (or .ir).")
 @click.option("--emit", type=click.Choice(["cuda", "ir"]), default="cuda", show_default=True,
@@ -76,19 +81,69 @@ def main() -> None:
               help="Silence the warning with this id.")
 @click.option("--no-verify", is_flag=True,
               help="Skip verifying the generated CUDA (stages a-c, and d-f on a GPU; see 'transpile verify').")
+@click.option("--naive", is_flag=True,
+              help="The baseline mapping only: one thread per iteration of the parallel loops (map-gpu "
+                   "alone, no restructuring, tiling or reduction pass).")
+@click.option("--no-reassociate", is_flag=True,
+              help="Keep float + and * reductions in program order (no parallel reduction of them; like "
+                   "leaving out -ffast-math). Integer reductions and float min/max are exact and still run "
+                   "in parallel.")
+@click.option("--tile", "tile_shape", metavar="MxN", default=None, callback=lambda c, p, v: _pair(v, "--tile"),
+              help="Output tile of a block in matmul-like launches, rows x columns (default 64x64).")
+@click.option("--coarsen", metavar="TMxTN", default=None, callback=lambda c, p, v: _pair(v, "--coarsen"),
+              help="Outputs per thread in matmul-like launches, rows x columns (default 4x4).")
+@click.option("--no-shared", is_flag=True,
+              help="Matmul-like launches: no shared-memory staging (coarsened threads read global memory).")
+@click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
+                                   "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
+                                   "bench/gpu.py).")
 def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
-                verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool) -> None:
-    """Compile FILE (.c or .ir) to CUDA."""
+                verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
+                tile_shape: tuple[int, int] | None, coarsen: tuple[int, int] | None, no_shared: bool,
+                report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
+                **llm: object) -> None:
+    """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
+    if from_text is not None or file is None:
+        from transpile.llm.fromtext import cli_from_text
+
+        cli_from_text(file, from_text, output, emit, llm, verify=not no_verify, verify_each=verify_each,
+                      dump_ir=dump_ir, guard=_guard, write=write_atomic)
+        return
+    from passes import tile
+
+    defaults = tile.Options()
+    tiling = tile.Options(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen,
+                          shared=not no_shared, enabled=not naive)
+    problem = tiling.problem()
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen'")
     for wid in silence_ids:
         silence(wid)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
-                            not no_verify))
+                            not no_verify, naive=naive, tiling=tiling, report=report,
+                            reassociate=not no_reassociate))
+
+
+def _pair(value: str | None, option: str) -> tuple[int, int] | None:
+    """``"64x32"`` as ``(64, 32)``; a malformed value is a usage error (exit 2, no traceback)."""
+    if value is None:
+        return None
+    rows, x, cols = value.lower().partition("x")
+    if not (x and rows.strip().isdigit() and cols.strip().isdigit()):
+        raise click.BadParameter(f"expected ROWSxCOLS with positive integers, e.g. 64x64, not {value!r}",
+                                 param_hint=f"'{option}'")
+    pair = int(rows), int(cols)
+    if min(pair) < 1:
+        raise click.BadParameter(f"sizes must be positive, not {value!r}", param_hint=f"'{option}'")
+    return pair
 
 
 def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
-             verify_each: bool, verify: bool = True) -> None:
+             verify_each: bool, verify: bool = True, *, naive: bool = False,
+             tiling: object = None, report: Path | None = None, reassociate: bool = True) -> None:
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
@@ -100,11 +155,16 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     else:
         from transpile import cuda, pipeline
 
-        lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir)
-        result = cuda.emit(lowered, source=file.name)
+        lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
+                                 reassociate=reassociate)
+        result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         suffix = ".cu"
         if verify:  # our own output must pass the verifier before it is written
             _verify_output(module, lowered, result, file, function, include_dirs, defines)
+        if report is not None:
+            from transpile import static_report
+
+            write_atomic(report, static_report.render(static_report.analyse(result, file.name)))
     if output == "-":
         sys.stdout.write(result)
         return
@@ -166,10 +226,12 @@ def _guard(action: object) -> None:
 
 def _register_subcommands() -> None:
     from transpile.depscmd import deps_cmd
+    from transpile.llm.repair import repair_cmd
     from transpile.verify.cli import verify_cmd
 
     main.add_command(verify_cmd)
     main.add_command(deps_cmd)
+    main.add_command(repair_cmd)
 
 
 _register_subcommands()
