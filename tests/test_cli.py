@@ -158,3 +158,22 @@ def test_naive_runs_map_gpu_alone(tmp_path: Path) -> None:
                      "-o", str(tmp_path / "g.cu"))
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in dump.iterdir()) == ["00-input.ir", "01-map-gpu.ir"]
+
+
+def test_atomic_output_gets_the_mode_a_plain_open_would(tmp_path: Path) -> None:
+    import os
+
+    from transpile.cli import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.cu"
+        write_atomic(fresh, "x")
+        assert fresh.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+        kept = tmp_path / "kept.cu"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_atomic(kept, "new")
+        assert kept.read_text() == "new" and kept.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)

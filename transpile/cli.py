@@ -200,10 +200,22 @@ def write_atomic(dest: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        # mkstemp creates the file 0600; give it the mode a plain open() would
+        # (the existing file's, else 0666 less the umask).
+        os.chmod(tmp, _new_file_mode(dest))
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _new_file_mode(dest: Path) -> int:
+    try:
+        return dest.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _guard(action: object) -> None:
