@@ -383,6 +383,7 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
     slower = [r.kernel for r in ex if r.naive_ms and r.ms and r.ms > r.naive_ms]
     failed = sorted({r.kernel for r in rs for v in (r.checks or {}).values() if v not in ("pass", "-", "no-ref")})
     unchecked = sorted({f"{r.kernel} {lab}" for r in rs for lab, v in (r.checks or {}).items() if v == "no-ref"})
+    untimed = sorted({r.kernel for r in ex if not r.ms})
     out = [
         f"- Device: {ceil.device or '?'}; run {ceil.date or '?'}.",
         f"- Measured device-to-device copy bandwidth (read + write): {_fmt((ceil.copy_bw or 0) / 1e9 or None, '.0f')} GB/s; "
@@ -394,6 +395,8 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
         f"- Geomean speedup over gcc -O3 on one core at EXTRALARGE: {_fmt(g_cpu, '.3g', 'x') or 'n/a'}.",
         f"- Kernels with a correctness check not passed: {', '.join(failed) or 'none'}; not checked (the CPU "
         f"reference did not finish in the budget): {', '.join(unchecked) or 'none'}.",
+        f"- Not timed at EXTRALARGE (killed, failed or out of budget; their checks did not run): "
+        f"{', '.join(untimed) or 'none'}.",
     ]
     return "\n".join(out)
 
