@@ -73,6 +73,7 @@ import networkx as nx
 
 from passes import deps
 from passes.distribute import count
+from passes.interchange import plain_bounds
 from transpile import ir
 
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
@@ -165,22 +166,11 @@ def _parallel_depth(loop: ir.For, seq: int, carried: set[str]) -> int:
     depth = 0
     chain_vars: set[str] = set()
     for k, lp in enumerate(_chain(loop)):
-        if f"S{seq + k}" in carried or lp.step != 1 or not _plain_bounds(lp, chain_vars):
+        if f"S{seq + k}" in carried or lp.step != 1 or not plain_bounds(lp, chain_vars):
             break
         chain_vars.add(lp.var)
         depth += 1
     return depth
-
-
-def _plain_bounds(lp: ir.For, banned: set[str]) -> bool:
-    """Bounds without array reads, calls or division that read none of ``banned``."""
-    for bound in (lp.lo, lp.hi):
-        for x in ir.walk(bound):
-            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name in banned):
-                return False
-            if isinstance(x, ir.Binary) and x.op in ("/", "%"):
-                return False
-    return True
 
 
 def _header(lp: ir.For) -> ir.For:

@@ -95,12 +95,8 @@ def _swappable(outer: ir.For, seq: int, graph: nx.MultiDiGraph, level: int) -> b
     if len(outer.body) != 1 or not isinstance(outer.body[0], ir.For):
         return False
     inner = outer.body[0]
-    for bound in (inner.lo, inner.hi):
-        for x in ir.walk(bound):
-            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name == outer.var):
-                return False
-            if isinstance(x, ir.Binary) and x.op in ("/", "%"):
-                return False
+    if not plain_bounds(inner, {outer.var}):
+        return False
     outer_id, inner_id = f"S{seq}", f"S{seq + 1}"
     carried_by_outer = False
     for _, _, d in graph.edges(data=True):
@@ -162,17 +158,21 @@ def _chains(body: tuple[ir.Stmt, ...], path: list[int], counter: list[int],
             k += 1
         chain = chain[:k]
         names = {lp.var for lp in chain}
-        if len(chain) >= 2 and all(_rectangular(lp, names) for lp in chain):
+        if len(chain) >= 2 and all(plain_bounds(lp, names) for lp in chain):
             yield path + [n], seq, chain
         counter[0] += 1
         yield from _chains(s.body, path + [n], counter, carried)
 
 
-def _rectangular(lp: ir.For, names: set[str]) -> bool:
-    """Bounds with no array reads, calls or division and none of the chain's variables."""
+def plain_bounds(lp: ir.For, banned: set[str]) -> bool:
+    """Bounds without array reads, calls or division (side-effect and fault free) that read none of ``banned``.
+
+    With ``banned`` the variables of the enclosing loops being reordered, the
+    loop's bounds are rectangular with respect to them (interchange, fuse).
+    """
     for bound in (lp.lo, lp.hi):
         for x in ir.walk(bound):
-            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name in names):
+            if isinstance(x, (ir.Index, ir.Call)) or (isinstance(x, ir.Var) and x.name in banned):
                 return False
             if isinstance(x, ir.Binary) and x.op in ("/", "%"):
                 return False

@@ -13,6 +13,8 @@ sequentially); it needs no pytest, so ``tests/fuzz_passes.py`` runs it alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -135,11 +137,13 @@ def close(a: dict[str, np.ndarray], b: dict[str, np.ndarray], rtol: float = 1e-1
     return True
 
 
-def check_case(k: ir.Kernel, n: int, seed: int) -> None:
-    """One differential case: shuffled mapped IR (3 orders) == sequential original."""
+def check_case(k: ir.Kernel, n: int, seed: int, lower: Callable[[ir.Kernel], ir.Module] = lower) -> None:
+    """One differential case: ``lower(k)`` (default: the whole pipeline), run shuffled in 3
+    orders, equals the sequential original."""
     module = ir.Module((), (k,))
     ircheck.check(module)
     mapped = lower(k)
+    ircheck.check(mapped)
     args = affine_args(k, n, seed)
     want = interp.run(module, k.name, args)
     # Loops marked reduce are reassociated in shuffled mode: equal to 1e-10

@@ -22,7 +22,7 @@ from tests.test_map_gpu import (
     sc,
     v,
 )
-from transpile import interp, ir, ircheck
+from transpile import ir
 from transpile.ir import F64
 
 
@@ -83,12 +83,7 @@ def test_preserves_semantics(module: ir.Module) -> None:
 def test_affine_nests_distributed_and_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
     # Random affine nests (triangular bounds, negative steps) split by distribute, then
     # map-gpu's par marks on the pieces checked by the shuffled interpreter.
-    mapped = ir.Module((), (map_gpu.run(distribute.run(k)),))
-    ircheck.check(mapped)
-    args = affine_nests.affine_args(k, n, seed)
-    want = interp.run(ir.Module((), (k,)), k.name, args)
-    for shuffle in range(2):
-        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)
+    affine_nests.check_case(k, n, seed, lower=lambda k: ir.Module((), (map_gpu.run(distribute.run(k)),)))
 
 
 def test_needless_splits_are_fused_back_by_the_pipeline() -> None:

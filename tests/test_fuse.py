@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from passes import REGISTRY, distribute, fuse, interchange, map_gpu
 from tests import affine_nests, polybench, strategies
 from tests.test_map_gpu import assert_preserves_semantics, jacobi_1d
-from transpile import cfront, interp, ir, ircheck, pipeline, text
+from transpile import cfront, ir, pipeline, text
 
 
 def _k(body: str, params: str = "i32 n, inout f64 A[n], inout f64 B[n], in f64 x[n]") -> ir.Kernel:
@@ -133,10 +133,4 @@ def test_preserves_semantics(module: ir.Module) -> None:
 def test_affine_nests_fused_and_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
     # distribute -> fuse (no interchange: fusion on distribution's own output), then
     # map-gpu marks par loops and the shuffled interpreter checks every mark.
-    fused = fuse.run(distribute.run(k))
-    mapped = ir.Module((), (map_gpu.run(fused),))
-    ircheck.check(mapped)
-    args = affine_nests.affine_args(k, n, seed)
-    want = interp.run(ir.Module((), (k,)), k.name, args)
-    for shuffle in range(2):
-        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)
+    affine_nests.check_case(k, n, seed, lower=lambda k: ir.Module((), (map_gpu.run(fuse.run(distribute.run(k))),)))

@@ -23,7 +23,7 @@ from tests.test_map_gpu import (
     sc,
     triangular,
 )
-from transpile import interp, ir, ircheck, text
+from transpile import ir, text
 
 
 def _vars(s: ir.Stmt) -> list[str]:
@@ -122,12 +122,7 @@ def test_sequential_loop_between_blocks_permutation() -> None:
 def test_affine_nests_interchanged_and_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
     # interchange (swaps and coalescing permutation) after distribution, then map-gpu's par
     # marks checked by the shuffled interpreter.
-    mapped = ir.Module((), (map_gpu.run(interchange.run(distribute.run(k))),))
-    ircheck.check(mapped)
-    args = affine_nests.affine_args(k, n, seed)
-    want = interp.run(ir.Module((), (k,)), k.name, args)
-    for shuffle in range(2):
-        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)
+    affine_nests.check_case(k, n, seed, lower=lambda k: ir.Module((), (map_gpu.run(interchange.run(distribute.run(k))),)))
 
 
 @st.composite
@@ -164,9 +159,4 @@ def _parallel_nests(draw: st.DrawFn) -> ir.Kernel:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_parallel_nests(), st.integers(1, 2), st.integers(0, 2**16))
 def test_coalescing_permutation_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
-    mapped = ir.Module((), (map_gpu.run(interchange.run(k)),))
-    ircheck.check(mapped)
-    args = affine_nests.affine_args(k, n, seed)
-    want = interp.run(ir.Module((), (k,)), k.name, args)
-    for shuffle in range(2):
-        assert affine_nests.same(interp.run(mapped, k.name, args, shuffle=seed + shuffle), want)
+    affine_nests.check_case(k, n, seed, lower=lambda k: ir.Module((), (map_gpu.run(interchange.run(k)),)))

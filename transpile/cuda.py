@@ -760,7 +760,8 @@ def _func(f: ir.Func) -> dict[str, object]:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The jinja2 environment of ``templates/`` (shared by every emitter)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -781,4 +782,4 @@ def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None) 
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
     kernels = [_KernelEmitter(k, module_names | generated, tiling).context() for k in module.kernels]
     funcs = [_func(f) for f in module.funcs]
-    return _environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)
+    return environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)

@@ -17,14 +17,9 @@ expressions are printed unchanged.
 
 from __future__ import annotations
 
-from functools import cache
-
-import jinja2
-
 from passes.tile import Plan, substitute, substitute_var
 from transpile import cuda as cu
 from transpile import ir
-from transpile.resources import data_dir
 
 TEMPLATE = "tiled_matmul.cu.j2"
 #: CUDA spellings used by the template.
@@ -132,7 +127,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         "update": micro((ir.Assign(plan.update.target, value),)),
         "pre": micro(plan.pre), "post": micro(plan.post),
     }
-    body = _environment().get_template(TEMPLATE).render(**ctx).splitlines()
+    body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
     cfg = dict(config)
     trips = [t["name"] for t in config["trips"]]  # type: ignore[attr-defined]
     # Chain order: row (y) then column (x).  A triangular launch has only the
@@ -153,9 +148,3 @@ def _lines(printer: cu.StmtPrinter, stmts: tuple[ir.Assign, ...]) -> list[str]:
     return printer.emit(stmts) if stmts else []
 
 
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True, autoescape=False)

@@ -44,13 +44,18 @@ def fenced_blocks(answer: str) -> list[tuple[str, str]]:
     return out
 
 
-def extract_ir(answer: str) -> str | None:
-    """The program in ``answer``: a fenced ``ir`` block, else the first fenced block; None without one."""
+def tagged_block(answer: str, tags: tuple[str, ...]) -> str | None:
+    """The first fenced block of ``answer`` tagged one of ``tags``, else the first fenced block; None without one."""
     blocks = fenced_blocks(answer)
     for tag, body in blocks:
-        if tag in _IR_TAGS:
+        if tag in tags:
             return body
     return blocks[0][1] if blocks else None
+
+
+def extract_ir(answer: str) -> str | None:
+    """The program in ``answer``: a fenced ``ir`` block, else the first fenced block; None without one."""
+    return tagged_block(answer, _IR_TAGS)
 
 
 def check_ir(source: str, filename: str) -> ir.Module:

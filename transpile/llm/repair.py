@@ -20,7 +20,7 @@ import click
 
 from transpile.diagnostics import TranspileError
 from transpile.llm.client import LLMClient, LLMConfig, LLMError
-from transpile.llm.generate import fenced_blocks
+from transpile.llm.generate import tagged_block
 from transpile.llm.options import config, llm_options
 
 REPAIR_TASK = ("You repair CUDA source files. Each file must define an extern \"C\" host function that is a "
@@ -32,11 +32,7 @@ MAX_CU_CHARS = 200_000
 
 def extract_cuda(answer: str) -> str | None:
     """The ``.cu`` text in an answer: a fenced block tagged cuda/c++/..., else the first fenced block."""
-    blocks = fenced_blocks(answer)
-    for tag, body in blocks:
-        if tag in _CUDA_TAGS:
-            return body
-    return blocks[0][1] if blocks else None
+    return tagged_block(answer, _CUDA_TAGS)
 
 
 def _report_text(report: object) -> str:
