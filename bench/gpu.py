@@ -49,7 +49,6 @@ import datetime
 import hashlib
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -137,7 +136,9 @@ def generate(kernels: list[str], out: Path) -> dict[str, Any]:
 
 def nvcc_build(cu: Path, dest_dir: Path, *, cubin: bool = False) -> tuple[Path | None, str]:
     """nvcc the file into a shared library (or a cubin, with the ptxas report), cached by content."""
-    exe = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    from transpile.verify.stages import nvcc
+
+    exe = nvcc()
     if exe is None:
         return None, "nvcc not found"
     if not cu.exists():
@@ -161,10 +162,11 @@ def nvcc_build(cu: Path, dest_dir: Path, *, cubin: bool = False) -> tuple[Path |
 
 def ptxas_summary(text: str) -> str:
     """``3k 40r 0B`` from a ptxas -v report: kernels, max registers, max shared bytes, spills."""
-    regs = [int(x) for x in re.findall(r"Used (\d+) registers", text)]
-    smem = [int(x) for x in re.findall(r"(\d+) bytes smem", text)]
-    spill = sum(int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text))
-    return f"{len(regs)}k {max(regs, default=0)}r {max(smem, default=0)}B" + (" SPILL" if spill else "")
+    from verify_gpu import resource_summary
+
+    from transpile.verify.stages import parse_ptxas
+
+    return resource_summary(parse_ptxas(text))
 
 
 # ---------------------------------------------------------------------------

@@ -76,7 +76,12 @@ def stage_cell(record: dict, key: str) -> str:
 
 
 def resources(record: dict) -> str:
-    res = record.get("resources") or []
+    return resource_summary(record.get("resources") or [])
+
+
+def resource_summary(res: list[dict]) -> str:
+    """``3k 40r 0B`` from parsed ptxas records (``stages.parse_ptxas``): kernels, max registers,
+    max shared bytes, and SPILL if any kernel spills; empty without records."""
     if not res:
         return ""
     regs = max(int(r.get("registers", 0)) for r in res)

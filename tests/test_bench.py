@@ -127,9 +127,14 @@ def test_cli_helpers() -> None:
     assert len(gpu.parse_kernels(None)) == 30
     with pytest.raises(SystemExit):
         gpu.parse_kernels("nope")
-    report = ("ptxas info    : Used 72 registers, 16640 bytes smem, 380 bytes cmem[0]\n"
-              "ptxas info    : Used 40 registers, 0 bytes smem\n"
-              "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n")
+    report = ("ptxas info    : Compiling entry function '_Z4tiledPd' for 'sm_90'\n"
+              "ptxas info    : Function properties for _Z4tiledPd\n"
+              "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+              "ptxas info    : Used 72 registers, used 1 barriers, 16640 bytes smem, 380 bytes cmem[0]\n"
+              "ptxas info    : Compiling entry function '_Z5naivePd' for 'sm_90'\n"
+              "ptxas info    : Function properties for _Z5naivePd\n"
+              "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+              "ptxas info    : Used 40 registers, used 0 barriers, 380 bytes cmem[0]\n")
     assert gpu.ptxas_summary(report) == "2k 72r 16640B SPILL"
     assert gpu.outputs_of("gemm", {"C": "inout", "A": "in", "B": "in"}) == ["C"]
     assert gpu.outputs_of("gemm", None) == ["C", "A", "B"]
