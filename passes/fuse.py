@@ -84,20 +84,20 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     rejected: set[tuple[ir.For, ir.For]] = set()
+    graph = deps.analyze_or_none(kernel)
     for _ in range(256):  # each fusion removes a loop, so this bound is never reached in practice
-        graph = deps.analyze_or_none(kernel)
         if graph is None:
             break
         fused = _first_fusion(kernel, graph, rejected)
         if fused is None:
             break
-        kernel = fused
+        kernel, graph = fused  # the fused kernel's graph was computed to prove it legal
     return kernel
 
 
-def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph,
-                  rejected: set[tuple[ir.For, ir.For]]) -> ir.Kernel | None:
-    """``kernel`` after the first legal, profitable fusion (pre-order), or None."""
+def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple[ir.For, ir.For]]
+                  ) -> tuple[ir.Kernel, nx.MultiDiGraph] | None:
+    """``kernel`` after the first legal, profitable fusion (pre-order), with its graph; or None."""
     carried = deps.carried_loops(graph)
     reductions: int | None = None
     for path, seq, pair in _pairs(kernel.body, [], [0]):
@@ -107,11 +107,12 @@ def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph,
         if cand is not None:
             nest, depth = cand
             new = dataclasses.replace(kernel, body=_replace(kernel.body, path, nest))
-            if _stays_parallel(new, seq, depth):
+            new_graph = _graph_if_parallel(new, seq, depth)
+            if new_graph is not None:
                 if reductions is None:
                     reductions = _gpu_reductions(kernel)
                 if _gpu_reductions(new) >= reductions:
-                    return new
+                    return new, new_graph
         rejected.add(pair)
     return None
 
@@ -201,13 +202,14 @@ def _candidate(l1: ir.For, l2: ir.For, seq: int, carried: set[str]) -> tuple[ir.
     return nest, depth
 
 
-def _stays_parallel(kernel: ir.Kernel, seq: int, depth: int) -> bool:
-    """Do the fused loops ``S<seq>..S<seq+depth-1>`` of ``kernel`` carry no dependence (exact)?"""
+def _graph_if_parallel(kernel: ir.Kernel, seq: int, depth: int) -> nx.MultiDiGraph | None:
+    """``kernel``'s dependence graph if the fused loops ``S<seq>..S<seq+depth-1>`` carry no
+    dependence (exact), else None (also when the analysis fails)."""
     graph = deps.analyze_or_none(kernel)
     if graph is None:
-        return False
+        return None
     carried = deps.carried_loops(graph)
-    return not any(f"S{seq + k}" in carried for k in range(depth))
+    return None if any(f"S{seq + k}" in carried for k in range(depth)) else graph
 
 
 def _written(body: tuple[ir.Stmt, ...]) -> set[str]:
