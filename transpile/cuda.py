@@ -649,19 +649,17 @@ class _KernelEmitter:
                 for hname, _dim in self.hoisted.get(var, []):
                     params.append(f"{INDEX_TYPE} {hname}")
                     args.append(hname)
+        from transpile import cuda_reduce, cuda_tiled
+
+        shaped = None  # (qualifiers, body, launch config) from a specialised emitter
         plan = tile.plan(launch, self.tiling) if chain and not stores else None
+        red = cuda_reduce.shape(launch) if plan is None else None
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
-            from transpile import cuda_tiled
-
-            quals, body, config = cuda_tiled.launch(plan, self.expr, namer, loads, self._config(chain))
-            return ({"name": name, "params": params, "body": body, "qualifiers": quals},
-                    {"kind": "launch", "kernel": name, "args": args, **config})
-        from transpile import cuda_reduce
-
-        red = cuda_reduce.shape(launch)
-        if red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one block per row
-            quals, body, config = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores,
-                                                     self._config(chain))
+            shaped = cuda_tiled.launch(plan, self.expr, namer, loads, self._config(chain))
+        elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
+            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain))
+        if shaped is not None:
+            quals, body, config = shaped
             return ({"name": name, "params": params, "body": body, "qualifiers": quals},
                     {"kind": "launch", "kernel": name, "args": args, **config})
         body = StmtPrinter(self.expr, namer).emit(launch.body)
