@@ -73,7 +73,7 @@ import networkx as nx
 
 from passes import deps
 from passes.distribute import count
-from passes.interchange import plain_bounds
+from passes.interchange import plain_bounds, put
 from transpile import ir
 
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
@@ -106,7 +106,7 @@ def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple
         cand = _candidate(pair[0], pair[1], seq, carried)
         if cand is not None:
             nest, depth = cand
-            new = dataclasses.replace(kernel, body=_replace(kernel.body, path, nest))
+            new = dataclasses.replace(kernel, body=put(kernel.body, path, nest, span=2))
             new_graph = _graph_if_parallel(new, seq, depth)
             if new_graph is not None:
                 if reductions is None:
@@ -142,16 +142,6 @@ def _pairs(body: tuple[ir.Stmt, ...], path: list[int],
             yield path + [n], seq, (s, nxt)
         counter[0] += 1
         yield from _pairs(s.body, path + [n], counter)
-
-
-def _replace(body: tuple[ir.Stmt, ...], path: list[int], nest: ir.For) -> tuple[ir.Stmt, ...]:
-    """``body`` with the two statements at ``path`` (and the next one) replaced by ``nest``."""
-    n = path[0]
-    if len(path) == 1:
-        return body[:n] + (nest,) + body[n + 2:]
-    loop = body[n]
-    assert isinstance(loop, ir.For), f"path through a non-loop: {loop!r}"
-    return body[:n] + (dataclasses.replace(loop, body=_replace(loop.body, path[1:], nest)),) + body[n + 1:]
 
 
 def _chain(loop: ir.For) -> list[ir.For]:

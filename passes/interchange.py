@@ -130,7 +130,7 @@ def _coalesce(kernel: ir.Kernel) -> ir.Kernel:
                 continue
             order = _best_order(chain, params)
             if order is not None:
-                new = dataclasses.replace(kernel, body=_put(kernel.body, path, _permuted(chain, order)))
+                new = dataclasses.replace(kernel, body=put(kernel.body, path, _permuted(chain, order)))
                 g2 = deps.analyze_or_none(new)
                 # The proof: recomputed on the permuted nest, no chain loop carries a dependence.
                 if g2 is not None and not {f"S{seq + k}" for k in range(len(chain))} & deps.carried_loops(g2):
@@ -228,10 +228,11 @@ def _permuted(chain: list[ir.For], order: list[int]) -> ir.For:
     return nest
 
 
-def _put(body: tuple[ir.Stmt, ...], path: list[int], stmt: ir.Stmt) -> tuple[ir.Stmt, ...]:
+def put(body: tuple[ir.Stmt, ...], path: list[int], stmt: ir.Stmt, span: int = 1) -> tuple[ir.Stmt, ...]:
+    """``body`` with the ``span`` statements starting at ``path`` (indices through loop bodies) replaced by ``stmt``."""
     n = path[0]
     if len(path) == 1:
-        return body[:n] + (stmt,) + body[n + 1:]
+        return body[:n] + (stmt,) + body[n + span:]
     loop = body[n]
     assert isinstance(loop, ir.For), f"path through a non-loop: {loop!r}"
-    return body[:n] + (dataclasses.replace(loop, body=_put(loop.body, path[1:], stmt)),) + body[n + 1:]
+    return body[:n] + (dataclasses.replace(loop, body=put(loop.body, path[1:], stmt, span)),) + body[n + 1:]
