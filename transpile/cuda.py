@@ -30,7 +30,7 @@ import jinja2
 import numpy as np
 
 from passes import tile
-from transpile import ir
+from transpile import ir, regions
 from transpile.resources import data_dir
 
 # ---------------------------------------------------------------------------
@@ -760,10 +760,12 @@ def _func(f: ir.Func) -> dict[str, object]:
 @cache
 def environment() -> jinja2.Environment:
     """The jinja2 environment of ``templates/`` (shared by every emitter)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
         keep_trailing_newline=True, autoescape=False)
+    env.filters["region"] = lambda text, label: regions.mark(label, str(text))
+    return env
 
 
 def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None) -> str:
@@ -772,6 +774,17 @@ def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None) 
     ``source`` names the input in the header comment; ``tiling`` overrides the
     tiled matmul path's defaults (:mod:`passes.tile`).
     """
+    return regions.clean(_render(module, source=source, tiling=tiling))
+
+
+def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None = None
+                 ) -> tuple[str, list[regions.Span]]:
+    """:func:`emit`'s text and the CUDA-sensitive regions the emitters marked in it."""
+    return regions.strip(_render(module, source=source, tiling=tiling))
+
+
+def _render(module: ir.Module, *, source: str, tiling: tile.Options | None) -> str:
+    """The translation unit with region markers (:mod:`transpile.regions`)."""
     assert "\n" not in source, f"bad source name {source!r}"
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
