@@ -6,9 +6,10 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import distribute, fuse, interchange, map_gpu, reduce_gpu, wavefront
+from passes import distribute, fuse, interchange, map_gpu, privatize, reduce_gpu, wavefront
 
 REGISTRY: dict = {
+    "privatize": privatize,
     "distribute": distribute,
     "interchange": interchange,
     "fuse": fuse,

@@ -26,6 +26,16 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     consecutive lanes: coalesced.  gemm-like 2-D nests, already coalesced
     reductions (bicg's ``s``, lu) and bodies mixing both kinds (mvt after
     fusion: ``x2`` reads ``A[j][i]``) are left alone.
+(c) **column reductions**: the loop is the only loop in the body of such a
+    1-D parallel nest ``P``, some term reads a matrix whose last subscript
+    uses ``P``'s variable and none reads one whose last subscript uses the
+    reduction variable (:func:`column_shape`: atax's ``y[j] += A[i][j] *
+    tmp[i]``, bicg's ``s``, mvt's ``x2``, gemver's ``x``).  One thread per
+    column already reads coalesced, but only ``n`` threads stream the whole
+    matrix: ``n / 256`` blocks leave most SMs idle.  Marked, the launch
+    becomes ``cols`` (:mod:`transpile.cuda_reduce`): 32 columns a block,
+    32 threads down each column splitting the rows, partials folded in a
+    fixed order: 32x the threads for the same coalesced reads.
 
 Only loops of step +-1 are marked.  With ``reassociate=False`` float ``+``
 and ``*`` reductions are not marked (their rounding would change); float
@@ -112,7 +122,8 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     def visit(body: tuple[ir.Stmt, ...], path: tuple[ir.Stmt, ...]) -> None:
         for s in body:
             if isinstance(s, ir.For):
-                rows = _row_reductions(s, path, is_parallel, ops_of)
+                rows = _row_reductions(s, path, is_parallel, ops_of) or _column_reduction(
+                    s, path, is_parallel, ops_of)
                 if rows:
                     chosen.update(rows)
                     continue
@@ -157,6 +168,55 @@ def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callabl
             return {}
         out[id(s)] = ops
     return out
+
+
+def _column_reduction(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool],
+                      ops_of: Callable[[ir.For], tuple[str, ...] | None]) -> dict[int, tuple[str, ...]]:
+    """Rule (c) for the parallel loop ``par``: its one column reduction loop to mark, or {}."""
+    if not is_parallel(par) or not all(isinstance(p, ir.For) and not is_parallel(p) for p in path):
+        return {}
+    loop = column_shape(par)
+    if loop is None:
+        return {}
+    ops = ops_of(loop)
+    return {} if ops is None else {id(loop): ops}
+
+
+def column_shape(par: ir.For) -> ir.For | None:
+    """The column reduction loop of ``par``'s body (rule (c)), or None.
+
+    ``par``'s body: loop-free ``Assign``/``If`` statements, exactly one ``For``
+    whose body is accumulations, more loop-free statements.  The terms and the
+    loop's bounds read no scalar the body writes; some term reads a matrix
+    whose last subscript uses ``par``'s variable, none a matrix whose last
+    subscript uses the loop's.  Shared by this pass (before map-gpu, whether
+    ``par`` is parallel is the caller's question) and the emitter (on the
+    mapped ``par(x)`` loop), so both agree on what becomes a ``cols`` launch.
+    """
+    loops = [s for s in par.body if isinstance(s, ir.For)]
+    if len(loops) != 1 or loops[0].step not in (1, -1):
+        return None
+    loop = loops[0]
+    for s in par.body:
+        if s is not loop and (not isinstance(s, (ir.Assign, ir.If))
+                              or any(isinstance(n, (ir.For, ir.Decl)) for n in ir.walk(s))):
+            return None
+    accs = [accum.accumulation(c) for c in loop.body]
+    if not accs or any(a is None for a in accs):
+        return None
+    written = {n.target.name for n in ir.walk(par) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+    if any(isinstance(n, ir.Var) and n.name in written
+           for e in (loop.lo, loop.hi, *(a.term for a in accs)) for n in ir.walk(e)):  # type: ignore[union-attr]
+        return None
+    hot = False
+    for a in accs:
+        for n in ir.walk(a.term):  # type: ignore[union-attr]
+            if isinstance(n, ir.Index) and len(n.indices) >= 2:
+                last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
+                if loop.var in last:
+                    return None
+                hot = hot or par.var in last
+    return loop if hot else None
 
 
 def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:

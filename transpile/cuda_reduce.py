@@ -67,6 +67,9 @@ def shape(launch: ir.Launch) -> str | None:
         return "block"
     if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
         return None
+    from passes.reduce_gpu import column_shape
+    if column_shape(f) is not None:
+        return "cols"  # transpile.cuda_cols
     # Thread 0 owns the scalars the body writes: no reduction may read one.
     written = {n.target.name for n in ir.walk(f) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
     written |= {n.name for n in ir.walk(f) if isinstance(n, ir.Decl)}
@@ -84,6 +87,9 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
 
     ``config``: the host configuration of the launch's par chain (trip counts, guard).
     """
+    if kind == "cols":
+        from transpile import cuda_cols
+        return cuda_cols.launch(lp, expr, namer, loads, stores, config)
     threads = THREADS[kind]
     printer = _ReducePrinter(expr, namer, threads)
     (loop,) = lp.body

@@ -26,7 +26,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     ``reassociate=False`` (``--no-reassociate``) keeps float ``+``/``*``
     reductions sequential (reduce-gpu does not mark them).
     """
-    from passes import distribute, fuse, interchange, map_gpu, reduce_gpu, wavefront
+    from passes import distribute, fuse, interchange, map_gpu, privatize, reduce_gpu, wavefront
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
     ircheck.check(module)  # front ends must hand over valid IR
@@ -35,6 +35,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         return step("map-gpu", module, map_gpu.run)
     # NOTE: distribute before interchange: splitting a loop body exposes the
     # perfect nests that interchange (and map-gpu's par marking) need.
+    # NOTE: privatize first: a scalar declared once at the top and reassigned in
+    # a nest (symm's temp2) carries dependences on every loop around its uses,
+    # which would keep distribution and map-gpu from seeing those loops' parallelism.
+    module = step("privatize", module, privatize.run)
     module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.

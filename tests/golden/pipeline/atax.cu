@@ -62,13 +62,34 @@ __global__ void __launch_bounds__(256) kernel_atax_kernel1(int m, int n, const d
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_atax_kernel2(int m, int n, const double *__restrict__ A, double *__restrict__ y, const double *__restrict__ tmp)
+__global__ void __launch_bounds__(1024) kernel_atax_kernel2(int m, int n, const double *__restrict__ A, double *__restrict__ y, const double *__restrict__ tmp)
 {
-  for (long long j_g = (long long)blockIdx.x * blockDim.x + threadIdx.x; j_g < n; j_g += (long long)gridDim.x * blockDim.x) {
-    const int j = (int)j_g;
-    for (int i = 0; i < m; ++i) {
-      y[j] += A[(long long)i * n + j] * tmp[i];
+  const int col = (int)threadIdx.x;
+  const int row = (int)threadIdx.y;
+  __shared__ double y_rows[32 * 33];
+  const long long j_trips = n > 0 ? (long long)n : 0;
+  for (long long j_base = (long long)blockIdx.x * 32; j_base < j_trips; j_base += (long long)gridDim.x * 32) {
+    const long long j_t = j_base + col;
+    const bool active = j_t < j_trips;
+    double y_part = 0.0;
+    if (active) {
+      const int j = (int)(j_t);
+      for (long long i_t = (long long)row; i_t < m; i_t += 32) {
+        const int i = (int)i_t;
+        y_part += A[(long long)i * n + j] * tmp[i];
+      }
     }
+    y_rows[row * 33 + col] = y_part;
+    __syncthreads();
+    if (active && row == 0) {
+      const int j = (int)(j_t);
+      double y_total = y_rows[col];
+      for (int r = 1; r < 32; ++r) {
+        y_total = y_total + y_rows[r * 33 + col];
+      }
+      y[j] += y_total;
+    }
+    __syncthreads();
   }
 }
 
@@ -96,7 +117,7 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
     }
     const long long j_n = n;
     if (j_n > 0) {
-      kernel_atax_kernel2<<<dim3(transpile_grid(j_n, 256u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, y, tmp);
+      kernel_atax_kernel2<<<dim3(transpile_grid(j_n, 32u, 2147483647u), 1u, 1u), dim3(32u, 32u, 1u), 0, stream>>>(m, n, A, y, tmp);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;

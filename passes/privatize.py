@@ -1,0 +1,158 @@
+"""Scalar privatisation: move a scalar's declaration into the loop body that defines it afresh every iteration.
+
+C code in PolyBench style declares temporaries once at the top of the
+function (symm's ``double temp2;``) and reassigns them inside a loop nest.
+As a single variable, the scalar carries output and anti dependences on
+every enclosing loop (:mod:`passes.deps` treats it as a 0-d array), so those
+loops look sequential.  A scalar declared *inside* a loop body is a fresh
+instance per iteration, which carries nothing.  This pass makes that move
+when it preserves the program's meaning.
+
+**Precondition**: valid IR without ``Launch`` (runs before distribution; a
+mapped kernel is returned unchanged).
+
+**Rule.**  A ``Decl x`` (no initialiser, or one whose value is dead as shown
+below) in a block ``B`` moves into loop ``L`` when:
+
+* every use of ``x`` after the declaration in ``B`` lies inside one statement
+  of ``B``, and following single statements that contain every use we reach
+  ``L``, a ``For`` (the innermost such loop: below it the uses spread over
+  several statements of ``L``'s body, or the chain stops at a non-loop);
+* the first statement of ``L``'s body that mentions ``x`` is an
+  unconditional top-level ``x = e`` with ``e`` not reading ``x``: every
+  iteration writes ``x`` before anything reads it, so no value flows between
+  iterations, or from before the loop into it;
+* ``x`` is not read after ``L`` (all uses are inside it), so the last
+  iteration's value is dead.
+
+Then the declaration is removed from ``B`` and that first assignment becomes
+``Decl x = e`` in ``L``'s body, if that makes more loops parallel (see :func:`run`).  Nothing else changes: the same statements
+compute the same values in the same order.
+
+Before::
+
+    f64 temp2;
+    for i in 0..m {
+      for j in 0..n {
+        temp2 = f64(0);
+        for k in 0..i { temp2 += B[k][j] * A[i][k]; }
+        C[i][j] = ... + alpha * temp2;
+      }
+    }
+
+After::
+
+    for i in 0..m {
+      for j in 0..n {
+        f64 temp2 = f64(0);
+        for k in 0..i { temp2 += B[k][j] * A[i][k]; }
+        C[i][j] = ... + alpha * temp2;
+      }
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from passes import deps
+from transpile import ir
+
+
+def run(kernel: ir.Kernel) -> ir.Kernel:
+    """``kernel`` with its privatisable scalar declarations moved inward (see the module docstring).
+
+    Only moves that pay are made: one that makes more loops parallel
+    (:func:`passes.deps.parallel_loops`).  A move that frees no loop is left
+    alone: a scalar at the top may be a device scalar of a host loop (durbin's
+    ``sum``), which map-gpu handles and a loop-local one would not.
+    """
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return kernel
+    names = sorted({s.name for s in ir.walk(kernel) if isinstance(s, ir.Decl)})
+    for name in names:
+        body = _block(kernel.body, name)
+        if body == kernel.body:
+            continue
+        moved = dataclasses.replace(kernel, body=body)
+        before, after = _parallel(kernel), _parallel(moved)
+        if before is not None and after is not None and after > before:
+            kernel = moved
+    return kernel
+
+
+def _parallel(kernel: ir.Kernel) -> int | None:
+    """How many loops of ``kernel`` carry no dependence (None: isl cannot tell)."""
+    graph = deps.analyze_or_none(kernel)
+    return None if graph is None else len(deps.parallel_loops(kernel, graph))
+
+
+def _block(body: tuple[ir.Stmt, ...], name: str) -> tuple[ir.Stmt, ...]:
+    """``body`` with its declarations of ``name`` moved inward, then its children's blocks."""
+    out = list(body)
+    n = 0
+    while n < len(out):
+        s = out[n]
+        if isinstance(s, ir.Decl) and s.name == name and _pure(s.init):
+            moved = _move(s, out[n + 1:])
+            if moved is not None:
+                out[n:] = moved
+                continue  # the statement now at n is the next one
+        n += 1
+    return tuple(_children(s, name) for s in out)
+
+
+def _children(s: ir.Stmt, name: str) -> ir.Stmt:
+    if isinstance(s, ir.For):
+        return dataclasses.replace(s, body=_block(s.body, name))
+    if isinstance(s, ir.If):
+        return dataclasses.replace(s, then=_block(s.then, name), orelse=_block(s.orelse, name))
+    return s
+
+
+def _move(decl: ir.Decl, rest: list[ir.Stmt]) -> list[ir.Stmt] | None:
+    """``rest`` with ``decl`` moved into a loop (the declaration itself dropped), or None."""
+    users = [k for k, s in enumerate(rest) if _mentions(s, decl.name)]
+    if not users:
+        return None
+    (k,) = users if len(users) == 1 else (None,)
+    if k is None or not isinstance(rest[k], ir.For):
+        return None
+    new = _into(rest[k], decl)  # type: ignore[arg-type]
+    if new is None:
+        return None
+    return rest[:k] + [new] + rest[k + 1:]
+
+
+def _into(loop: ir.For, decl: ir.Decl) -> ir.For | None:
+    """``loop`` with ``decl`` declared in the innermost loop holding every use, or None."""
+    users = [k for k, s in enumerate(loop.body) if _mentions(s, decl.name)]
+    if len(users) == 1 and isinstance(loop.body[users[0]], ir.For):
+        inner = _into(loop.body[users[0]], decl)  # type: ignore[arg-type]
+        if inner is not None:
+            body = list(loop.body)
+            body[users[0]] = inner
+            return dataclasses.replace(loop, body=tuple(body))
+    first = loop.body[users[0]]
+    if not (isinstance(first, ir.Assign) and isinstance(first.target, ir.Var)
+            and first.target.name == decl.name and not _mentions_expr(first.value, decl.name)):
+        return None
+    if any(isinstance(s, ir.Decl) and s.name == decl.name for s in ir.walk(loop)):
+        return None  # a shadowing declaration inside: leave the scopes alone
+    body = list(loop.body)
+    body[users[0]] = ir.Decl(decl.name, decl.ty, first.value, loc=first.loc)
+    return dataclasses.replace(loop, body=tuple(body))
+
+
+def _mentions(s: ir.Node, name: str) -> bool:
+    return any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(s)) or any(
+        isinstance(n, ir.Decl) and n.name == name for n in ir.walk(s))
+
+
+def _mentions_expr(e: ir.Expr, name: str) -> bool:
+    return any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(e))
+
+
+def _pure(e: ir.Expr | None) -> bool:
+    """An initialiser that may be dropped: none, or one without calls (which could have effects)."""
+    return e is None or not any(isinstance(n, ir.Call) for n in ir.walk(e))
