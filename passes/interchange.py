@@ -7,9 +7,11 @@ unchanged.
 **Postcondition**: the same program in which some perfectly nested pairs
 ``for a { for b { S } }`` (reachable from the top level through loop bodies
 alone) became ``for b { for a { S } }``.  A pair is swapped only when ``a``
-carries a dependence, ``b`` carries none, ``b``'s bounds do not read ``a``'s
-variable (rectangular) and are side-effect and fault free (no array reads,
-division or calls), and every dependence carried by ``a`` has direction
+carries a dependence, ``b`` carries none, ``b``'s bounds are side-effect and
+fault free (no array reads, division or calls) and either do not read
+``a``'s variable (rectangular) or are triangular in it (one bound ``a + c``:
+:func:`_swap` rewrites both loops' bounds over the same iteration set), and
+every dependence carried by ``a`` has direction
 ``=`` at ``b``'s level: the permuted direction vectors ``(=, <)`` stay
 lexicographically positive (legal) and ``b`` still carries nothing in its new
 place (so swaps never undo each other).  The dependence graph
@@ -79,9 +81,8 @@ def _block(body: tuple[ir.Stmt, ...], graph: nx.MultiDiGraph, counter: list[int]
             continue
         seq = counter[0]
         if _swappable(s, seq, graph, depth + 1):
-            inner = s.body[0]
-            assert isinstance(inner, ir.For), f"not a perfect pair: {s!r}"
-            swapped = dataclasses.replace(inner, body=(dataclasses.replace(s, body=inner.body),))
+            swapped = _swap(s)
+            assert swapped is not None, f"not a swappable pair: {s!r}"
             return body[:n] + (swapped,) + body[n + 1:]
         counter[0] += 1
         new = _block(s.body, graph, counter, depth + 1)
@@ -94,8 +95,7 @@ def _swappable(outer: ir.For, seq: int, graph: nx.MultiDiGraph, level: int) -> b
     """May (and should) ``outer`` (``S<seq>``, at 1-based ``level``) swap with its only child loop?"""
     if len(outer.body) != 1 or not isinstance(outer.body[0], ir.For):
         return False
-    inner = outer.body[0]
-    if not plain_bounds(inner, {outer.var}):
+    if _swap(outer) is None:
         return False
     outer_id, inner_id = f"S{seq}", f"S{seq + 1}"
     carried_by_outer = False
@@ -107,6 +107,83 @@ def _swappable(outer: ir.For, seq: int, graph: nx.MultiDiGraph, level: int) -> b
             if len(d["direction"]) <= level or d["direction"][level] != "=":
                 return False
     return carried_by_outer
+
+
+def _swap(outer: ir.For) -> ir.For | None:
+    """``for a { for b { S } }`` as ``for b { for a { S } }`` over the same iteration set, or None.
+
+    Rectangular pairs (``b``'s bounds do not read ``a``) swap as they are.
+    *Triangular* pairs, both steps 1, ``a`` in ``LA..HA``, with exactly one of
+    ``b``'s bounds ``a + c`` (``c`` an integer) and the other plain:
+
+    * ``b`` in ``LB..a + c``: the set is ``LA <= a < HA, LB <= b < a + c``;
+      it is ``b`` in ``LB..HA + c - 1``, ``a`` in ``b - c + 1..HA`` when
+      ``LA <= LB - c + 1`` (so ``a >= b - c + 1`` implies ``a >= LA``);
+    * ``b`` in ``a + c..HB``: the set is ``a <= b - c, b < HB``; it is ``b``
+      in ``LA + c..HB``, ``a`` in ``LA..b - c + 1`` when ``HB - c <= HA`` (so
+      ``a <= b - c`` implies ``a < HA``).
+
+    The side conditions are checked on integer constants, or on ``LA`` and
+    ``LB`` (``HB`` and ``HA``) being the same expression; otherwise None.
+    (symm: ``for i in 0..m { for k in 0..i }`` is ``for k in 0..m - 1 { for
+    i in k + 1..m }``.)
+    """
+    if len(outer.body) != 1 or not isinstance(outer.body[0], ir.For):
+        return None
+    inner = outer.body[0]
+    if plain_bounds(inner, {outer.var}):
+        return dataclasses.replace(inner, body=(dataclasses.replace(outer, body=inner.body),))
+    if outer.step != 1 or inner.step != 1 or not plain_bounds(outer, set()):
+        return None
+    a = ir.Var(outer.var, outer.ty)
+    lo_c, hi_c = _offset(inner.lo, outer.var), _offset(inner.hi, outer.var)
+    if hi_c is not None and lo_c is None and plain_bounds(dataclasses.replace(inner, hi=inner.lo), {outer.var}):
+        c = hi_c  # b in LB..a + c
+        if not _at_most(outer.lo, inner.lo, 1 - c):
+            return None
+        b_lo, b_hi = inner.lo, _plus(outer.hi, c - 1)
+        a_lo, a_hi = _plus(ir.Var(inner.var, inner.ty), 1 - c), outer.hi
+    elif lo_c is not None and hi_c is None and plain_bounds(dataclasses.replace(inner, lo=inner.hi), {outer.var}):
+        c = lo_c  # b in a + c..HB
+        if not _at_most(inner.hi, outer.hi, c):
+            return None
+        b_lo, b_hi = _plus(outer.lo, c), inner.hi
+        a_lo, a_hi = outer.lo, _plus(ir.Var(inner.var, inner.ty), 1 - c)
+    else:
+        return None
+    del a
+    new_outer = dataclasses.replace(outer, lo=a_lo, hi=a_hi, body=inner.body)
+    return dataclasses.replace(inner, lo=b_lo, hi=b_hi, body=(new_outer,))
+
+
+def _offset(e: ir.Expr, var: str) -> int | None:
+    """``c`` when ``e`` is ``var + c`` (``var``, ``var + k``, ``k + var``, ``var - k``), else None."""
+    if isinstance(e, ir.Var) and e.name == var:
+        return 0
+    if isinstance(e, ir.Binary) and e.op in ("+", "-"):
+        lhs, rhs = e.lhs, e.rhs
+        if isinstance(lhs, ir.Var) and lhs.name == var and isinstance(rhs, ir.Const) and isinstance(rhs.value, int):
+            return rhs.value if e.op == "+" else -rhs.value
+        if (e.op == "+" and isinstance(rhs, ir.Var) and rhs.name == var and isinstance(lhs, ir.Const)
+                and isinstance(lhs.value, int)):
+            return lhs.value
+    return None
+
+
+def _at_most(x: ir.Expr, y: ir.Expr, k: int) -> bool:
+    """Provably ``x <= y + k``: integer constants, or the same expression and ``k >= 0``."""
+    if isinstance(x, ir.Const) and isinstance(y, ir.Const) and isinstance(x.value, int) and isinstance(y.value, int):
+        return x.value <= y.value + k
+    return x == y and k >= 0
+
+
+def _plus(e: ir.Expr, k: int) -> ir.Expr:
+    """``e + k``, folded when ``e`` is a constant."""
+    if k == 0:
+        return e
+    if isinstance(e, ir.Const) and isinstance(e.value, int):
+        return ir.Const(e.value + k, e.ty)
+    return ir.Binary("+" if k > 0 else "-", e, ir.Const(abs(k), e.ty), e.ty)
 
 
 # --- Coalescing permutation -------------------------------------------------

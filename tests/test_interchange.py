@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +161,61 @@ def _parallel_nests(draw: st.DrawFn) -> ir.Kernel:
 @given(_parallel_nests(), st.integers(1, 2), st.integers(0, 2**16))
 def test_coalescing_permutation_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
     affine_nests.check_case(k, n, seed, lower=lambda k: ir.Module((), (map_gpu.run(interchange.run(k)),)))
+
+
+# --- triangular swaps -----------------------------------------------------------
+
+TRI_PARAMS = "i32 n, inout f64 x[n + 8], in f64 B[n + 8][n + 8]"
+
+
+def _tri(la: int, lb: str, hb: str) -> ir.Kernel:
+    """``a`` carries (x[b] is reused across a), ``b`` is parallel; one of b's bounds reads a."""
+    return _k(f"for a in {la}..n {{\n for b in {lb}..{hb} {{\n x[b] = x[b] * 0.5 + B[a][b];\n }}\n}}",
+              TRI_PARAMS)
+
+
+def _run_tri(k: ir.Kernel, n: int) -> dict:
+    import numpy as np
+
+    from transpile import interp
+    rng = np.random.default_rng(n)
+    args = {"n": n, "x": rng.random(n + 8), "B": rng.random((n + 8, n + 8))}
+    return interp.run(ir.Module((), (k,)), "k", args)
+
+
+@pytest.mark.parametrize(("la", "lb", "hb", "swaps"), [
+    (0, "0", "a", True),          # symm: b < a, and LA <= LB - c + 1
+    (0, "0", "a + 1", True),
+    (1, "0", "a + 1", False),     # at b = 0, a >= b would not imply a >= 1
+    (2, "0", "a - 1", True),
+    (0, "2", "a", True),
+    (0, "a", "n", True),          # b >= a, and HB - c <= HA
+    (0, "a + 1", "n", True),
+    (1, "a - 1", "n", False),     # at b = n - 1, a <= b + 1 would not imply a < n
+    (0, "a", "n + 2", False),     # HB is not HA: unprovable here
+])
+def test_triangular_pairs_swap_over_the_same_set(la: int, lb: str, hb: str, swaps: bool) -> None:
+    k = _tri(la, lb, hb)
+    got = interchange.run(k)
+    assert (got is not k) == swaps
+    for size in (0, 1, 2, 3, 7):
+        want, have = _run_tri(k, size), _run_tri(got, size)
+        assert (want["x"] == have["x"]).all(), (size, text.show(ir.Module((), (got,))))
+
+
+def test_triangular_side_conditions() -> None:
+    swap = interchange._swap
+    assert swap(_tri(0, "0", "a").body[0]) is not None  # type: ignore[arg-type]
+    assert swap(_tri(1, "0", "a + 1").body[0]) is None  # a >= b would not imply a >= 1 at b = 0
+    assert swap(_tri(0, "a - 1", "n").body[0]) is None  # a <= b + 1 would not imply a < n at b = n - 1
+    assert swap(_tri(0, "a", "n + 2").body[0]) is None
+
+
+def test_symm_update_becomes_a_parallel_nest() -> None:
+    from tests import polybench
+    from transpile import cfront, pipeline
+    spec = polybench.spec("symm")
+    lowered = pipeline.lower(cfront.parse_file(str(spec.path), function=spec.function))
+    launches = [s for s in ir.walk(lowered) if isinstance(s, ir.Launch)]
+    assert len(launches) == 2
+    assert all(s.body[0].par == "y" for s in launches)  # type: ignore[union-attr]
