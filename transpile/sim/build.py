@@ -75,7 +75,7 @@ def check(text: str, filename: str) -> None:
         raise SimUnsupported(found, source=text)
 
 
-def _local_includes(src: Path, text: str) -> str:
+def local_includes(src: Path, text: str) -> str:
     """Text of the files ``text`` includes with quotes from beside ``src`` (for the cache key)."""
     parts = []
     for name in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M):
@@ -132,7 +132,7 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
     # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
     flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
              *extra_flags]
-    key = hashlib.sha256("\0".join([cpp_text, _header_text(), _local_includes(src, text), compiler, *flags])
+    key = hashlib.sha256("\0".join([cpp_text, _header_text(), local_includes(src, text), compiler, *flags])
                          .encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     cpp = out / f"{src.stem}-{key}.sim.cpp"

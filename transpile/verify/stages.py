@@ -224,7 +224,11 @@ def stage_b(report: Report, cu: Path) -> None:
         stage.status, stage.message = SKIP, "nvcc not found"
         return
     text = cu.read_bytes()
-    key = hashlib.sha256(text + exe.encode() + str(cu.parent.resolve()).encode()).hexdigest()[:20]
+    # By content: the file, the files it includes with quotes from beside it, and the compiler
+    # (so the same kernel written to another directory is not compiled again).
+    from transpile.sim.build import local_includes
+    local = local_includes(cu, text.decode(errors="replace")).encode()
+    key = hashlib.sha256(text + b"\0" + local + b"\0" + exe.encode()).hexdigest()[:20]
     out = cache_dir("nvcc")
     cubin, log = out / f"{cu.stem}-{key}.cubin", out / f"{cu.stem}-{key}.log"
     if cubin.exists() and log.exists():
