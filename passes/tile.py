@@ -83,19 +83,33 @@ DEFAULT_BK = 16
 #: Static shared memory a block may use without an opt-in (bytes).
 SHARED_LIMIT = 48 * 1024
 MAX_THREADS = 1024
+#: Default fp64 tensor-core (DMMA) tile: block rows, columns, ``k`` step, warp rows, columns,
+#: shared buffers (1: register prefetch; >= 2: cp.async pipeline) (``transpile/cuda_mma.py``;
+#: docs/tiling.md, "Tensor cores").
+#: Measured on the H200 (gemm at EXTRALARGE, bench/results/h200_mma.md): 64x64x8, 4 warps, 4 buffers,
+#: 3 blocks per SM reached 0.50 of cuBLAS; 128x64x8 with 3 buffers and 2 blocks per SM 0.40.
+DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
+#: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
+DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
     """User overrides: ``tile`` = (bm, bn), ``coarsen`` = (tm, tn), ``shared`` staging on/off.
 
-    ``enabled=False`` turns the tiled path off altogether.
+    ``enabled=False`` turns the tiled path off altogether.  ``mma``: fp64
+    tensor cores for bilinear updates (None: auto, i.e. on with ``shared``;
+    False: the exact-order FMA kernel, as ``--no-mma``/``--no-reassociate``
+    need), with ``mma_shape`` = (block rows, columns, k step, warp rows, columns, buffers)
+    (left at the default, triangular launches take ``DEFAULT_MMA_TRIANGULAR``).
     """
 
     tile: tuple[int, int] = DEFAULT_TILE
     coarsen: tuple[int, int] = DEFAULT_COARSEN
     shared: bool = True
     enabled: bool = True
+    mma: bool | None = None
+    mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -111,6 +125,11 @@ class Options:
             return f"tile {bm}x{bn} with micro-tile {tm}x{tn} gives {threads} threads per block (need 32..1024)"
         if (bm + 1) * 8 > SHARED_LIMIT // 2 or (bn + 1) * 8 > SHARED_LIMIT // 2:
             return f"tile {bm}x{bn} is too large for shared memory"
+        mbm, mbn, mbk, wm, wn, _ = self.mma_shape
+        if min(self.mma_shape) < 1 or wm % 8 or wn % 8 or mbk % 4 or mbm % wm or mbn % wn \
+                or not 1 <= (mbm // wm) * (mbn // wn) <= MAX_THREADS // 32 \
+                or (mbm * mbk) % (mbm // wm * mbn // wn * 32) or (mbn * mbk) % (mbm // wm * mbn // wn * 32):
+            return f"tensor-core shape {self.mma_shape} is not a grid of 8x8 warp fragments with even staging"
         return None
 
 
@@ -146,6 +165,7 @@ class Plan:
     triangular: bool  # j's bounds read i (j was sequential); else both loops are par and rectangular
     mirror: bool = False  # also store X[j][i] = X[i][j] at the end
     diag: tuple[ir.Assign, ...] = ()  # X[i][i] = e before the j loop (triangular, j >= i + 1)
+    mma: tuple[int, int, int, int, int, int] | None = None  # tensor-core shape, if allowed (Options.mma)
 
     @property
     def threads(self) -> tuple[int, int]:
@@ -238,7 +258,9 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     (bm, bn), (tm, tn) = opts.tile, opts.coarsen
     bk = DEFAULT_BK
     p = Plan(row, col, red, update, pre, post, operands, bm, bn, bk, tm, tn, opts.shared,  # type: ignore[arg-type]
-             triangular, mirror, diag)  # type: ignore[arg-type]
+             triangular, mirror, diag,  # type: ignore[arg-type]
+             None if opts.mma is False or not opts.shared
+             else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None

@@ -146,7 +146,11 @@ def test_diagonal_statement_needs_j_above_i() -> None:
 # Emitted CUDA
 
 
-def _emit(name: str, options: tile.Options | None = None) -> str:
+#: The FMA kernel this file tests (the fp64 tensor-core path has its own tests: test_mma.py).
+FMA = tile.Options(mma=False)
+
+
+def _emit(name: str, options: tile.Options | None = FMA) -> str:
     module = pipeline.lower(frontend.load(KERNELS / f"{name}.c"))
     return cuda.emit(module, source=f"{name}.c", tiling=options)
 
@@ -161,9 +165,9 @@ def test_emitted_kernel_has_the_plan_shape() -> None:
     assert "Block tiles" not in _emit("gemm", tile.Options(enabled=False))
 
 
-OPTION_SETS = {"default": tile.Options(), "no-shared": tile.Options(shared=False),
-               "32x64-2x4": tile.Options(tile=(32, 64), coarsen=(2, 4)),
-               "128x64-8x4": tile.Options(tile=(128, 64), coarsen=(8, 4))}
+OPTION_SETS = {"default": FMA, "no-shared": tile.Options(shared=False),
+               "32x64-2x4": tile.Options(tile=(32, 64), coarsen=(2, 4), mma=False),
+               "128x64-8x4": tile.Options(tile=(128, 64), coarsen=(8, 4), mma=False)}
 
 
 @needs_nvcc
@@ -185,7 +189,7 @@ def _verify(name: str, options: tile.Options | None, sizes: dict[str, int], mode
     path = KERNELS / f"{name}.c"
     module = frontend.load(path)
     lowered = pipeline.lower(module)
-    out = cuda.emit(lowered, source=path.name, tiling=options)
+    out = cuda.emit(lowered, source=path.name, tiling=options or FMA)
     assert "Block tiles" in out
     (report,) = verify_module(module, out, source=path, lowered=lowered,
                               options=Options(seed=7, mode=mode, sizes=sizes, stages="abc", gpu=False))

@@ -15,6 +15,10 @@ For each kernel ``NAME`` the file holds (see docs in the template):
   pointers; returns the first CUDA error.
 * ``NAME(...)``: the drop-in replacement for the C function (host pointers).
 
+The printers and templates mark the CUDA-sensitive regions they write (index
+computations, bounds guards, barriers, ...: :mod:`transpile.regions`);
+:func:`emit` strips the marks, :func:`emit_regions` also returns the spans.
+
 Every CUDA spelling the Python side emits is a module-level constant below.
 Output is deterministic: generated names are a base plus a counter, chosen to
 avoid every identifier of the kernel.
@@ -23,7 +27,8 @@ avoid every identifier of the kernel.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 
 import jinja2
@@ -128,13 +133,21 @@ class ExprPrinter(ir.Visitor):
 
     ``extents`` maps each array of rank >= 2 to the extent expressions of its
     dimensions 1.. (dimension 0 is not needed to flatten row-major);
-    ``rename`` maps user identifiers that clash with C++/CUDA names.
+    ``rename`` maps user identifiers that clash with C++/CUDA names;
+    ``marks`` turns on region markers (:mod:`transpile.regions`) in the text
+    this printer and the :class:`StmtPrinter` built on it produce (the
+    kernel emitter's printers; a bare printer gives plain C).
     """
 
     def __init__(self, extents: Mapping[str, tuple[ir.Expr, ...]] | None = None,
-                 rename: Mapping[str, str] | None = None) -> None:
+                 rename: Mapping[str, str] | None = None, *, marks: bool = False) -> None:
         self.extents = dict(extents or {})
         self.rename = dict(rename or {})
+        self.marks = marks
+
+    def mark(self, label: str, text: str) -> str:
+        """``text`` marked as a region ``label`` when this printer marks regions, else ``text``."""
+        return regions.mark(label, text) if self.marks else text
 
     def __call__(self, e: ir.Expr) -> str:
         """The C text of ``e``."""
@@ -186,7 +199,7 @@ class ExprPrinter(ir.Visitor):
             acc, prec = f"{left} * {self.operand(dim, PREC['*'] + 1)}", PREC["*"]
             if not _is_zero(ix):
                 acc, prec = f"{acc} + {self.operand(ix, PREC['+'] + 1)}", PREC["+"]
-        return f"{name}[{acc}]", PREC_POSTFIX
+        return f"{name}[{self.mark('index', acc)}]", PREC_POSTFIX
 
     def visit_Unary(self, e: ir.Unary) -> tuple[str, int]:
         inner = self.operand(e.operand, PREC_UNARY)
@@ -247,13 +260,23 @@ class Namer:
 
 
 class StmtPrinter(ir.Visitor):
-    """Renders statements as indented C lines (two spaces per level) into ``lines``."""
+    """Renders statements as indented C lines (two spaces per level) into ``lines``.
+
+    When ``expr`` marks regions, the printer marks the ones it writes: the
+    grid-stride loops' counters (``index``) and bound tests (``guard``), and
+    the conditions of ``if`` statements that are bounds tests
+    (:meth:`is_bounds_test`).
+    """
+
+    #: Whether ``if`` conditions may be bounds guards (device code; the host printer says no).
+    in_kernel = True
 
     def __init__(self, expr: ExprPrinter, namer: Namer, depth: int = 1) -> None:
         self.expr = expr
         self.namer = namer
         self.depth = depth
         self.lines: list[str] = []
+        self.loop_vars: list[str] = []  # IR names of the loops around the statement being printed
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
         """Render ``stmts`` at the current depth; returns all lines so far."""
@@ -263,6 +286,48 @@ class StmtPrinter(ir.Visitor):
 
     def line(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
+
+    def mark(self, label: str, text: str) -> str:
+        """``text`` marked as a region ``label`` when the printer marks regions."""
+        return self.expr.mark(label, text)
+
+    @contextmanager
+    def region(self, label: str) -> Iterator[None]:
+        """Marks the lines written inside the ``with`` block as one region ``label``.
+
+        The region runs from the first line's text (after its indentation) to
+        the end of the last line.
+        """
+        start = len(self.lines)
+        yield
+        if not self.expr.marks or len(self.lines) == start:
+            return
+        text = "\n".join(self.lines[start:])
+        pad = len(text) - len(text.lstrip(" "))
+        self.lines[start:] = (text[:pad] + regions.mark(label, text[pad:])).split("\n")
+
+    def is_bounds_test(self, cond: ir.Expr) -> bool:
+        """Whether ``cond`` is a bounds guard: it keeps a thread inside (part of) the iteration space.
+
+        In kernel code, a conjunction of integer comparisons (``<``, ``<=``,
+        ``>``, ``>=``) that reads an enclosing loop's variable and no memory:
+        wavefront skew guards, triangular bounds, ``j - 1 >= 0``.  Equality
+        tests (``lane == 0``) pick a thread for a role; data tests read memory.
+        """
+        if not self.in_kernel:
+            return False
+        terms = _conjuncts(cond)
+        if not all(isinstance(t, ir.Binary) and t.op in _ORDER and not (t.lhs.ty.is_float or t.rhs.ty.is_float)
+                   for t in terms):
+            return False
+        if any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(cond)):
+            return False
+        return bool(_var_names(cond) & set(self.loop_vars))
+
+    def condition(self, cond: ir.Expr) -> str:
+        """The text of an ``if`` condition, marked ``guard`` when it is a bounds test."""
+        text = self.expr(cond)
+        return self.mark("guard", text) if self.is_bounds_test(cond) else text
 
     def block(self, stmts: Iterable[ir.Stmt]) -> None:
         self.depth += 1
@@ -286,11 +351,11 @@ class StmtPrinter(ir.Visitor):
             self.line(f"{target} = {self.expr(s.value)};")
 
     def visit_If(self, s: ir.If) -> None:
-        self.line(f"if ({self.expr(s.cond)}) {{")
+        self.line(f"if ({self.condition(s.cond)}) {{")
         self.block(s.then)
         orelse = s.orelse
         while len(orelse) == 1 and isinstance(orelse[0], ir.If):  # else-if chain
-            self.line(f"}} else if ({self.expr(orelse[0].cond)}) {{")
+            self.line(f"}} else if ({self.condition(orelse[0].cond)}) {{")
             self.block(orelse[0].then)
             orelse = orelse[0].orelse
         if orelse:
@@ -310,9 +375,15 @@ class StmtPrinter(ir.Visitor):
         return name
 
     def visit_For(self, s: ir.For) -> None:
+        self.loop_vars.append(s.var)
         if s.par is not None:
             self._grid_stride(s)
-            return
+        else:
+            self._sequential(s)
+        self.loop_vars.pop()
+
+    def _sequential(self, s: ir.For) -> None:
+        """A sequential loop (every thread, or the host, runs all its iterations)."""
         t, v, step = ctype(s.ty), self.expr.ident(s.var), s.step
         if step > 0:
             hi = self.bound(s.hi, f"{s.var}_hi")
@@ -348,15 +419,28 @@ class StmtPrinter(ir.Visitor):
         if not _is_zero(s.lo):
             start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
         stride = f"({counter_t}){GRID_DIM}.{a} * {BLOCK_DIM}.{a}"
-        self.line(f"for ({counter_t} {counter} = {start}; {counter} < {hi}; {counter} += {stride}) {{")
+        init = self.mark("index", f"{counter_t} {counter} = {start}")
+        test = self.mark("guard", f"{counter} < {hi}")
+        step = self.mark("index", f"{counter} += {stride}")
+        self.line(f"for ({init}; {test}; {step}) {{")
         if counter != v:
-            self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
+            self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
         self.block(s.body)
         self.line("}")
 
 
 def _is_zero(e: ir.Expr) -> bool:
     return isinstance(e, ir.Const) and e.value == 0
+
+
+_ORDER = frozenset(("<", "<=", ">", ">="))
+
+
+def _conjuncts(e: ir.Expr) -> list[ir.Expr]:
+    """The operands of a (nested) ``&&`` chain; ``[e]`` for anything else."""
+    if isinstance(e, ir.Binary) and e.op == "&&":
+        return _conjuncts(e.lhs) + _conjuncts(e.rhs)
+    return [e]
 
 
 def _minus_one(e: ir.Expr) -> ir.Expr:
@@ -472,6 +556,8 @@ class _HostPrinter(StmtPrinter):
     step leaves the innermost enclosing loop with ``break`` on an error, so
     each host loop is followed by a check that breaks out of the next level.
     """
+
+    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are the template's)
 
     def __init__(self, emitter: _KernelEmitter) -> None:
         super().__init__(emitter.expr, emitter.host_namer, depth=2)
@@ -591,7 +677,7 @@ class _KernelEmitter:
                     dims.append(ir.Var(hname, ir.I64))
             if dims:
                 self.extents[name] = tuple(dims)
-        self.expr = ExprPrinter(self.extents, self.rename)
+        self.expr = ExprPrinter(self.extents, self.rename, marks=True)
         self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed")}
         self.host_namer = namer.child()  # names local to the device function
 
@@ -697,14 +783,9 @@ class _KernelEmitter:
         host.flush()
         steps = host.steps
 
-        arrays: dict[str, dict[str, object]] = {}
-        for p in self.k.params:
-            if isinstance(p.ty, ir.ArrayType):
-                arrays[p.name] = {
-                    "name": self.ident(p.name), "label": p.name, "ctype": ctype(p.ty.elem),
-                    "dev": self.namer.fresh(f"{p.name}_dev"), "bytes": self.namer.fresh(f"{p.name}_bytes"),
-                    "size": self._size(p.ty), "copy_out": p.intent != "in",
-                }
+        from transpile import cuda_host  # the drop-in's transfers (templates/dropin.cu.j2)
+
+        arrays = cuda_host.arrays(self)
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
         return {
             "name": self.name,
@@ -718,6 +799,7 @@ class _KernelEmitter:
             "device_args": [arrays[p.name]["dev"] if p.name in arrays else self.ident(p.name)
                             for p in self.k.params] + [DEFAULT_STREAM],
             "arrays": list(arrays.values()),
+            "dropin": cuda_host.dropin(self),
             "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
                         for a in self.arrays for h, d in self.hoisted.get(a, [])],
             "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()],

@@ -19,7 +19,7 @@ loop, so every thread of a block reaches every barrier.
 
 from __future__ import annotations
 
-from transpile import accum, ir, regions
+from transpile import accum, ir
 from transpile.cuda import (
     BARRIER,
     BLOCK_IDX,
@@ -74,14 +74,13 @@ class _ColsPrinter(_ReducePrinter):
 
     def cols(self, par: ir.For, loop: ir.For) -> None:
         x, y = self.namer.fresh("col"), self.namer.fresh("row")
-        self.shared.append(regions.mark("index", f"  const int {x} = (int){THREAD_IDX}.x;"))
-        self.shared.append(regions.mark("index", f"  const int {y} = (int){THREAD_IDX}.y;"))
+        self.shared.append("  " + self.mark("index", f"const int {x} = (int){THREAD_IDX}.x;"))
+        self.shared.append("  " + self.mark("index", f"const int {y} = (int){THREAD_IDX}.y;"))
         accs = list(zip(loop.reduce, _accumulations(loop)))
         bufs = []
         for _op, a in accs:
             buf = self.namer.fresh(f"{a.name}_rows")
-            self.shared.append(regions.mark(
-                "shared", f"  {SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{ROWS} * {COLS + 1}];"))
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{ROWS} * {COLS + 1}];"))
             bufs.append(buf)
         counter_t = UINDEX_TYPE if par.ty == ir.U64 else INDEX_TYPE
         v = self.expr.ident(par.var)
@@ -91,25 +90,25 @@ class _ColsPrinter(_ReducePrinter):
                           self.namer.fresh(f"{par.var}_trips"))
         zero = isinstance(par.lo, ir.Const) and par.lo.value == 0
         if zero:
-            self.line(regions.mark("index", f"const {counter_t} {trips} = {hi} > 0 ? ({counter_t}){hi} : 0;"))
+            self.line(self.mark("index", f"const {counter_t} {trips} = {hi} > 0 ? ({counter_t}){hi} : 0;"))
         else:
-            self.line(regions.mark(
+            self.line(self.mark(
                 "index", f"const {counter_t} {trips} = {hi} > {lo} ? ({counter_t}){hi} - ({counter_t}){lo} : 0;"))
-        self.line(regions.mark("guard", f"for ({counter_t} {base} = ({counter_t}){BLOCK_IDX}.x * {COLS}; "
-                                        f"{base} < {trips}; {base} += ({counter_t}){GRID_DIM}.x * {COLS})") + " {")
+        self.line(self._strided(counter_t, base, f"({counter_t}){BLOCK_IDX}.x * {COLS}", trips,
+                                f"({counter_t}){GRID_DIM}.x * {COLS}"))
         self.depth += 1
-        self.line(regions.mark("index", f"const {counter_t} {t} = {base} + {x};"))
+        self.line(self.mark("index", f"const {counter_t} {t} = {base} + {x};"))
         active = self.namer.fresh("active")
-        self.line(regions.mark("guard", f"const bool {active} = {t} < {trips};"))
+        self.line(f"const bool {active} = {self.mark('guard', f'{t} < {trips}')};")
         value = t if zero else f"({counter_t}){lo} + {t}"
         i = par.body.index(loop)
         before, after = par.body[:i], par.body[i + 1:]
         if before:
-            self.line(regions.mark("guard", f"if ({active} && {y} == 0)") + " {")
-            self.line(regions.mark("index", f"  const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
+            self.line(f"if ({self.mark('guard', active)} && {y} == 0) {{")
+            self.line("  " + self.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
             self.block(before)
             self.line("}")
-            self.line(regions.mark("barrier", BARRIER))  # terms may read what the column's thread 0 wrote
+            self.line(self.mark("barrier", BARRIER))  # terms may read what the column's thread 0 wrote
         parts = []
         for _op, a in accs:
             p = ir.Var(self.namer.fresh(f"{a.name}_part"), a.target.ty)
@@ -117,38 +116,41 @@ class _ColsPrinter(_ReducePrinter):
         # Declared outside the guard: inactive threads contribute the identity.
         for (op, _a), p in zip(accs, parts):
             self.line(f"{ctype(p.ty)} {p.name} = {literal(accum.identity(op, p.ty), p.ty)[0]};")
-        self.line(regions.mark("guard", f"if ({active})") + " {")
+        self.line(f"if ({self.mark('guard', active)}) {{")
         self.depth += 1
-        self.line(regions.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
+        self.line(self.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
         self._rows_of(loop, y, accs, parts)
         self.depth -= 1
         self.line("}")
         for buf, p in zip(bufs, parts):
-            self.line(regions.mark("shared", f"{buf}[{y} * {COLS + 1} + {x}] = {p.name};"))
-        self.line(regions.mark("barrier", BARRIER))
-        self.line(regions.mark("guard", f"if ({active} && {y} == 0)") + " {")
+            self.line(self.mark("shared", f"{buf}[{y} * {COLS + 1} + {x}] = {p.name};"))
+        self.line(self.mark("barrier", BARRIER))
+        self.line(f"if ({self.mark('guard', active)} && {y} == 0) {{")
         self.depth += 1
-        self.line(regions.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
+        self.line(self.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
         r = ir.Var(self.namer.fresh("r"), ir.I32)
         totals = []
         for (op, a), buf in zip(accs, bufs):
             total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-            self.line(regions.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[{x}];"))
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[{x}];"))
             totals.append((op, a, total, buf))
-        self.line(regions.mark("reduce", f"for (int {r.name} = 1; {r.name} < {ROWS}; ++{r.name})") + " {")
-        self.depth += 1
-        for op, a, total, buf in totals:
-            at = ir.Binary("+", ir.Binary("*", r, ir.Const(COLS + 1, ir.I32), ir.I32), ir.Var(x, ir.I32), ir.I32)
-            row = ir.Index(buf, (at,), total.ty)
-            self.line(regions.mark("reduce", f"{total.name} = {self.expr(accum.combine(a, op, total, row))};"))
-        self.depth -= 1
-        self.line("}")
+        with self.region("reduce"):
+            self.line(f"for (int {r.name} = 1; {r.name} < {ROWS}; ++{r.name}) {{")
+            self.depth += 1
+            for op, a, total, buf in totals:
+                at = ir.Binary("+", ir.Binary("*", r, ir.Const(COLS + 1, ir.I32), ir.I32), ir.Var(x, ir.I32),
+                               ir.I32)
+                row = ir.Index(buf, (at,), total.ty)
+                self.line(f"{total.name} = {self.expr(accum.combine(a, op, total, row))};")
+            self.depth -= 1
+            self.line("}")
         for _op, a, total, _buf in totals:
-            self.line(regions.mark("reduce", _strip_indent(self._capture(accum.apply(a, total)))))
+            with self.region("reduce"):
+                self.visit(accum.apply(a, total))
         self.block(after)
         self.depth -= 1
         self.line("}")
-        self.line(regions.mark("barrier", BARRIER))  # the buffers are reused by the next column tile
+        self.line(self.mark("barrier", BARRIER))  # the buffers are reused by the next column tile
         self.depth -= 1
         self.line("}")
 
@@ -162,23 +164,7 @@ class _ColsPrinter(_ReducePrinter):
         zero = isinstance(loop.lo, ir.Const) and loop.lo.value == 0
         first = f"({counter_t}){y}" if zero else f"({counter_t}){lo} + {y}"
         # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
-        self.line(regions.mark("guard", f"for ({counter_t} {c} = {first}; {c} < {hi}; {c} += {ROWS})") + " {")
-        self.line(regions.mark("index", f"  const {ctype(loop.ty)} {v} = ({ctype(loop.ty)}){c};"))
+        self.line(self._strided(counter_t, c, first, hi, str(ROWS)))
+        self.line("  " + self.mark("index", f"const {ctype(loop.ty)} {v} = ({ctype(loop.ty)}){c};"))
         self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for (op, a), p in zip(accs, parts)])
         self.line("}")
-
-    def _capture(self, stmt: ir.Stmt) -> str:
-        """The one line ``stmt`` prints as (at depth 0)."""
-        saved, depth = self.lines, self.depth
-        self.lines, self.depth = [], 0
-        try:
-            self.visit(stmt)
-            (line,) = self.lines
-        finally:
-            self.lines, self.depth = saved, depth
-        return line
-
-
-def _strip_indent(text: str) -> str:
-    return text.lstrip()
-

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from transpile import accum, ir
+from transpile import accum, ir, regions
 from transpile.cuda import (
     BARRIER,
     BLOCK_IDX,
@@ -100,7 +100,7 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         printer._rows(loop)
     body = printer.lines
     if stores:  # only thread 0 holds the final value of a device scalar
-        body = body + [f"  if ({THREAD_IDX}.x == 0) {{", *("  " + s for s in stores), "  }"]
+        body = body + [f"  if ({printer.mark('index', THREAD_IDX + '.x')} == 0) {{", *("  " + s for s in stores), "  }"]
     config = dict(config)
     if kind == "rows":
         trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
@@ -132,7 +132,7 @@ class _ReducePrinter(StmtPrinter):
     def _tid(self) -> ir.Var:
         if not self.tid:
             self.tid = self.namer.fresh("tid")
-            self.shared.append(f"  const int {self.tid} = (int){THREAD_IDX}.x;")
+            self.shared.append("  " + self.mark("index", f"const int {self.tid} = (int){THREAD_IDX}.x;"))
         return ir.Var(self.tid, ir.I32)
 
     def visit_For(self, s: ir.For) -> None:
@@ -145,8 +145,8 @@ class _ReducePrinter(StmtPrinter):
         """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0."""
         lane = ir.Var(self.namer.fresh("lane"), ir.I32)
         warp = self.namer.fresh("warp")
-        self.shared.append(f"  const int {lane.name} = (int){THREAD_IDX}.x % {WARP};")
-        self.shared.append(f"  const int {warp} = (int){THREAD_IDX}.x / {WARP};")
+        self.shared.append("  " + self.mark("index", f"const int {lane.name} = (int){THREAD_IDX}.x % {WARP};"))
+        self.shared.append("  " + self.mark("index", f"const int {warp} = (int){THREAD_IDX}.x / {WARP};"))
         warps = self.threads // WARP
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
         v = self.expr.ident(s.var)
@@ -156,10 +156,11 @@ class _ReducePrinter(StmtPrinter):
         if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
             start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
         stride = f"({counter_t}){GRID_DIM}.x * {warps}"
-        self.line(f"for ({counter_t} {counter} = {start}; {counter} < {hi}; {counter} += {stride}) {{")
+        self.line(self._strided(counter_t, counter, start, hi, stride))
         self.depth += 1
+        self.loop_vars.append(s.var)
         if counter != v:
-            self.line(f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
+            self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
         group: list[ir.Stmt] = []
         for c in (*s.body, None):
             if c is None or (isinstance(c, ir.For) and c.reduce):
@@ -169,8 +170,18 @@ class _ReducePrinter(StmtPrinter):
                     self._warp_reduce(c, lane)  # type: ignore[arg-type]
             else:
                 group.append(c)
+        self.loop_vars.pop()
         self.depth -= 1
         self.line("}")
+
+    def _strided(self, counter_t: str, counter: str, start: str, hi: str, stride: str) -> str:
+        """The header of a loop that a thread (or warp) strides from its own ``start``.
+
+        Marked: the counter's start and step are ``index``, the bound test is a ``guard``.
+        """
+        init = self.mark("index", f"{counter_t} {counter} = {start}")
+        step = self.mark("index", f"{counter} += {stride}")
+        return f"for ({init}; {self.mark('guard', f'{counter} < {hi}')}; {step}) {{"
 
     def _on_lane0(self, stmts: Iterable[ir.Stmt], lane: ir.Var) -> None:
         """``stmts`` on lane 0; declarations stay outside the guard (their scope is the row)."""
@@ -196,7 +207,7 @@ class _ReducePrinter(StmtPrinter):
         for op, a in zip(s.reduce, _accumulations(s)):
             ty = a.target.ty
             p = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
-            self.line(f"{ctype(ty)} {p.name} = {literal(accum.identity(op, ty), ty)[0]};")
+            self.line(self.mark("reduce", f"{ctype(ty)} {p.name} = {literal(accum.identity(op, ty), ty)[0]};"))
             parts.append((a, op, p))
         # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
@@ -206,26 +217,29 @@ class _ReducePrinter(StmtPrinter):
         first = f"({counter_t}){start}"
         if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
             first = f"{self.expr.cast_to(s.lo, counter_t)} + {first}"
-        self.line(f"for ({counter_t} {counter} = {first}; {counter} < {hi}; {counter} += {stride}) {{")
-        self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};")
-        self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
+        self.line(self._strided(counter_t, counter, first, hi, stride))
+        self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
+        with self.region("reduce"):
+            self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
         self.line("}")
         return parts
 
     def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
         """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
-        if not self.lines or self.lines[-1].strip() != SYNCWARP:
-            self.line(SYNCWARP)  # lane 0's earlier writes become visible to every term
+        if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
+            self.line(self.mark("barrier", SYNCWARP))  # lane 0's earlier writes become visible to every term
         parts = self._partials(s, lane.name, str(WARP))
         off = ir.Var(self.namer.fresh("off"), ir.I32)
-        self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-        self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
-                    for a, op, p in parts])
-        self.line("}")
+        with self.region("reduce"):  # the shuffle tree
+            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
+            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
+                        for a, op, p in parts])
+            self.line("}")
         self.line(f"if ({self.expr(lane)} == 0) {{")
-        self.block([accum.apply(a, p) for a, _op, p in parts])
+        with self.region("reduce"):
+            self.block([accum.apply(a, p) for a, _op, p in parts])
         self.line("}")
-        self.line(SYNCWARP)
+        self.line(self.mark("barrier", SYNCWARP))
 
     def _reduce(self, s: ir.For) -> None:
         """One block reduces ``s`` in program order: chunks of terms in parallel, folded by thread 0."""
@@ -234,7 +248,7 @@ class _ReducePrinter(StmtPrinter):
         bufs = []
         for _op, a in accs:
             buf = self.namer.fresh(f"{a.name}_terms")
-            self.shared.append(f"  {SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads}];")
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads}];"))
             bufs.append(buf)
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
         lo = self.bound(s.lo, f"{s.var}_lo")
@@ -244,33 +258,35 @@ class _ReducePrinter(StmtPrinter):
         trips = self.namer.fresh(f"{s.var}_trips")
         zero = isinstance(s.lo, ir.Const) and s.lo.value == 0
         if zero:
-            self.line(f"const {counter_t} {trips} = {hi} > 0 ? ({counter_t}){hi} : 0;")
+            trip_count = f"const {counter_t} {trips} = {hi} > 0 ? ({counter_t}){hi} : 0;"
         else:
-            self.line(f"const {counter_t} {trips} = {hi} > {lo} ? ({counter_t}){hi} - ({counter_t}){lo} : 0;")
+            trip_count = f"const {counter_t} {trips} = {hi} > {lo} ? ({counter_t}){hi} - ({counter_t}){lo} : 0;"
+        self.line(self.mark("index", trip_count))
         self.line(f"for ({counter_t} {base} = 0; {base} < {trips}; {base} += {self.threads}) {{")
         self.depth += 1
-        self.line(BARRIER)  # earlier writes (thread 0's fold, the statements before) are visible
-        self.line(f"const {counter_t} {t} = {base} + {self.expr(tid)};")
-        self.line(f"if ({t} < {trips}) {{")
+        self.line(self.mark("barrier", BARRIER))  # earlier writes (thread 0's fold, the statements before) are visible
+        self.line(self.mark("index", f"const {counter_t} {t} = {base} + {self.expr(tid)};"))
+        self.line(f"if ({self.mark('guard', f'{t} < {trips}')}) {{")
         value = (t if zero else f"({counter_t}){lo} + {t}") if s.step > 0 else f"({counter_t}){hi} - 1 - {t}"
-        self.line(f"  const {ctype(s.ty)} {v} = ({ctype(s.ty)})({value});")
+        self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)})({value});"))
         self.depth += 1
         for (_op, a), buf in zip(accs, bufs):
-            self.line(f"{buf}[{self.expr(tid)}] = {self.expr(a.term)};")
+            self.line(self.mark("shared", f"{buf}[{self.expr(tid)}] = {self.expr(a.term)};"))
         self.depth -= 1
         self.line("}")
-        self.line(BARRIER)
+        self.line(self.mark("barrier", BARRIER))
         q = ir.Var(self.namer.fresh("q"), ir.I32)
         self.line(f"if ({self.expr(tid)} == 0) {{")
-        self.line(f"  const int {q.name}_n = {trips} - {base} < {self.threads} ? (int)({trips} - {base}) : "
-                  f"{self.threads};")
-        self.line(f"  for (int {q.name} = 0; {q.name} < {q.name}_n; ++{q.name}) {{")
-        self.depth += 2
-        for (_op, a), buf in zip(accs, bufs):
-            self.visit(accum.apply(a, ir.Index(buf, (q,), a.target.ty)))
-        self.depth -= 2
-        self.line("  }")
+        self.line("  " + self.mark("index", f"const int {q.name}_n = {trips} - {base} < {self.threads} ? "
+                                   f"(int)({trips} - {base}) : {self.threads};"))
+        with self.region("reduce"):  # thread 0 folds the chunk's terms in program order
+            self.line(f"  for (int {q.name} = 0; {q.name} < {q.name}_n; ++{q.name}) {{")
+            self.depth += 2
+            for (_op, a), buf in zip(accs, bufs):
+                self.visit(accum.apply(a, ir.Index(buf, (q,), a.target.ty)))
+            self.depth -= 2
+            self.line("  }")
         self.line("}")
         self.depth -= 1
         self.line("}")
-        self.line(BARRIER)
+        self.line(self.mark("barrier", BARRIER))

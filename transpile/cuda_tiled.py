@@ -37,6 +37,11 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     loads that open the body, ``config`` the plain launch configuration (trip
     counts and guard), whose grid and block are replaced.
     """
+    from transpile import cuda_mma
+
+    shaped = cuda_mma.launch(plan, expr, namer, loads, config)  # fp64 tensor cores, if allowed and bilinear
+    if shaped is not None:
+        return shaped
     printer = cu.StmtPrinter(expr, namer, depth=0)
     p = expr
     fresh = namer.fresh

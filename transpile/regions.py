@@ -25,15 +25,31 @@ from dataclasses import dataclass
 OPEN, SEP, CLOSE = "\ue000", "\ue001", "\ue002"
 
 LABELS: dict[str, str] = {
-    "index": "index computation: thread/block coordinates, flattened subscripts, grid-stride counters",
-    "guard": "bounds guard: a condition that keeps a thread, tile or launch inside the iteration space",
-    "barrier": "barrier: __syncthreads / __syncwarp",
-    "shared": "shared memory: a __shared__ declaration, or a load into or read from a staged tile",
-    "reduce": "reduction combine: warp shuffles, partial sums folded, the final accumulate",
-    "launch": "launch configuration: grid and block sizes and the <<<...>>> launch",
-    "transfer": "host transfer: allocation, host-device copies, staging buffers, frees",
+    "index": "index computation: a declaration deriving a thread's coordinates or a loop variable from "
+             "threadIdx/blockIdx (or from such a value), a trip or partial-tile count, the init and step "
+             "clauses of a thread-strided loop, a flattened subscript (the text between the brackets), "
+             "a bare threadIdx/blockIdx read in a role test",
+    "guard": "bounds guard: the condition expression alone (no `if (`, `)` or `;`) of a test that keeps a "
+             "thread, tile or launch inside the iteration space: the bound test of a grid-, block-, warp- or "
+             "lane-strided `for`, an `if` comparing indices with bounds (wavefront skew, partial tile or "
+             "chunk, triangular range), the condition of a bounds ternary, a launch's non-empty test; "
+             "role tests (`lane == 0`) are not guards",
+    "barrier": "barrier: a `__syncthreads();` or `__syncwarp();` statement",
+    "shared": "shared memory: a `__shared__` declaration statement, or a statement storing into or loading "
+              "from a shared tile or buffer",
+    "reduce": "reduction combine: a per-thread partial's declaration and accumulation, the warp-shuffle "
+              "tree (the whole loop), the fold of partials (the whole loop), applying the total",
+    "launch": "launch configuration: a host statement computing a launch's trip count, and the "
+              "`kernel<<<grid, block, smem, stream>>>(args);` statement",
+    "transfer": "host transfer: a host statement (through its `;`) that allocates, copies or frees device "
+                "memory, and the byte count computed for an allocation",
 }
-"""Region label -> what it covers."""
+"""Region label -> what it covers (docs/dataset.md, "Region spans").
+
+A span starts at a statement's or expression's first character (never at
+indentation) and ends after its last; spans nest (a flattened subscript
+inside a shared-memory staging statement).
+"""
 
 
 @dataclass(frozen=True)

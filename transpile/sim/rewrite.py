@@ -358,9 +358,11 @@ def unsupported(text: str, filename: str, *, known_api: frozenset[str]) -> list[
 
     ``known_api`` holds the ``cuda*`` identifiers the simulator header defines;
     a call to any other ``cudaXxx(...)`` that the file does not define itself is
-    reported as an unsupported runtime API.
+    reported as an unsupported runtime API.  Lines in ``#if defined(__CUDA_ARCH__)``
+    (``#ifdef __CUDA_ARCH__``) branches are not scanned: ``__CUDA_ARCH__`` is
+    undefined here, so g++ never compiles them.
     """
-    m = mask(text)
+    m = _blank_device_only(mask(text))
     found: list[tuple[int, str]] = []
     for pat, feature in _FEATURES:
         found += [(x.start(), feature) for x in re.finditer(pat, m)]
@@ -386,6 +388,32 @@ def unsupported(text: str, filename: str, *, known_api: frozenset[str]) -> list[
             reported_api.add(name)
     found.sort()
     return [(feature, Loc(filename, *_line_col(text, pos))) for pos, feature in found]
+
+
+_IF = re.compile(r"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)")
+_DEVICE_ONLY = re.compile(r"\s*(?:defined\s*\(\s*__CUDA_ARCH__\s*\)|defined\s+__CUDA_ARCH__|__CUDA_ARCH__)\s*")
+
+
+def _blank_device_only(m: str) -> str:
+    """``m`` with the lines of ``#if defined(__CUDA_ARCH__)`` branches blanked (up to the
+    matching ``#elif``/``#else``/``#endif``), newlines kept."""
+    lines = m.split("\n")
+    depth, dead = 0, 0  # nesting depth; depth of the open dead branch (0: none)
+    for n, line in enumerate(lines):
+        d = _IF.match(line)
+        kind = d.group(1) if d else ""
+        if kind in ("if", "ifdef", "ifndef"):
+            depth += 1
+            if not dead and kind != "ifndef" and _DEVICE_ONLY.fullmatch(d.group(2)):  # type: ignore[union-attr]
+                dead = depth
+                continue
+        elif kind in ("elif", "else", "endif") and dead == depth:
+            dead = 0
+        if kind == "endif":
+            depth -= 1
+        if dead:
+            lines[n] = " " * len(line)
+    return "\n".join(lines)
 
 
 def kernel_names(text: str) -> tuple[str, ...]:

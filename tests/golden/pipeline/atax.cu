@@ -127,45 +127,514 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
   return err;
 }
 
+// ---------------------------------------------------------------------------
+// Drop-in host transfers (docs/dropin.md): a memory pool, pinned staging and
+// per-call registration, shared by every drop-in of this file.
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+// Bytes of each of the two pinned staging buffers: a pageable range is copied
+// chunk by chunk, the copy into one buffer overlapping the DMA from the other.
+// A range is cut into about 16 chunks (the first copy and the last DMA do not
+// overlap anything), of at least TRANSPILE_STAGE_MIN_CHUNK_BYTES.
+#ifndef TRANSPILE_STAGE_CHUNK_BYTES
+#define TRANSPILE_STAGE_CHUNK_BYTES ((size_t)16 << 20)
+#endif
+#ifndef TRANSPILE_STAGE_MIN_CHUNK_BYTES
+#define TRANSPILE_STAGE_MIN_CHUNK_BYTES ((size_t)2 << 20)
+#endif
+// Host threads that copy one chunk into (or out of) a staging buffer together:
+// one thread's memcpy is slower than the DMA, so several keep the link busy.
+#ifndef TRANSPILE_STAGE_THREADS
+#define TRANSPILE_STAGE_THREADS 8
+#endif
+// Chunks smaller than this are copied by the calling thread alone.
+#ifndef TRANSPILE_PARALLEL_MIN_BYTES
+#define TRANSPILE_PARALLEL_MIN_BYTES ((size_t)1 << 20)
+#endif
+// Pageable ranges of at least this many bytes are page-locked in place for the
+// call (cudaHostRegister, copy, cudaHostUnregister) instead of staged; smaller
+// ones are staged.  Provisional: pinning pages costs about as much per byte as
+// the staging copies, so registering wins, if ever, only for large ranges;
+// bench/dropin.py times both paths (TRANSPILE_DROPIN_COPY=staged|register in
+// the environment forces one) and the crossover it finds on the H200 goes here.
+#ifndef TRANSPILE_REGISTER_MIN_BYTES
+#define TRANSPILE_REGISTER_MIN_BYTES ((size_t)256 << 20)
+#endif
+// A registered range is page-locked piece by piece, each piece just before its
+// DMA, so pinning one piece overlaps the DMA of the one before.  Pieces meet
+// at page boundaries (CUDA refuses registrations that share a page).
+#ifndef TRANSPILE_REGISTER_PIECE_BYTES
+#define TRANSPILE_REGISTER_PIECE_BYTES ((size_t)16 << 20)
+#endif
+// The page size for piece boundaries; 0: the system's (sysconf).
+#ifndef TRANSPILE_PAGE_BYTES
+#define TRANSPILE_PAGE_BYTES 0
+#endif
+
+// Helper threads for the staging copies: the caller copies the first slice of
+// a chunk and waits for the helpers' slices.  Workers only run memcpy (no CUDA
+// calls).  A copier belongs to the process that made it (after fork() its
+// threads do not exist: the child makes a new one).
+struct transpile_copier {
+  std::mutex lock;
+  std::condition_variable go, done;
+  std::thread *workers[TRANSPILE_STAGE_THREADS > 1 ? TRANSPILE_STAGE_THREADS - 1 : 1];
+  int count;
+  pid_t pid;
+  unsigned job;  // bumped for every copy
+  int pending;   // slices not copied yet
+  bool stop;
+  unsigned char *dst;
+  const unsigned char *src;
+  size_t n;
+};
+
+// Slice i of `parts` of n bytes: its offset (*off) and length.
+[[maybe_unused]] static size_t transpile_slice(size_t n, int parts, int i, size_t *off)
+{
+  const size_t each = ((n + (size_t)parts - 1) / (size_t)parts + 63) / 64 * 64;  // cache lines; parts * each >= n
+  *off = each * (size_t)i < n ? each * (size_t)i : n;
+  const size_t end = *off + each < n ? *off + each : n;
+  return end - *off;
+}
+
+[[maybe_unused]] static void transpile_copier_work(transpile_copier *c, int index)
+{
+  std::unique_lock<std::mutex> held(c->lock);
+  unsigned seen = 0;  // the copier posts its first job after making every worker
+  for (;;) {
+    c->go.wait(held, [&] { return c->stop || c->job != seen; });
+    if (c->stop) {
+      return;
+    }
+    seen = c->job;
+    size_t off = 0;
+    const size_t len = transpile_slice(c->n, c->count + 1, index + 1, &off);
+    unsigned char *dst = c->dst;
+    const unsigned char *src = c->src;
+    held.unlock();
+    memcpy(dst + off, src + off, len);
+    held.lock();
+    if (--c->pending == 0) {
+      c->done.notify_one();
+    }
+  }
+}
+
+[[maybe_unused]] static transpile_copier *transpile_copier_new(void)
+{
+  transpile_copier *c = new transpile_copier();
+  c->pid = getpid();
+  c->count = 0;
+  for (int i = 0; i + 1 < TRANSPILE_STAGE_THREADS; ++i) {
+    c->workers[i] = new std::thread(transpile_copier_work, c, i);
+    c->count = i + 1;
+  }
+  return c;
+}
+
+[[maybe_unused]] static void transpile_copier_delete(transpile_copier *c)
+{
+  if (c == NULL || c->pid != getpid()) {
+    return;  // another process's copier (after fork): its threads are not ours to join
+  }
+  {
+    std::lock_guard<std::mutex> held(c->lock);
+    c->stop = true;
+  }
+  c->go.notify_all();
+  for (int i = 0; i < c->count; ++i) {
+    c->workers[i]->join();
+    delete c->workers[i];
+  }
+  delete c;
+}
+
+// memcpy(dst, src, n) with the copier's threads taking a slice each.
+[[maybe_unused]] static void transpile_copy(transpile_copier **cp, unsigned char *dst, const unsigned char *src,
+                                            size_t n)
+{
+  if (TRANSPILE_STAGE_THREADS <= 1 || n < TRANSPILE_PARALLEL_MIN_BYTES) {
+    memcpy(dst, src, n);
+    return;
+  }
+  if (*cp == NULL || (*cp)->pid != getpid()) {
+    *cp = transpile_copier_new();  // (a copier inherited through fork() is abandoned)
+  }
+  transpile_copier *c = *cp;
+  std::unique_lock<std::mutex> held(c->lock);
+  c->dst = dst;
+  c->src = src;
+  c->n = n;
+  c->pending = c->count;
+  ++c->job;
+  c->go.notify_all();
+  held.unlock();
+  size_t off = 0;
+  const size_t len = transpile_slice(n, c->count + 1, 0, &off);
+  memcpy(dst + off, src + off, len);
+  held.lock();
+  c->done.wait(held, [&] { return c->pending == 0; });
+}
+
+// What one drop-in keeps between calls.  Guarded by `lock`: concurrent calls
+// of the same function serialise (they share the stream and staging buffers).
+struct transpile_dropin {
+  std::mutex lock;
+  bool open;                // the fields below exist
+  bool exit_hook;           // the atexit cleanup is registered (once per process)
+  int device;               // the current device when opened
+  cudaStream_t stream;      // every copy and launch of a call, in order
+  cudaMemPool_t pool;       // device buffers, kept between calls (release threshold: all)
+  unsigned char *stage[2];  // pinned staging buffers (allocated on first use)
+  cudaEvent_t staged[2];    // the last copy from or into stage[i] has completed
+  unsigned next;            // the staging buffer the next chunk uses
+  transpile_copier *copier; // helper threads for the staging copies (made on first use)
+};
+
+// One user array in one call.
+struct transpile_array {
+  unsigned char *host;  // the user's array
+  unsigned char *dev;   // its device buffer (whole extent)
+  size_t bytes;         // its size
+  size_t elem;          // element size
+  int pinned;           // 0: undecided; 1: page-locked by the user; 2: registered by this call;
+                        // 3: to be registered on its first copy; -1: staged
+  size_t reg_off, reg_len;  // the range registered by this call (in pieces, see transpile_dropin_piece)
+  size_t pieces;            // how many pieces are registered
+};
+
+// Frees what `s` keeps.  At process exit it must not block or abort: another
+// thread may still hold the lock (then the OS reclaims everything), and the
+// CUDA runtime may already be shutting down (errors are ignored).
+[[maybe_unused]] static void transpile_dropin_close(transpile_dropin *s)
+{
+  if (!s->open) {
+    return;
+  }
+  (void)cudaStreamSynchronize(s->stream);
+  for (int i = 0; i < 2; ++i) {
+    if (s->stage[i] != NULL) {
+      (void)cudaFreeHost(s->stage[i]);
+      (void)cudaEventDestroy(s->staged[i]);
+      s->stage[i] = NULL;
+    }
+  }
+  transpile_copier_delete(s->copier);
+  s->copier = NULL;
+  (void)cudaStreamDestroy(s->stream);
+  (void)cudaMemPoolDestroy(s->pool);
+  (void)cudaGetLastError();
+  s->open = false;
+}
+
+[[maybe_unused]] static void transpile_dropin_release(transpile_dropin *s, bool at_exit)
+{
+  if (at_exit) {
+    std::unique_lock<std::mutex> held(s->lock, std::try_to_lock);
+    if (held.owns_lock()) {
+      transpile_dropin_close(s);
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> held(s->lock);
+  transpile_dropin_close(s);
+}
+
+// Creates the stream and the pool on the current device (again if it changed).
+[[maybe_unused]] static void transpile_dropin_open(transpile_dropin *s, void (*at_exit)(void), const char *kernel)
+{
+  int device = 0;
+  transpile_check(cudaGetDevice(&device), kernel, "cudaGetDevice");
+  if (s->open && s->device == device) {
+    return;
+  }
+  transpile_dropin_close(s);
+  cudaMemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  transpile_check(cudaMemPoolCreate(&s->pool, &props), kernel, "cudaMemPoolCreate");
+  unsigned long long keep = ULLONG_MAX;  // freed blocks stay in the pool: its high-water mark
+  transpile_check(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), kernel,
+                  "cudaMemPoolSetAttribute");
+  transpile_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
+  s->stage[0] = s->stage[1] = NULL;
+  s->next = 0;
+  s->device = device;
+  s->open = true;
+  if (!s->exit_hook) {
+    // Registered after the CUDA runtime started, so it runs before the runtime's own teardown.
+    s->exit_hook = atexit(at_exit) == 0;
+  }
+}
+
+[[maybe_unused]] static void transpile_dropin_alloc(transpile_dropin *s, transpile_array *a, const char *kernel,
+                                                    const char *what)
+{
+  if (a->bytes != 0) {
+    transpile_check(cudaMallocFromPoolAsync((void **)&a->dev, a->bytes, s->pool, s->stream), kernel, what);
+  }
+}
+
+// Byte range [*off, *off + *len) of the element range [lo, hi), clamped to the array.
+[[maybe_unused]] static bool transpile_dropin_range(const transpile_array *a, long long lo, long long hi, size_t *off,
+                                                    size_t *len)
+{
+  const long long n = (long long)(a->bytes / a->elem);
+  lo = lo < 0 ? 0 : lo > n ? n : lo;
+  hi = hi < lo ? lo : hi > n ? n : hi;
+  *off = (size_t)lo * a->elem;
+  *len = (size_t)(hi - lo) * a->elem;
+  return *len != 0;
+}
+
+// Decides, on the first copy of an array in a call, how its host side is reached.
+[[maybe_unused]] static void transpile_dropin_pin(transpile_array *a, size_t len)
+{
+  if (a->pinned != 0) {
+    return;
+  }
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, a->host) == cudaSuccess && attr.type == cudaMemoryTypeHost) {
+    a->pinned = 1;  // the user's own page-locked memory (cudaMallocHost, cudaHostRegister)
+    return;
+  }
+  (void)cudaGetLastError();
+  const char *mode = getenv("TRANSPILE_DROPIN_COPY");
+  const bool staged = mode != NULL && strcmp(mode, "staged") == 0;
+  const bool forced = mode != NULL && strcmp(mode, "register") == 0;
+  // Registered only for this call (the user may free the array afterwards).
+  a->pinned = staged || !(forced || len >= TRANSPILE_REGISTER_MIN_BYTES) ? -1 : 3;
+}
+
+// Piece k of the registered range of `a` (see TRANSPILE_REGISTER_PIECE_BYTES): [*lo, *hi) as addresses.
+[[maybe_unused]] static bool transpile_dropin_piece(const transpile_array *a, size_t off, size_t len, size_t k,
+                                                    uintptr_t *lo, uintptr_t *hi)
+{
+  const uintptr_t page = TRANSPILE_PAGE_BYTES ? (uintptr_t)TRANSPILE_PAGE_BYTES : (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t piece = (TRANSPILE_REGISTER_PIECE_BYTES + page - 1) / page * page;
+  const uintptr_t base = (uintptr_t)(a->host + off);
+  const uintptr_t first = base / page * page;
+  *lo = first + k * piece > base ? first + k * piece : base;
+  *hi = first + (k + 1) * piece < base + len ? first + (k + 1) * piece : base + len;
+  return *lo < *hi;
+}
+
+// Registers [off, off + len) of `a` piece by piece, starting each piece's copy as soon as it is
+// registered; returns the bytes copied (a piece CUDA refuses, e.g. one sharing a page with another
+// registration, ends it: the caller stages the rest).
+[[maybe_unused]] static size_t transpile_dropin_register(transpile_dropin *s, transpile_array *a, size_t off,
+                                                         size_t len, bool to_device, const char *kernel,
+                                                         const char *what)
+{
+  a->pinned = 2;
+  a->reg_off = off;
+  a->reg_len = 0;
+  a->pieces = 0;
+  uintptr_t lo = 0, hi = 0;
+  for (size_t k = 0; transpile_dropin_piece(a, off, len, k, &lo, &hi); ++k) {
+    const cudaError_t pinned = cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterDefault);
+    if (pinned != cudaSuccess) {
+      (void)cudaGetLastError();
+      break;
+    }
+    a->pieces = k + 1;
+    a->reg_len = hi - (uintptr_t)(a->host + off);
+    unsigned char *host = (unsigned char *)lo;
+    unsigned char *dev = a->dev + (host - a->host);
+    if (to_device) {
+      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->stream), kernel, what);
+    } else {
+      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->stream), kernel, what);
+    }
+  }
+  return a->reg_len;
+}
+
+// Whether [off, off + len) of `a` can be copied directly (page-locked), after the first-copy decision.
+[[maybe_unused]] static bool transpile_dropin_direct(transpile_array *a, size_t off, size_t len)
+{
+  return a->pinned == 1 || (a->pinned == 2 && off >= a->reg_off && off + len <= a->reg_off + a->reg_len);
+}
+
+[[maybe_unused]] static void transpile_dropin_buffers(transpile_dropin *s, const char *kernel)
+{
+  for (int i = 0; i < 2; ++i) {
+    if (s->stage[i] == NULL) {
+      transpile_check(cudaMallocHost((void **)&s->stage[i], TRANSPILE_STAGE_CHUNK_BYTES), kernel,
+                      "cudaMallocHost staging buffer");
+      transpile_check(cudaEventCreateWithFlags(&s->staged[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
+    }
+  }
+}
+
+// The chunk size for staging `len` bytes.
+[[maybe_unused]] static size_t transpile_dropin_chunk(size_t len)
+{
+  size_t chunk = (len / 16 + 4095) / 4096 * 4096;
+  chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
+  return chunk < TRANSPILE_STAGE_CHUNK_BYTES ? chunk : TRANSPILE_STAGE_CHUNK_BYTES;
+}
+
+// Host to device, elements [lo, hi) of `a`.
+[[maybe_unused]] static void transpile_dropin_in(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
+                                                 const char *kernel, const char *what)
+{
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+    return;
+  }
+  transpile_dropin_pin(a, len);
+  if (transpile_dropin_direct(a, off, len)) {
+    transpile_check(cudaMemcpyAsync(a->dev + off, a->host + off, len, cudaMemcpyHostToDevice, s->stream), kernel,
+                    what);
+    return;
+  }
+  if (a->pinned == 3) {
+    const size_t done = transpile_dropin_register(s, a, off, len, true, kernel, what);
+    off += done;  // what registration did not cover is staged
+    len -= done;
+    if (len == 0) {
+      return;
+    }
+  }
+  transpile_dropin_buffers(s, kernel);
+  const size_t chunk = transpile_dropin_chunk(len);
+  for (size_t done = 0; done < len;) {
+    const size_t n = len - done < chunk ? len - done : chunk;
+    const unsigned b = s->next;
+    s->next ^= 1u;
+    transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);  // its previous copy is done
+    transpile_copy(&s->copier, s->stage[b], a->host + off + done, n);
+    transpile_check(cudaMemcpyAsync(a->dev + off + done, s->stage[b], n, cudaMemcpyHostToDevice, s->stream), kernel,
+                    what);
+    transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
+    done += n;
+  }
+}
+
+// Device to host, elements [lo, hi) of `a`; staged chunks land before it returns, direct ones at the final sync.
+[[maybe_unused]] static void transpile_dropin_out(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
+                                                  const char *kernel, const char *what)
+{
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+    return;
+  }
+  transpile_dropin_pin(a, len);
+  if (transpile_dropin_direct(a, off, len)) {
+    transpile_check(cudaMemcpyAsync(a->host + off, a->dev + off, len, cudaMemcpyDeviceToHost, s->stream), kernel,
+                    what);
+    return;
+  }
+  if (a->pinned == 3) {  // not copied in: registered now
+    const size_t done = transpile_dropin_register(s, a, off, len, false, kernel, what);
+    off += done;
+    len -= done;
+    if (len == 0) {
+      return;
+    }
+  }
+  transpile_dropin_buffers(s, kernel);
+  const size_t chunk = transpile_dropin_chunk(len);
+  const size_t count = (len + chunk - 1) / chunk;
+  unsigned buf[2] = {0, 0};
+  for (size_t c = 0; c <= count; ++c) {
+    if (c < count) {  // start chunk c's copy into a free buffer
+      const size_t n = len - c * chunk < chunk ? len - c * chunk : chunk;
+      const unsigned b = s->next;
+      s->next ^= 1u;
+      buf[c & 1] = b;
+      transpile_check(cudaMemcpyAsync(s->stage[b], a->dev + off + c * chunk, n, cudaMemcpyDeviceToHost, s->stream),
+                      kernel, what);
+      transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
+    }
+    if (c > 0) {  // while it runs, drain chunk c - 1
+      const size_t p = c - 1;
+      const size_t n = len - p * chunk < chunk ? len - p * chunk : chunk;
+      const unsigned b = buf[p & 1];
+      transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);
+      transpile_copy(&s->copier, a->host + off + p * chunk, s->stage[b], n);
+    }
+  }
+}
+
+// Ends a call: device buffers back to the pool, wait for the stream, unregister.
+[[maybe_unused]] static void transpile_dropin_finish(transpile_dropin *s, transpile_array *arrays, int count,
+                                                     const char *kernel)
+{
+  for (int i = 0; i < count; ++i) {
+    if (arrays[i].dev != NULL) {
+      transpile_check(cudaFreeAsync(arrays[i].dev, s->stream), kernel, "cudaFreeAsync");
+    }
+  }
+  transpile_check(cudaStreamSynchronize(s->stream), kernel, "copies to the host");
+  for (int i = 0; i < count; ++i) {
+    uintptr_t lo = 0, hi = 0;
+    for (size_t k = 0; arrays[i].pinned == 2 && k < arrays[i].pieces; ++k) {
+      transpile_dropin_piece(&arrays[i], arrays[i].reg_off, arrays[i].reg_len, k, &lo, &hi);
+      transpile_check(cudaHostUnregister((void *)lo), kernel, "cudaHostUnregister");
+    }
+  }
+}
+
+// What kernel_atax's drop-in keeps between calls (see transpile_dropin).
+static transpile_dropin transpile_kernel_atax_dropin;
+
+// Frees kernel_atax's memory pool, pinned staging buffers and stream; the next call creates them again.
+extern "C" void kernel_atax_release(void)
+{
+  transpile_dropin_release(&transpile_kernel_atax_dropin, false);
+}
+
+static void transpile_kernel_atax_dropin_at_exit(void)
+{
+  transpile_dropin_release(&transpile_kernel_atax_dropin, true);
+}
+
 // Drop-in replacement for the C function (host arrays in and out):
 // void kernel_atax(int m, int n, double A[m][n], double x[n], double y[n], double tmp[m]);
+// Calls from several threads serialise; kernel_atax_release() frees what calls keep.
 extern "C" void kernel_atax(int m, int n, double *A, double *x, double *y, double *tmp)
 {
+  std::lock_guard<std::mutex> held(transpile_kernel_atax_dropin.lock);
+  transpile_dropin_open(&transpile_kernel_atax_dropin, transpile_kernel_atax_dropin_at_exit, "kernel_atax");
   const size_t A_bytes = transpile_extent(m) * transpile_extent(n) * sizeof(double);
   const size_t x_bytes = transpile_extent(n) * sizeof(double);
   const size_t y_bytes = transpile_extent(n) * sizeof(double);
   const size_t tmp_bytes = transpile_extent(m) * sizeof(double);
-  double *A_dev = NULL;
-  double *x_dev = NULL;
-  double *y_dev = NULL;
-  double *tmp_dev = NULL;
-  // Every array is copied in, even when only written: elements the kernel skips keep their values.
-  if (A_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&A_dev, A_bytes), "kernel_atax", "cudaMalloc A");
-    transpile_check(cudaMemcpy(A_dev, A, A_bytes, cudaMemcpyHostToDevice), "kernel_atax", "copy A to the device");
-  }
-  if (x_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&x_dev, x_bytes), "kernel_atax", "cudaMalloc x");
-    transpile_check(cudaMemcpy(x_dev, x, x_bytes, cudaMemcpyHostToDevice), "kernel_atax", "copy x to the device");
-  }
-  if (y_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&y_dev, y_bytes), "kernel_atax", "cudaMalloc y");
-    transpile_check(cudaMemcpy(y_dev, y, y_bytes, cudaMemcpyHostToDevice), "kernel_atax", "copy y to the device");
-  }
-  if (tmp_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&tmp_dev, tmp_bytes), "kernel_atax", "cudaMalloc tmp");
-    transpile_check(cudaMemcpy(tmp_dev, tmp, tmp_bytes, cudaMemcpyHostToDevice), "kernel_atax", "copy tmp to the device");
-  }
-  transpile_check(kernel_atax_device(m, n, A_dev, x_dev, y_dev, tmp_dev, 0), "kernel_atax", "kernel launch");
-  transpile_check(cudaDeviceSynchronize(), "kernel_atax", "kernel execution");
-  if (y_bytes != 0) {
-    transpile_check(cudaMemcpy(y, y_dev, y_bytes, cudaMemcpyDeviceToHost), "kernel_atax", "copy y to the host");
-  }
-  if (tmp_bytes != 0) {
-    transpile_check(cudaMemcpy(tmp, tmp_dev, tmp_bytes, cudaMemcpyDeviceToHost), "kernel_atax", "copy tmp to the host");
-  }
-  transpile_check(cudaFree(A_dev), "kernel_atax", "cudaFree A");
-  transpile_check(cudaFree(x_dev), "kernel_atax", "cudaFree x");
-  transpile_check(cudaFree(y_dev), "kernel_atax", "cudaFree y");
-  transpile_check(cudaFree(tmp_dev), "kernel_atax", "cudaFree tmp");
+  transpile_array arrays[4] = {
+    {(unsigned char *)A, NULL, A_bytes, sizeof(double), 0, 0, 0, 0},
+    {(unsigned char *)x, NULL, x_bytes, sizeof(double), 0, 0, 0, 0},
+    {(unsigned char *)y, NULL, y_bytes, sizeof(double), 0, 0, 0, 0},
+    {(unsigned char *)tmp, NULL, tmp_bytes, sizeof(double), 0, 0, 0, 0},
+  };
+  // A: copied in over its bounding box.
+  transpile_dropin_alloc(&transpile_kernel_atax_dropin, &arrays[0], "kernel_atax", "allocate A on the device");
+  transpile_dropin_in(&transpile_kernel_atax_dropin, &arrays[0], 0LL, LLONG_MAX, "kernel_atax", "copy A to the device");
+  // x: copied in over its bounding box.
+  transpile_dropin_alloc(&transpile_kernel_atax_dropin, &arrays[1], "kernel_atax", "allocate x on the device");
+  transpile_dropin_in(&transpile_kernel_atax_dropin, &arrays[1], 0LL, LLONG_MAX, "kernel_atax", "copy x to the device");
+  // y: written in full, every read after a write: no copy-in; copied out over the bounding box of its writes.
+  transpile_dropin_alloc(&transpile_kernel_atax_dropin, &arrays[2], "kernel_atax", "allocate y on the device");
+  // tmp: written in full, every read after a write: no copy-in; copied out over the bounding box of its writes.
+  transpile_dropin_alloc(&transpile_kernel_atax_dropin, &arrays[3], "kernel_atax", "allocate tmp on the device");
+  double *A_dev = (double *)arrays[0].dev;
+  double *x_dev = (double *)arrays[1].dev;
+  double *y_dev = (double *)arrays[2].dev;
+  double *tmp_dev = (double *)arrays[3].dev;
+  transpile_check(kernel_atax_device(m, n, A_dev, x_dev, y_dev, tmp_dev, transpile_kernel_atax_dropin.stream), "kernel_atax", "kernel launch");
+  transpile_check(cudaStreamSynchronize(transpile_kernel_atax_dropin.stream), "kernel_atax", "kernel execution");
+  transpile_dropin_out(&transpile_kernel_atax_dropin, &arrays[2], 0LL, LLONG_MAX, "kernel_atax", "copy y to the host");
+  transpile_dropin_out(&transpile_kernel_atax_dropin, &arrays[3], 0LL, LLONG_MAX, "kernel_atax", "copy tmp to the host");
+  transpile_dropin_finish(&transpile_kernel_atax_dropin, arrays, 4, "kernel_atax");
 }

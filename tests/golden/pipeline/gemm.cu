@@ -29,123 +29,331 @@
 // ---------------------------------------------------------------------------
 // kernel_gemm
 
-__global__ void __launch_bounds__(256) kernel_gemm_kernel0(int ni, int nj, int nk, double alpha, double beta, double *__restrict__ C, const double *__restrict__ A, const double *__restrict__ B)
+__global__ void __launch_bounds__(128, 3) kernel_gemm_kernel0(int ni, int nj, int nk, double alpha, double beta, double *__restrict__ C, const double *__restrict__ A, const double *__restrict__ B)
 {
-  __shared__ __align__(16) double sA0[16][65];
-  __shared__ __align__(16) double sB1[16][65];
-  const int tx = (int)threadIdx.x;
-  const int ty = (int)threadIdx.y;
-  const int tid = ty * 16 + tx;
+  __shared__ __align__(16) double sr0[4][8][68];
+  __shared__ __align__(16) double sc1[4][8][68];
+  // D(8x8) += A(8x4) * B(4x8) by one warp (PTX mma.sync m8n8k4 f64: lane l holds A[l/4][l%4],
+  // B[l%4][l/4] and D[l/4][2*(l%4)], D[l/4][2*(l%4)+1]); off the GPU, the same layout emulated with shuffles.
+  const auto dmma = [](double &d0, double &d1, const double a, const double b) {
+#if defined(__CUDA_ARCH__)
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" : "+d"(d0), "+d"(d1) : "d"(a), "d"(b));
+#else
+    const int el = (int)(threadIdx.x & 31u);
+    for (int s = 0; s < 4; ++s) {
+      const double as = __shfl_sync(0xffffffffu, a, (el >> 2) * 4 + s);
+      const double b0 = __shfl_sync(0xffffffffu, b, (el & 3) * 8 + s);
+      const double b1 = __shfl_sync(0xffffffffu, b, (el & 3) * 8 + 4 + s);
+      d0 = fma(as, b0, d0);
+      d1 = fma(as, b1, d1);
+    }
+#endif
+  };
+  // 8 bytes from global to shared memory without registers, zero-filled unless ok (cp.async); off the GPU, a copy.
+  const auto cp = [](double *dst, const double *src, const bool ok) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(ok ? 8 : 0) : "memory");
+#else
+    *dst = ok ? *src : 0.0;
+#endif
+  };
+  const int tid = (int)threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  // This warp's 32x32 tile of the block tile, and this lane's row (A, C) / column (B) and k (A, B) in a fragment.
+  const int wr = warp / 2 * 32;
+  const int wc = warp % 2 * 32;
+  const int g = lane >> 2;
+  const int q = lane & 3;
   const long long i_lo = (long long)0;
   const long long i_hi = (long long)ni;
   const long long j_lo = (long long)0;
   const long long j_hi = (long long)nj;
   const long long k_lo = (long long)0;
   const long long k_hi = (long long)nk;
-  // Block tiles of 64x64 outputs, grid-stride; each thread owns a 4x4 micro-tile
-  // (rows ty + 16*m, columns tx + 16*n) with its accumulators in registers.
+  // Block tiles of 64x64 outputs, grid-stride; the warp's 4x4 fragments of 8x8 in registers.
   for (long long ib = i_lo + (long long)blockIdx.y * 64; ib < i_hi; ib += (long long)gridDim.y * 64) {
     const long long jmin = j_lo;
     const long long jmax = j_hi;
-    // Each micro-tile row's j range (empty outside the i range).
-    long long rlo[4];
-    long long rhi[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const long long gi = ib + ty + 16 * m;
-      rlo[m] = gi < i_hi ? (long long)0 : 0;
-      rhi[m] = gi < i_hi ? (long long)nj : 0;
-    }
     for (long long jb = jmin + (long long)blockIdx.x * 64; jb < jmax; jb += (long long)gridDim.x * 64) {
-      double acc[4][4];
-      double rA0[4];
-      double rB1[4];
+      double acc[4][4][2];
 #pragma unroll
-      for (int m = 0; m < 4; ++m) {
+      for (int fm = 0; fm < 4; ++fm) {
+        const long long gi = ib + wr + 8 * fm + g;
+        const long long lo = gi < i_hi ? (long long)0 : 0;
+        const long long hi = gi < i_hi ? (long long)nj : 0;
 #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          const long long gi = ib + ty + 16 * m;
-          const long long gj = jb + tx + 16 * n;
-          if (gj >= rlo[m] && gj < rhi[m]) {
-            const int i = (int)gi;
-            const int j = (int)gj;
-            acc[m][n] = C[(long long)i * nj + j];
-          } else {
-            acc[m][n] = 0.0;
+        for (int fn = 0; fn < 4; ++fn) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const long long gj = jb + wc + 8 * fn + 2 * q + h;
+            if (gj >= lo && gj < hi) {
+              const int i = (int)gi;
+              const int j = (int)gj;
+              acc[fm][fn][h] = C[(long long)i * nj + j];
+            } else {
+              acc[fm][fn][h] = 0.0;
+            }
           }
         }
       }
       #pragma unroll
-      for (int m = 0; m < 4; ++m) {
+      for (int fm = 0; fm < 4; ++fm) {
       #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          acc[m][n] *= beta;
+        for (int fn = 0; fn < 4; ++fn) {
+      #pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            acc[fm][fn][h] *= beta;
+          }
         }
       }
-      for (long long kb = k_lo; kb < k_hi; kb += 16) {
-        // Stage this k-slice of every operand; out-of-range elements are zero and never stored.
+      // cp.async pipeline over 4 shared buffers: step kt computes buffer kt % 4 while the
+      // copies for the next 3 steps are in flight; one barrier per step.
+      // Per staged tile: one source pointer (this thread's element 0 at the next k step to copy), the
+      // distance from element c to c + 1 and per k step (fixed: the subscripts are affine with unit
+      // coefficients in the loop variables: cuda_mma._fit), and a mask of the elements whose row is read.
+      const double *gr0;
+      long long dr0;
+      long long er0;
+      unsigned vr0 = 0u;
+      {
+        const int t = tid;
+        const int r = t / 8;
+        const int kk = t % 8;
+        const long long gr = ib + r;
+        const long long gk = k_lo + kk;
+        const int i = (int)gr;
+        const int k = (int)gk;
+        gr0 = &A[(long long)i * nk + k];
+      }
+      {
+        const int t = tid;
+        const int r = t / 8;
+        const int kk = t % 8;
+        const long long gr = ib + r;
+        const long long gk = k_lo + kk + 1;
+        const int i = (int)gr;
+        const int k = (int)gk;
+        dr0 = (&A[(long long)i * nk + k] - gr0) * 8;
+      }
+      {
+        const int t = tid + 128;
+        const int r = t / 8;
+        const int kk = t % 8;
+        const long long gr = ib + r;
+        const long long gk = k_lo + kk;
+        const int i = (int)gr;
+        const int k = (int)gk;
+        er0 = &A[(long long)i * nk + k] - gr0;
+      }
 #pragma unroll
-        for (int t = tid; t < 1024; t += 256) {
-          const int r = t / 16;
-          const int kk = t % 16;
-          const long long gr = ib + r;
-          const long long gk = kb + kk;
-          if (gr < i_hi && (long long)0 < (long long)nj && gk < k_hi) {
-            const int i = (int)gr;
-            const int k = (int)gk;
-            sA0[kk][r] = A[(long long)i * nk + k];
-          } else {
-            sA0[kk][r] = 0.0;
-          }
-        }
+      for (int c = 0; c < 4; ++c) {
+        const int t = tid + 128 * c;
+        const int r = t / 8;
+        const long long gr = ib + r;
+        vr0 |= gr < i_hi && (long long)0 < (long long)nj ? 1u << c : 0u;
+      }
+      const double *gc1;
+      long long dc1;
+      long long ec1;
+      unsigned vc1 = 0u;
+      {
+        const int t = tid;
+        const int r = t % 64;
+        const int kk = t / 64;
+        const long long gr = jb + r;
+        const long long gk = k_lo + kk;
+        const int j = (int)gr;
+        const int k = (int)gk;
+        gc1 = &B[(long long)k * nj + j];
+      }
+      {
+        const int t = tid;
+        const int r = t % 64;
+        const int kk = t / 64;
+        const long long gr = jb + r;
+        const long long gk = k_lo + kk + 1;
+        const int j = (int)gr;
+        const int k = (int)gk;
+        dc1 = (&B[(long long)k * nj + j] - gc1) * 8;
+      }
+      {
+        const int t = tid + 128;
+        const int r = t % 64;
+        const int kk = t / 64;
+        const long long gr = jb + r;
+        const long long gk = k_lo + kk;
+        const int j = (int)gr;
+        const int k = (int)gk;
+        ec1 = &B[(long long)k * nj + j] - gc1;
+      }
 #pragma unroll
-        for (int t = tid; t < 1024; t += 256) {
-          const int r = t % 64;
-          const int kk = t / 64;
-          const long long gr = jb + r;
-          const long long gk = kb + kk;
-          if (gr < jmax && gk < k_hi) {
-            const int j = (int)gr;
-            const int k = (int)gk;
-            sB1[kk][r] = B[(long long)k * nj + j];
-          } else {
-            sB1[kk][r] = 0.0;
+      for (int c = 0; c < 4; ++c) {
+        const int t = tid + 128 * c;
+        const int r = t % 64;
+        const long long gr = jb + r;
+        vc1 |= gr < jmax ? 1u << c : 0u;
+      }
+      {
+        const int nxt = 0;
+        if (k_lo + 0 < k_hi) {
+          const int kn = k_hi - (k_lo + 0) < 8 ? (int)(k_hi - (k_lo + 0)) : 8;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t / 8;
+            const int kk = t % 8;
+            const bool ok = (vr0 >> c & 1u) != 0u && kk < kn;
+            cp(&sr0[nxt][kk][r], gr0 + c * er0, ok);
           }
+          gr0 += dr0;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t % 64;
+            const int kk = t / 64;
+            const bool ok = (vc1 >> c & 1u) != 0u && kk < kn;
+            cp(&sc1[nxt][kk][r], gc1 + c * ec1, ok);
+          }
+          gc1 += dc1;
+
         }
+#if defined(__CUDA_ARCH__)
+        asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+      }
+      {
+        const int nxt = 1;
+        if (k_lo + 8 < k_hi) {
+          const int kn = k_hi - (k_lo + 8) < 8 ? (int)(k_hi - (k_lo + 8)) : 8;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t / 8;
+            const int kk = t % 8;
+            const bool ok = (vr0 >> c & 1u) != 0u && kk < kn;
+            cp(&sr0[nxt][kk][r], gr0 + c * er0, ok);
+          }
+          gr0 += dr0;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t % 64;
+            const int kk = t / 64;
+            const bool ok = (vc1 >> c & 1u) != 0u && kk < kn;
+            cp(&sc1[nxt][kk][r], gc1 + c * ec1, ok);
+          }
+          gc1 += dc1;
+
+        }
+#if defined(__CUDA_ARCH__)
+        asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+      }
+      {
+        const int nxt = 2;
+        if (k_lo + 16 < k_hi) {
+          const int kn = k_hi - (k_lo + 16) < 8 ? (int)(k_hi - (k_lo + 16)) : 8;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t / 8;
+            const int kk = t % 8;
+            const bool ok = (vr0 >> c & 1u) != 0u && kk < kn;
+            cp(&sr0[nxt][kk][r], gr0 + c * er0, ok);
+          }
+          gr0 += dr0;
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int t = tid + 128 * c;
+            const int r = t % 64;
+            const int kk = t / 64;
+            const bool ok = (vc1 >> c & 1u) != 0u && kk < kn;
+            cp(&sc1[nxt][kk][r], gc1 + c * ec1, ok);
+          }
+          gc1 += dc1;
+
+        }
+#if defined(__CUDA_ARCH__)
+        asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+      }
+      int kt = 0;
+      for (long long kb = k_lo; kb < k_hi; kb += 8) {
+        const int cur = kt;
+#if defined(__CUDA_ARCH__)
+        asm volatile("cp.async.wait_group 2;" ::: "memory");
+#endif
         __syncthreads();
-        const int kn = k_hi - kb < 16 ? (int)(k_hi - kb) : 16;
+        {
+          const int nxt = kt == 0 ? 3 : kt - 1;
+          if (kb + 24 < k_hi) {
+            const int kn = k_hi - (kb + 24) < 8 ? (int)(k_hi - (kb + 24)) : 8;
+            #pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int t = tid + 128 * c;
+              const int r = t / 8;
+              const int kk = t % 8;
+              const bool ok = (vr0 >> c & 1u) != 0u && kk < kn;
+              cp(&sr0[nxt][kk][r], gr0 + c * er0, ok);
+            }
+            gr0 += dr0;
+            #pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int t = tid + 128 * c;
+              const int r = t % 64;
+              const int kk = t / 64;
+              const bool ok = (vc1 >> c & 1u) != 0u && kk < kn;
+              cp(&sc1[nxt][kk][r], gc1 + c * ec1, ok);
+            }
+            gc1 += dc1;
+
+          }
+#if defined(__CUDA_ARCH__)
+          asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+        }
+        const int kn = k_hi - kb < 8 ? (int)(k_hi - kb) : 8;
 #pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {
+        for (int kk = 0; kk < 8; kk += 4) {
           if (kk < kn) {
+            double fa[4];
+            double fb[4];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              rA0[q] = sA0[kk][ty + 16 * q];
+            for (int fm = 0; fm < 4; ++fm) {
+              fa[fm] = alpha * sr0[cur][kk + q][wr + 8 * fm + g];
             }
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              rB1[q] = sB1[kk][tx + 16 * q];
+            for (int fn = 0; fn < 4; ++fn) {
+              fb[fn] = sc1[cur][kk + q][wc + 8 * fn + g];
             }
-            #pragma unroll
-            for (int m = 0; m < 4; ++m) {
-            #pragma unroll
-              for (int n = 0; n < 4; ++n) {
-                acc[m][n] += alpha * rA0[m] * rB1[n];
+#pragma unroll
+            for (int fm = 0; fm < 4; ++fm) {
+#pragma unroll
+              for (int fn = 0; fn < 4; ++fn) {
+                dmma(acc[fm][fn][0], acc[fm][fn][1], fa[fm], fb[fn]);
               }
             }
           }
         }
-        __syncthreads();
+        kt = kt == 3 ? 0 : kt + 1;
       }
+      __syncthreads();
 #pragma unroll
-      for (int m = 0; m < 4; ++m) {
+      for (int fm = 0; fm < 4; ++fm) {
+        const long long gi = ib + wr + 8 * fm + g;
+        const long long lo = gi < i_hi ? (long long)0 : 0;
+        const long long hi = gi < i_hi ? (long long)nj : 0;
 #pragma unroll
-        for (int n = 0; n < 4; ++n) {
-          const long long gi = ib + ty + 16 * m;
-          const long long gj = jb + tx + 16 * n;
-          if (gj >= rlo[m] && gj < rhi[m]) {
-            const int i = (int)gi;
-            const int j = (int)gj;
-            C[(long long)i * nj + j] = acc[m][n];
+        for (int fn = 0; fn < 4; ++fn) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const long long gj = jb + wc + 8 * fn + 2 * q + h;
+            if (gj >= lo && gj < hi) {
+              const int i = (int)gi;
+              const int j = (int)gj;
+              C[(long long)i * nj + j] = acc[fm][fn][h];
+            }
           }
         }
       }
@@ -162,7 +370,7 @@ extern "C" cudaError_t kernel_gemm_device(int ni, int nj, int nk, double alpha, 
     const long long i_n = ni;
     const long long j_n = nj;
     if (i_n > 0 && j_n > 0) {
-      kernel_gemm_kernel0<<<dim3(transpile_grid(j_n, 64u, 2147483647u), transpile_grid(i_n, 64u, 65535u), 1u), dim3(16u, 16u, 1u), 0, stream>>>(ni, nj, nk, alpha, beta, C, A, B);
+      kernel_gemm_kernel0<<<dim3(transpile_grid(j_n, 64u, 2147483647u), transpile_grid(i_n, 64u, 65535u), 1u), dim3(128u, 1u, 1u), 0, stream>>>(ni, nj, nk, alpha, beta, C, A, B);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
@@ -172,35 +380,509 @@ extern "C" cudaError_t kernel_gemm_device(int ni, int nj, int nk, double alpha, 
   return err;
 }
 
+// ---------------------------------------------------------------------------
+// Drop-in host transfers (docs/dropin.md): a memory pool, pinned staging and
+// per-call registration, shared by every drop-in of this file.
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+// Bytes of each of the two pinned staging buffers: a pageable range is copied
+// chunk by chunk, the copy into one buffer overlapping the DMA from the other.
+// A range is cut into about 16 chunks (the first copy and the last DMA do not
+// overlap anything), of at least TRANSPILE_STAGE_MIN_CHUNK_BYTES.
+#ifndef TRANSPILE_STAGE_CHUNK_BYTES
+#define TRANSPILE_STAGE_CHUNK_BYTES ((size_t)16 << 20)
+#endif
+#ifndef TRANSPILE_STAGE_MIN_CHUNK_BYTES
+#define TRANSPILE_STAGE_MIN_CHUNK_BYTES ((size_t)2 << 20)
+#endif
+// Host threads that copy one chunk into (or out of) a staging buffer together:
+// one thread's memcpy is slower than the DMA, so several keep the link busy.
+#ifndef TRANSPILE_STAGE_THREADS
+#define TRANSPILE_STAGE_THREADS 8
+#endif
+// Chunks smaller than this are copied by the calling thread alone.
+#ifndef TRANSPILE_PARALLEL_MIN_BYTES
+#define TRANSPILE_PARALLEL_MIN_BYTES ((size_t)1 << 20)
+#endif
+// Pageable ranges of at least this many bytes are page-locked in place for the
+// call (cudaHostRegister, copy, cudaHostUnregister) instead of staged; smaller
+// ones are staged.  Provisional: pinning pages costs about as much per byte as
+// the staging copies, so registering wins, if ever, only for large ranges;
+// bench/dropin.py times both paths (TRANSPILE_DROPIN_COPY=staged|register in
+// the environment forces one) and the crossover it finds on the H200 goes here.
+#ifndef TRANSPILE_REGISTER_MIN_BYTES
+#define TRANSPILE_REGISTER_MIN_BYTES ((size_t)256 << 20)
+#endif
+// A registered range is page-locked piece by piece, each piece just before its
+// DMA, so pinning one piece overlaps the DMA of the one before.  Pieces meet
+// at page boundaries (CUDA refuses registrations that share a page).
+#ifndef TRANSPILE_REGISTER_PIECE_BYTES
+#define TRANSPILE_REGISTER_PIECE_BYTES ((size_t)16 << 20)
+#endif
+// The page size for piece boundaries; 0: the system's (sysconf).
+#ifndef TRANSPILE_PAGE_BYTES
+#define TRANSPILE_PAGE_BYTES 0
+#endif
+
+// Helper threads for the staging copies: the caller copies the first slice of
+// a chunk and waits for the helpers' slices.  Workers only run memcpy (no CUDA
+// calls).  A copier belongs to the process that made it (after fork() its
+// threads do not exist: the child makes a new one).
+struct transpile_copier {
+  std::mutex lock;
+  std::condition_variable go, done;
+  std::thread *workers[TRANSPILE_STAGE_THREADS > 1 ? TRANSPILE_STAGE_THREADS - 1 : 1];
+  int count;
+  pid_t pid;
+  unsigned job;  // bumped for every copy
+  int pending;   // slices not copied yet
+  bool stop;
+  unsigned char *dst;
+  const unsigned char *src;
+  size_t n;
+};
+
+// Slice i of `parts` of n bytes: its offset (*off) and length.
+[[maybe_unused]] static size_t transpile_slice(size_t n, int parts, int i, size_t *off)
+{
+  const size_t each = ((n + (size_t)parts - 1) / (size_t)parts + 63) / 64 * 64;  // cache lines; parts * each >= n
+  *off = each * (size_t)i < n ? each * (size_t)i : n;
+  const size_t end = *off + each < n ? *off + each : n;
+  return end - *off;
+}
+
+[[maybe_unused]] static void transpile_copier_work(transpile_copier *c, int index)
+{
+  std::unique_lock<std::mutex> held(c->lock);
+  unsigned seen = 0;  // the copier posts its first job after making every worker
+  for (;;) {
+    c->go.wait(held, [&] { return c->stop || c->job != seen; });
+    if (c->stop) {
+      return;
+    }
+    seen = c->job;
+    size_t off = 0;
+    const size_t len = transpile_slice(c->n, c->count + 1, index + 1, &off);
+    unsigned char *dst = c->dst;
+    const unsigned char *src = c->src;
+    held.unlock();
+    memcpy(dst + off, src + off, len);
+    held.lock();
+    if (--c->pending == 0) {
+      c->done.notify_one();
+    }
+  }
+}
+
+[[maybe_unused]] static transpile_copier *transpile_copier_new(void)
+{
+  transpile_copier *c = new transpile_copier();
+  c->pid = getpid();
+  c->count = 0;
+  for (int i = 0; i + 1 < TRANSPILE_STAGE_THREADS; ++i) {
+    c->workers[i] = new std::thread(transpile_copier_work, c, i);
+    c->count = i + 1;
+  }
+  return c;
+}
+
+[[maybe_unused]] static void transpile_copier_delete(transpile_copier *c)
+{
+  if (c == NULL || c->pid != getpid()) {
+    return;  // another process's copier (after fork): its threads are not ours to join
+  }
+  {
+    std::lock_guard<std::mutex> held(c->lock);
+    c->stop = true;
+  }
+  c->go.notify_all();
+  for (int i = 0; i < c->count; ++i) {
+    c->workers[i]->join();
+    delete c->workers[i];
+  }
+  delete c;
+}
+
+// memcpy(dst, src, n) with the copier's threads taking a slice each.
+[[maybe_unused]] static void transpile_copy(transpile_copier **cp, unsigned char *dst, const unsigned char *src,
+                                            size_t n)
+{
+  if (TRANSPILE_STAGE_THREADS <= 1 || n < TRANSPILE_PARALLEL_MIN_BYTES) {
+    memcpy(dst, src, n);
+    return;
+  }
+  if (*cp == NULL || (*cp)->pid != getpid()) {
+    *cp = transpile_copier_new();  // (a copier inherited through fork() is abandoned)
+  }
+  transpile_copier *c = *cp;
+  std::unique_lock<std::mutex> held(c->lock);
+  c->dst = dst;
+  c->src = src;
+  c->n = n;
+  c->pending = c->count;
+  ++c->job;
+  c->go.notify_all();
+  held.unlock();
+  size_t off = 0;
+  const size_t len = transpile_slice(n, c->count + 1, 0, &off);
+  memcpy(dst + off, src + off, len);
+  held.lock();
+  c->done.wait(held, [&] { return c->pending == 0; });
+}
+
+// What one drop-in keeps between calls.  Guarded by `lock`: concurrent calls
+// of the same function serialise (they share the stream and staging buffers).
+struct transpile_dropin {
+  std::mutex lock;
+  bool open;                // the fields below exist
+  bool exit_hook;           // the atexit cleanup is registered (once per process)
+  int device;               // the current device when opened
+  cudaStream_t stream;      // every copy and launch of a call, in order
+  cudaMemPool_t pool;       // device buffers, kept between calls (release threshold: all)
+  unsigned char *stage[2];  // pinned staging buffers (allocated on first use)
+  cudaEvent_t staged[2];    // the last copy from or into stage[i] has completed
+  unsigned next;            // the staging buffer the next chunk uses
+  transpile_copier *copier; // helper threads for the staging copies (made on first use)
+};
+
+// One user array in one call.
+struct transpile_array {
+  unsigned char *host;  // the user's array
+  unsigned char *dev;   // its device buffer (whole extent)
+  size_t bytes;         // its size
+  size_t elem;          // element size
+  int pinned;           // 0: undecided; 1: page-locked by the user; 2: registered by this call;
+                        // 3: to be registered on its first copy; -1: staged
+  size_t reg_off, reg_len;  // the range registered by this call (in pieces, see transpile_dropin_piece)
+  size_t pieces;            // how many pieces are registered
+};
+
+// Frees what `s` keeps.  At process exit it must not block or abort: another
+// thread may still hold the lock (then the OS reclaims everything), and the
+// CUDA runtime may already be shutting down (errors are ignored).
+[[maybe_unused]] static void transpile_dropin_close(transpile_dropin *s)
+{
+  if (!s->open) {
+    return;
+  }
+  (void)cudaStreamSynchronize(s->stream);
+  for (int i = 0; i < 2; ++i) {
+    if (s->stage[i] != NULL) {
+      (void)cudaFreeHost(s->stage[i]);
+      (void)cudaEventDestroy(s->staged[i]);
+      s->stage[i] = NULL;
+    }
+  }
+  transpile_copier_delete(s->copier);
+  s->copier = NULL;
+  (void)cudaStreamDestroy(s->stream);
+  (void)cudaMemPoolDestroy(s->pool);
+  (void)cudaGetLastError();
+  s->open = false;
+}
+
+[[maybe_unused]] static void transpile_dropin_release(transpile_dropin *s, bool at_exit)
+{
+  if (at_exit) {
+    std::unique_lock<std::mutex> held(s->lock, std::try_to_lock);
+    if (held.owns_lock()) {
+      transpile_dropin_close(s);
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> held(s->lock);
+  transpile_dropin_close(s);
+}
+
+// Creates the stream and the pool on the current device (again if it changed).
+[[maybe_unused]] static void transpile_dropin_open(transpile_dropin *s, void (*at_exit)(void), const char *kernel)
+{
+  int device = 0;
+  transpile_check(cudaGetDevice(&device), kernel, "cudaGetDevice");
+  if (s->open && s->device == device) {
+    return;
+  }
+  transpile_dropin_close(s);
+  cudaMemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  transpile_check(cudaMemPoolCreate(&s->pool, &props), kernel, "cudaMemPoolCreate");
+  unsigned long long keep = ULLONG_MAX;  // freed blocks stay in the pool: its high-water mark
+  transpile_check(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), kernel,
+                  "cudaMemPoolSetAttribute");
+  transpile_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
+  s->stage[0] = s->stage[1] = NULL;
+  s->next = 0;
+  s->device = device;
+  s->open = true;
+  if (!s->exit_hook) {
+    // Registered after the CUDA runtime started, so it runs before the runtime's own teardown.
+    s->exit_hook = atexit(at_exit) == 0;
+  }
+}
+
+[[maybe_unused]] static void transpile_dropin_alloc(transpile_dropin *s, transpile_array *a, const char *kernel,
+                                                    const char *what)
+{
+  if (a->bytes != 0) {
+    transpile_check(cudaMallocFromPoolAsync((void **)&a->dev, a->bytes, s->pool, s->stream), kernel, what);
+  }
+}
+
+// Byte range [*off, *off + *len) of the element range [lo, hi), clamped to the array.
+[[maybe_unused]] static bool transpile_dropin_range(const transpile_array *a, long long lo, long long hi, size_t *off,
+                                                    size_t *len)
+{
+  const long long n = (long long)(a->bytes / a->elem);
+  lo = lo < 0 ? 0 : lo > n ? n : lo;
+  hi = hi < lo ? lo : hi > n ? n : hi;
+  *off = (size_t)lo * a->elem;
+  *len = (size_t)(hi - lo) * a->elem;
+  return *len != 0;
+}
+
+// Decides, on the first copy of an array in a call, how its host side is reached.
+[[maybe_unused]] static void transpile_dropin_pin(transpile_array *a, size_t len)
+{
+  if (a->pinned != 0) {
+    return;
+  }
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, a->host) == cudaSuccess && attr.type == cudaMemoryTypeHost) {
+    a->pinned = 1;  // the user's own page-locked memory (cudaMallocHost, cudaHostRegister)
+    return;
+  }
+  (void)cudaGetLastError();
+  const char *mode = getenv("TRANSPILE_DROPIN_COPY");
+  const bool staged = mode != NULL && strcmp(mode, "staged") == 0;
+  const bool forced = mode != NULL && strcmp(mode, "register") == 0;
+  // Registered only for this call (the user may free the array afterwards).
+  a->pinned = staged || !(forced || len >= TRANSPILE_REGISTER_MIN_BYTES) ? -1 : 3;
+}
+
+// Piece k of the registered range of `a` (see TRANSPILE_REGISTER_PIECE_BYTES): [*lo, *hi) as addresses.
+[[maybe_unused]] static bool transpile_dropin_piece(const transpile_array *a, size_t off, size_t len, size_t k,
+                                                    uintptr_t *lo, uintptr_t *hi)
+{
+  const uintptr_t page = TRANSPILE_PAGE_BYTES ? (uintptr_t)TRANSPILE_PAGE_BYTES : (uintptr_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t piece = (TRANSPILE_REGISTER_PIECE_BYTES + page - 1) / page * page;
+  const uintptr_t base = (uintptr_t)(a->host + off);
+  const uintptr_t first = base / page * page;
+  *lo = first + k * piece > base ? first + k * piece : base;
+  *hi = first + (k + 1) * piece < base + len ? first + (k + 1) * piece : base + len;
+  return *lo < *hi;
+}
+
+// Registers [off, off + len) of `a` piece by piece, starting each piece's copy as soon as it is
+// registered; returns the bytes copied (a piece CUDA refuses, e.g. one sharing a page with another
+// registration, ends it: the caller stages the rest).
+[[maybe_unused]] static size_t transpile_dropin_register(transpile_dropin *s, transpile_array *a, size_t off,
+                                                         size_t len, bool to_device, const char *kernel,
+                                                         const char *what)
+{
+  a->pinned = 2;
+  a->reg_off = off;
+  a->reg_len = 0;
+  a->pieces = 0;
+  uintptr_t lo = 0, hi = 0;
+  for (size_t k = 0; transpile_dropin_piece(a, off, len, k, &lo, &hi); ++k) {
+    const cudaError_t pinned = cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterDefault);
+    if (pinned != cudaSuccess) {
+      (void)cudaGetLastError();
+      break;
+    }
+    a->pieces = k + 1;
+    a->reg_len = hi - (uintptr_t)(a->host + off);
+    unsigned char *host = (unsigned char *)lo;
+    unsigned char *dev = a->dev + (host - a->host);
+    if (to_device) {
+      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->stream), kernel, what);
+    } else {
+      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->stream), kernel, what);
+    }
+  }
+  return a->reg_len;
+}
+
+// Whether [off, off + len) of `a` can be copied directly (page-locked), after the first-copy decision.
+[[maybe_unused]] static bool transpile_dropin_direct(transpile_array *a, size_t off, size_t len)
+{
+  return a->pinned == 1 || (a->pinned == 2 && off >= a->reg_off && off + len <= a->reg_off + a->reg_len);
+}
+
+[[maybe_unused]] static void transpile_dropin_buffers(transpile_dropin *s, const char *kernel)
+{
+  for (int i = 0; i < 2; ++i) {
+    if (s->stage[i] == NULL) {
+      transpile_check(cudaMallocHost((void **)&s->stage[i], TRANSPILE_STAGE_CHUNK_BYTES), kernel,
+                      "cudaMallocHost staging buffer");
+      transpile_check(cudaEventCreateWithFlags(&s->staged[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
+    }
+  }
+}
+
+// The chunk size for staging `len` bytes.
+[[maybe_unused]] static size_t transpile_dropin_chunk(size_t len)
+{
+  size_t chunk = (len / 16 + 4095) / 4096 * 4096;
+  chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
+  return chunk < TRANSPILE_STAGE_CHUNK_BYTES ? chunk : TRANSPILE_STAGE_CHUNK_BYTES;
+}
+
+// Host to device, elements [lo, hi) of `a`.
+[[maybe_unused]] static void transpile_dropin_in(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
+                                                 const char *kernel, const char *what)
+{
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+    return;
+  }
+  transpile_dropin_pin(a, len);
+  if (transpile_dropin_direct(a, off, len)) {
+    transpile_check(cudaMemcpyAsync(a->dev + off, a->host + off, len, cudaMemcpyHostToDevice, s->stream), kernel,
+                    what);
+    return;
+  }
+  if (a->pinned == 3) {
+    const size_t done = transpile_dropin_register(s, a, off, len, true, kernel, what);
+    off += done;  // what registration did not cover is staged
+    len -= done;
+    if (len == 0) {
+      return;
+    }
+  }
+  transpile_dropin_buffers(s, kernel);
+  const size_t chunk = transpile_dropin_chunk(len);
+  for (size_t done = 0; done < len;) {
+    const size_t n = len - done < chunk ? len - done : chunk;
+    const unsigned b = s->next;
+    s->next ^= 1u;
+    transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);  // its previous copy is done
+    transpile_copy(&s->copier, s->stage[b], a->host + off + done, n);
+    transpile_check(cudaMemcpyAsync(a->dev + off + done, s->stage[b], n, cudaMemcpyHostToDevice, s->stream), kernel,
+                    what);
+    transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
+    done += n;
+  }
+}
+
+// Device to host, elements [lo, hi) of `a`; staged chunks land before it returns, direct ones at the final sync.
+[[maybe_unused]] static void transpile_dropin_out(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
+                                                  const char *kernel, const char *what)
+{
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+    return;
+  }
+  transpile_dropin_pin(a, len);
+  if (transpile_dropin_direct(a, off, len)) {
+    transpile_check(cudaMemcpyAsync(a->host + off, a->dev + off, len, cudaMemcpyDeviceToHost, s->stream), kernel,
+                    what);
+    return;
+  }
+  if (a->pinned == 3) {  // not copied in: registered now
+    const size_t done = transpile_dropin_register(s, a, off, len, false, kernel, what);
+    off += done;
+    len -= done;
+    if (len == 0) {
+      return;
+    }
+  }
+  transpile_dropin_buffers(s, kernel);
+  const size_t chunk = transpile_dropin_chunk(len);
+  const size_t count = (len + chunk - 1) / chunk;
+  unsigned buf[2] = {0, 0};
+  for (size_t c = 0; c <= count; ++c) {
+    if (c < count) {  // start chunk c's copy into a free buffer
+      const size_t n = len - c * chunk < chunk ? len - c * chunk : chunk;
+      const unsigned b = s->next;
+      s->next ^= 1u;
+      buf[c & 1] = b;
+      transpile_check(cudaMemcpyAsync(s->stage[b], a->dev + off + c * chunk, n, cudaMemcpyDeviceToHost, s->stream),
+                      kernel, what);
+      transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
+    }
+    if (c > 0) {  // while it runs, drain chunk c - 1
+      const size_t p = c - 1;
+      const size_t n = len - p * chunk < chunk ? len - p * chunk : chunk;
+      const unsigned b = buf[p & 1];
+      transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);
+      transpile_copy(&s->copier, a->host + off + p * chunk, s->stage[b], n);
+    }
+  }
+}
+
+// Ends a call: device buffers back to the pool, wait for the stream, unregister.
+[[maybe_unused]] static void transpile_dropin_finish(transpile_dropin *s, transpile_array *arrays, int count,
+                                                     const char *kernel)
+{
+  for (int i = 0; i < count; ++i) {
+    if (arrays[i].dev != NULL) {
+      transpile_check(cudaFreeAsync(arrays[i].dev, s->stream), kernel, "cudaFreeAsync");
+    }
+  }
+  transpile_check(cudaStreamSynchronize(s->stream), kernel, "copies to the host");
+  for (int i = 0; i < count; ++i) {
+    uintptr_t lo = 0, hi = 0;
+    for (size_t k = 0; arrays[i].pinned == 2 && k < arrays[i].pieces; ++k) {
+      transpile_dropin_piece(&arrays[i], arrays[i].reg_off, arrays[i].reg_len, k, &lo, &hi);
+      transpile_check(cudaHostUnregister((void *)lo), kernel, "cudaHostUnregister");
+    }
+  }
+}
+
+// What kernel_gemm's drop-in keeps between calls (see transpile_dropin).
+static transpile_dropin transpile_kernel_gemm_dropin;
+
+// Frees kernel_gemm's memory pool, pinned staging buffers and stream; the next call creates them again.
+extern "C" void kernel_gemm_release(void)
+{
+  transpile_dropin_release(&transpile_kernel_gemm_dropin, false);
+}
+
+static void transpile_kernel_gemm_dropin_at_exit(void)
+{
+  transpile_dropin_release(&transpile_kernel_gemm_dropin, true);
+}
+
 // Drop-in replacement for the C function (host arrays in and out):
 // void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double C[ni][nj], double A[ni][nk], double B[nk][nj]);
+// Calls from several threads serialise; kernel_gemm_release() frees what calls keep.
 extern "C" void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, double *C, double *A, double *B)
 {
+  std::lock_guard<std::mutex> held(transpile_kernel_gemm_dropin.lock);
+  transpile_dropin_open(&transpile_kernel_gemm_dropin, transpile_kernel_gemm_dropin_at_exit, "kernel_gemm");
   const size_t C_bytes = transpile_extent(ni) * transpile_extent(nj) * sizeof(double);
   const size_t A_bytes = transpile_extent(ni) * transpile_extent(nk) * sizeof(double);
   const size_t B_bytes = transpile_extent(nk) * transpile_extent(nj) * sizeof(double);
-  double *C_dev = NULL;
-  double *A_dev = NULL;
-  double *B_dev = NULL;
-  // Every array is copied in, even when only written: elements the kernel skips keep their values.
-  if (C_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&C_dev, C_bytes), "kernel_gemm", "cudaMalloc C");
-    transpile_check(cudaMemcpy(C_dev, C, C_bytes, cudaMemcpyHostToDevice), "kernel_gemm", "copy C to the device");
-  }
-  if (A_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&A_dev, A_bytes), "kernel_gemm", "cudaMalloc A");
-    transpile_check(cudaMemcpy(A_dev, A, A_bytes, cudaMemcpyHostToDevice), "kernel_gemm", "copy A to the device");
-  }
-  if (B_bytes != 0) {
-    transpile_check(cudaMalloc((void **)&B_dev, B_bytes), "kernel_gemm", "cudaMalloc B");
-    transpile_check(cudaMemcpy(B_dev, B, B_bytes, cudaMemcpyHostToDevice), "kernel_gemm", "copy B to the device");
-  }
-  transpile_check(kernel_gemm_device(ni, nj, nk, alpha, beta, C_dev, A_dev, B_dev, 0), "kernel_gemm", "kernel launch");
-  transpile_check(cudaDeviceSynchronize(), "kernel_gemm", "kernel execution");
-  if (C_bytes != 0) {
-    transpile_check(cudaMemcpy(C, C_dev, C_bytes, cudaMemcpyDeviceToHost), "kernel_gemm", "copy C to the host");
-  }
-  transpile_check(cudaFree(C_dev), "kernel_gemm", "cudaFree C");
-  transpile_check(cudaFree(A_dev), "kernel_gemm", "cudaFree A");
-  transpile_check(cudaFree(B_dev), "kernel_gemm", "cudaFree B");
+  transpile_array arrays[3] = {
+    {(unsigned char *)C, NULL, C_bytes, sizeof(double), 0, 0, 0, 0},
+    {(unsigned char *)A, NULL, A_bytes, sizeof(double), 0, 0, 0, 0},
+    {(unsigned char *)B, NULL, B_bytes, sizeof(double), 0, 0, 0, 0},
+  };
+  // C: copied in over its bounding box (elements the kernel skips keep their values); copied out over the bounding box of its writes.
+  transpile_dropin_alloc(&transpile_kernel_gemm_dropin, &arrays[0], "kernel_gemm", "allocate C on the device");
+  transpile_dropin_in(&transpile_kernel_gemm_dropin, &arrays[0], 0LL, LLONG_MAX, "kernel_gemm", "copy C to the device");
+  // A: copied in over its bounding box.
+  transpile_dropin_alloc(&transpile_kernel_gemm_dropin, &arrays[1], "kernel_gemm", "allocate A on the device");
+  transpile_dropin_in(&transpile_kernel_gemm_dropin, &arrays[1], 0LL, LLONG_MAX, "kernel_gemm", "copy A to the device");
+  // B: copied in over its bounding box.
+  transpile_dropin_alloc(&transpile_kernel_gemm_dropin, &arrays[2], "kernel_gemm", "allocate B on the device");
+  transpile_dropin_in(&transpile_kernel_gemm_dropin, &arrays[2], 0LL, LLONG_MAX, "kernel_gemm", "copy B to the device");
+  double *C_dev = (double *)arrays[0].dev;
+  double *A_dev = (double *)arrays[1].dev;
+  double *B_dev = (double *)arrays[2].dev;
+  transpile_check(kernel_gemm_device(ni, nj, nk, alpha, beta, C_dev, A_dev, B_dev, transpile_kernel_gemm_dropin.stream), "kernel_gemm", "kernel launch");
+  transpile_check(cudaStreamSynchronize(transpile_kernel_gemm_dropin.stream), "kernel_gemm", "kernel execution");
+  transpile_dropin_out(&transpile_kernel_gemm_dropin, &arrays[0], 0LL, LLONG_MAX, "kernel_gemm", "copy C to the host");
+  transpile_dropin_finish(&transpile_kernel_gemm_dropin, arrays, 3, "kernel_gemm");
 }

@@ -235,10 +235,39 @@ enum cudaMemoryAdvise { cudaMemAdviseSetReadMostly = 1 };
 #define cudaDeviceMapHost 0x08
 #define cudaCpuDeviceId (-1)
 
-struct CUstream_st { int id; };
-struct CUevent_st { std::chrono::steady_clock::time_point when; bool recorded; };
+struct CUstream_st { int id; unsigned flags; };
+struct CUevent_st {
+  std::chrono::steady_clock::time_point when;
+  bool recorded;
+  CUstream_st* stream;     // where it was last recorded
+  unsigned long long seq;  // the async-copy sequence number then (see __sim::Pending)
+};
 typedef CUstream_st* cudaStream_t;
 typedef CUevent_st* cudaEvent_t;
+struct CUmemPoolHandle_st { int id; unsigned long long release_threshold; };
+typedef CUmemPoolHandle_st* cudaMemPool_t;
+enum cudaMemAllocationType { cudaMemAllocationTypeInvalid = 0, cudaMemAllocationTypePinned = 1 };
+enum cudaMemAllocationHandleType { cudaMemHandleTypeNone = 0, cudaMemHandleTypePosixFileDescriptor = 1 };
+enum cudaMemLocationType { cudaMemLocationTypeInvalid = 0, cudaMemLocationTypeDevice = 1 };
+struct cudaMemLocation { cudaMemLocationType type; int id; };
+struct cudaMemPoolProps {
+  cudaMemAllocationType allocType;
+  cudaMemAllocationHandleType handleTypes;
+  cudaMemLocation location;
+  void* win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+enum cudaMemPoolAttr {
+  cudaMemPoolReuseFollowEventDependencies = 1, cudaMemPoolReuseAllowOpportunistic = 2,
+  cudaMemPoolReuseAllowInternalDependencies = 3, cudaMemPoolAttrReleaseThreshold = 4,
+  cudaMemPoolAttrReservedMemCurrent = 5, cudaMemPoolAttrReservedMemHigh = 6, cudaMemPoolAttrUsedMemCurrent = 7,
+  cudaMemPoolAttrUsedMemHigh = 8
+};
+enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cudaMemoryTypeDevice = 2,
+                      cudaMemoryTypeManaged = 3 };
+struct cudaPointerAttributes { cudaMemoryType type; int device; void* devicePointer; void* hostPointer; };
 #define cudaStreamLegacy ((cudaStream_t)0x1)
 #define cudaStreamPerThread ((cudaStream_t)0x2)
 
@@ -333,6 +362,24 @@ inline std::set<cudaEvent_t> g_events;
 inline std::map<const void*, int> g_func_smem;
 struct SharedVar { void* p; size_t n; };
 inline std::vector<SharedVar> g_shared;  // static __shared__ variables (see register_shared)
+inline std::set<cudaMemPool_t> g_pools;
+inline std::map<uintptr_t, cudaMemPool_t> g_pool_allocs;  // cudaMallocFromPoolAsync pointer -> its pool
+// An asynchronous copy between the device and page-locked host memory that
+// may still be running on a GPU: until a synchronisation orders it before the
+// host (stream or event sync, a later blocking copy, device sync), a device
+// to host copy has not landed (the simulator writes it then; the bytes are
+// poisoned meanwhile) and a host to device copy may still read its source
+// (the simulator copies at once and checks then that the source is unchanged).
+struct Pending {
+  cudaStream_t stream;
+  unsigned long long seq;
+  bool to_host;
+  unsigned char* host;
+  size_t n;
+  std::vector<unsigned char> data;  // to_host: what lands; else: the source as copied
+};
+inline std::vector<Pending> g_pending;
+inline unsigned long long g_copy_seq = 0;
 
 // Per-launch and per-block scheduler state.
 inline void (*g_thunk)(void*) = nullptr;
@@ -1407,6 +1454,48 @@ inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
   return (unsigned)((((unsigned long long)hi << 32) | lo) >> (s > 32 ? 32 : s));
 }
 
+// ---------------------------------------------------------------- async copies (see Pending)
+namespace __sim {
+inline bool pinned_host(const void* p) {
+  const Alloc* a = find_alloc(p);
+  return a && (a->kind == kPinned || a->kind == kRegistered);
+}
+inline bool null_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
+// Whether the legacy default stream synchronises with s.
+inline bool blocking_stream(cudaStream_t s) {
+  return null_stream(s) || (s != cudaStreamPerThread && !(s->flags & cudaStreamNonBlocking));
+}
+inline void land(const Pending& q) {
+  if (q.to_host) {
+    std::memcpy(q.host, q.data.data(), q.n);
+  } else if (std::memcmp(q.host, q.data.data(), q.n) != 0) {
+    diagnose(format("cudaMemcpyAsync: the page-locked source %p (%zu bytes) of a host-to-device copy was modified "
+                    "before a synchronisation ordered that copy before the host: on a GPU it may copy the new bytes",
+                    (void*)q.host, q.n));
+  }
+}
+// Completes, in issue order, the pending copies that `done` selects.
+template <class F>
+void settle(F done) {
+  std::vector<Pending> keep;
+  for (auto& q : g_pending) {
+    if (done(q)) land(q);
+    else keep.push_back(std::move(q));
+  }
+  g_pending.swap(keep);
+}
+inline void settle_range(const void* p, size_t n) {
+  uintptr_t a = (uintptr_t)p, b = a + n;
+  settle([&](const Pending& q) { return (uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n; });
+}
+inline bool pending_in(const void* p, size_t n) {
+  uintptr_t a = (uintptr_t)p, b = a + n;
+  for (const auto& q : g_pending)
+    if ((uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n) return true;
+  return false;
+}
+}  // namespace __sim
+
 // ---------------------------------------------------------------- runtime API
 #define SIM_API_ENTER                                    \
   std::lock_guard<std::recursive_mutex> sim_lock_(__sim::g_mu); \
@@ -1450,8 +1539,12 @@ inline cudaError_t cudaGetLastError() {
   return e;
 }
 inline cudaError_t cudaPeekAtLastError() { return __sim::g_sticky ? __sim::g_sticky : __sim::g_last; }
-inline cudaError_t cudaDeviceSynchronize() { return __sim::g_sticky; }
-inline cudaError_t cudaThreadSynchronize() { return __sim::g_sticky; }
+inline cudaError_t cudaDeviceSynchronize() {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  __sim::settle([](const __sim::Pending&) { return true; });
+  return __sim::g_sticky;
+}
+inline cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
 inline cudaError_t cudaDeviceReset() {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
   for (auto& kv : __sim::g_allocs)
@@ -1474,16 +1567,35 @@ inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cu
 template <class T> cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
   return cudaMallocAsync(reinterpret_cast<void**>(p), n, s);
 }
-inline cudaError_t cudaFree(void* p) { SIM_API_ENTER; return __sim::release(p, __sim::kDevice, "cudaFree"); }
+inline cudaError_t cudaFree(void* p) {
+  SIM_API_ENTER;
+  __sim::g_pool_allocs.erase((uintptr_t)p);
+  return __sim::release(p, __sim::kDevice, "cudaFree");
+}
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 inline cudaError_t cudaMallocHost(void** p, size_t n) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaMallocHost"); }
 template <class T> cudaError_t cudaMallocHost(T** p, size_t n) { return cudaMallocHost(reinterpret_cast<void**>(p), n); }
 inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaHostAlloc"); }
 template <class T> cudaError_t cudaHostAlloc(T** p, size_t n, unsigned f) { return cudaHostAlloc(reinterpret_cast<void**>(p), n, f); }
-inline cudaError_t cudaFreeHost(void* p) { SIM_API_ENTER; return __sim::release(p, __sim::kPinned, "cudaFreeHost"); }
+inline cudaError_t cudaFreeHost(void* p) {
+  SIM_API_ENTER;
+  auto it = __sim::g_allocs.find((uintptr_t)p);
+  if (it != __sim::g_allocs.end() && it->second.kind == __sim::kPinned)
+    __sim::settle_range(p, it->second.size);  // cudaFreeHost waits for the copies that use the buffer
+  return __sim::release(p, __sim::kPinned, "cudaFreeHost");
+}
 inline cudaError_t cudaHostRegister(void* p, size_t n, unsigned) {
   SIM_API_ENTER;
-  if (__sim::find_alloc(p)) return __sim::api_error(cudaErrorHostMemoryAlreadyRegistered, "cudaHostRegister: already registered");
+  if (!p || n == 0) return __sim::api_error(cudaErrorInvalidValue, "cudaHostRegister: null pointer or zero size");
+  // A range overlapping any allocation or registration is refused, as CUDA refuses page-locked
+  // overlaps.  The refusal is returned, not diagnosed: a caller may handle it (fall back to a copy).
+  uintptr_t a = (uintptr_t)p, b = a + n;
+  auto it = __sim::g_allocs.lower_bound(b);
+  if (it != __sim::g_allocs.begin()) {
+    --it;
+    if (it->first < b && a < it->first + std::max<size_t>(it->second.size, 1))
+      return __sim::g_last = cudaErrorHostMemoryAlreadyRegistered;
+  }
   __sim::g_allocs[(uintptr_t)p] = __sim::Alloc{n, 0, n, static_cast<unsigned char*>(p), __sim::kRegistered, ++__sim::g_alloc_ids, false};
   return cudaSuccess;
 }
@@ -1492,8 +1604,100 @@ inline cudaError_t cudaHostUnregister(void* p) {
   auto it = __sim::g_allocs.find((uintptr_t)p);
   if (it == __sim::g_allocs.end() || it->second.kind != __sim::kRegistered)
     return __sim::api_error(cudaErrorHostMemoryNotRegistered, "cudaHostUnregister: pointer not registered");
+  cudaError_t err = cudaSuccess;
+  if (__sim::pending_in(p, it->second.size)) {
+    __sim::settle_range(p, it->second.size);
+    err = __sim::api_error(cudaErrorInvalidValue,
+                           __sim::format("cudaHostUnregister(%p): an asynchronous copy of this memory may still be "
+                                         "running (synchronise its stream first)", p));
+  }
   __sim::g_allocs.erase(it);
+  return err;
+}
+inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* p) {
+  SIM_API_ENTER;
+  if (!attr) return __sim::api_error(cudaErrorInvalidValue, "cudaPointerGetAttributes: null attributes");
+  const __sim::Alloc* a = __sim::find_alloc(p);
+  *attr = cudaPointerAttributes{cudaMemoryTypeUnregistered, -2, nullptr, nullptr};
+  if (!a || a->kind == __sim::kSymbol) return cudaSuccess;
+  attr->device = 0;
+  attr->type = a->kind == __sim::kDevice ? cudaMemoryTypeDevice
+               : a->kind == __sim::kManaged ? cudaMemoryTypeManaged : cudaMemoryTypeHost;
+  attr->devicePointer = const_cast<void*>(p);
+  attr->hostPointer = a->kind == __sim::kDevice ? nullptr : const_cast<void*>(p);
   return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  SIM_API_ENTER;
+  if (!pool || !props) return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolCreate: null argument");
+  if (props->allocType != cudaMemAllocationTypePinned || props->location.type != cudaMemLocationTypeDevice ||
+      props->location.id != 0)
+    return __sim::api_error(cudaErrorInvalidValue,
+                            "cudaMemPoolCreate: only pinned pools on device 0 (allocType, location) exist");
+  *pool = new CUmemPoolHandle_st{(int)__sim::g_pools.size() + 1, 0};
+  __sim::g_pools.insert(*pool);
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  SIM_API_ENTER;
+  static CUmemPoolHandle_st default_pool{0, 0};
+  if (device != 0) return __sim::api_error(cudaErrorInvalidDevice, "cudaDeviceGetDefaultMemPool: only device 0");
+  __sim::g_pools.insert(&default_pool);
+  *pool = &default_pool;
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  SIM_API_ENTER;
+  if (!__sim::g_pools.count(pool) || pool->id == 0)
+    return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolDestroy: not a pool created by cudaMemPoolCreate");
+  // Like CUDA: memory still allocated from it stays valid until freed.
+  __sim::g_pools.erase(pool);
+  for (auto& kv : __sim::g_pool_allocs)
+    if (kv.second == pool) kv.second = nullptr;
+  delete pool;
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  SIM_API_ENTER;
+  if (!__sim::g_pools.count(pool) || !value)
+    return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolSetAttribute: invalid pool or null value");
+  if (attr == cudaMemPoolAttrReleaseThreshold) pool->release_threshold = *static_cast<unsigned long long*>(value);
+  else if (attr < cudaMemPoolReuseFollowEventDependencies || attr > cudaMemPoolAttrUsedMemHigh)
+    return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolSetAttribute: unknown attribute");
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  SIM_API_ENTER;
+  if (!__sim::g_pools.count(pool) || !value)
+    return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolGetAttribute: invalid pool or null value");
+  if (attr == cudaMemPoolAttrReleaseThreshold) *static_cast<unsigned long long*>(value) = pool->release_threshold;
+  else if (attr >= cudaMemPoolAttrReservedMemCurrent && attr <= cudaMemPoolAttrUsedMemHigh) {
+    unsigned long long used = 0;
+    for (auto& kv : __sim::g_pool_allocs)
+      if (kv.second == pool) used += __sim::g_allocs.count(kv.first) ? __sim::g_allocs[kv.first].size : 0;
+    *static_cast<unsigned long long*>(value) = used;
+  } else *static_cast<int*>(value) = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
+  SIM_API_ENTER;
+  if (!__sim::g_pools.count(pool)) return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolTrimTo: invalid pool");
+  return cudaSuccess;
+}
+// Fresh (poisoned, guarded) device memory every time: reuse is the GPU's business, and
+// fresh memory keeps a read of bytes nobody copied in visible.
+inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  SIM_API_ENTER;
+  if (!__sim::g_pools.count(pool))
+    return __sim::api_error(cudaErrorInvalidValue, "cudaMallocFromPoolAsync: invalid pool");
+  if (!__sim::valid_stream(s))
+    return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMallocFromPoolAsync: invalid stream");
+  cudaError_t e = __sim::allocate(p, n, __sim::kDevice, "cudaMallocFromPoolAsync");
+  if (e == cudaSuccess && *p) __sim::g_pool_allocs[(uintptr_t)*p] = pool;
+  return e;
+}
+template <class T> cudaError_t cudaMallocFromPoolAsync(T** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  return cudaMallocFromPoolAsync(reinterpret_cast<void**>(p), n, pool, s);
 }
 inline cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned) {
   SIM_API_ENTER;
@@ -1535,14 +1739,40 @@ inline cudaError_t __sim_check_copy(void* dst, const void* src, size_t n, cudaMe
 }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   SIM_API_ENTER;
+  // A blocking copy runs on the legacy default stream: what that stream waits for is done first.
+  __sim::settle([](const __sim::Pending& q) { return __sim::blocking_stream(q.stream); });
   if (n == 0) return cudaSuccess;
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpy")) return e;
   std::memmove(dst, src, n);
   return cudaSuccess;
 }
+// Between the device and page-locked host memory the copy is asynchronous (see __sim::Pending);
+// from or to pageable memory it completes before the call returns, as in CUDA.
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+  SIM_API_ENTER;
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: invalid stream");
-  return cudaMemcpy(dst, src, n, kind);
+  if (n == 0) return cudaSuccess;
+  if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpyAsync")) return e;
+  unsigned char* host = kind == cudaMemcpyHostToDevice ? (unsigned char*)src
+                        : kind == cudaMemcpyDeviceToHost ? (unsigned char*)dst : nullptr;
+  if (!host || !__sim::pinned_host(host)) {
+    std::memmove(dst, src, n);
+    return cudaSuccess;
+  }
+  // Earlier copies on this stream touching the same host bytes come first (stream order).
+  uintptr_t a = (uintptr_t)host, b = a + n;
+  __sim::settle([&](const __sim::Pending& q) {
+    return q.stream == s && (uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n;
+  });
+  const unsigned char* from = static_cast<const unsigned char*>(src);
+  __sim::g_pending.push_back(__sim::Pending{s, ++__sim::g_copy_seq, kind == cudaMemcpyDeviceToHost, host, n,
+                                            std::vector<unsigned char>(from, from + n)});
+  if (kind == cudaMemcpyDeviceToHost) {
+    if (__sim::g_fill >= 0) std::memset(dst, __sim::g_fill, n);  // not landed yet
+  } else {
+    std::memmove(dst, src, n);
+  }
+  return cudaSuccess;
 }
 inline cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                 size_t height, cudaMemcpyKind kind) {
@@ -1621,21 +1851,31 @@ cudaError_t cudaGetSymbolSize(size_t* n, const T&) { *n = sizeof(T); return __si
 
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
   SIM_API_ENTER;
-  *s = new CUstream_st{(int)__sim::g_streams.size() + 1};
+  *s = new CUstream_st{(int)__sim::g_streams.size() + 1, 0};
   __sim::g_streams.insert(*s);
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
-inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  cudaError_t e = cudaStreamCreate(s);
+  if (e == cudaSuccess) (*s)->flags = flags;
+  return e;
+}
+inline cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
   SIM_API_ENTER;
   if (!__sim::g_streams.erase(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: invalid stream");
+  __sim::settle([&](const __sim::Pending& q) { return q.stream == s; });  // its work still completes
   delete s;
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   SIM_API_ENTER;
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid stream");
+  __sim::settle([&](const __sim::Pending& q) {
+    return q.stream == s || (__sim::null_stream(s) && __sim::blocking_stream(q.stream));
+  });
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
@@ -1648,21 +1888,26 @@ inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   SIM_API_ENTER;
-  *e = new CUevent_st{{}, false};
+  *e = new CUevent_st{{}, false, nullptr, 0};
   __sim::g_events.insert(*e);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
-inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
   SIM_API_ENTER;
   if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: invalid event");
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: invalid stream");
   e->when = std::chrono::steady_clock::now();
   e->recorded = true;
+  e->stream = s;
+  e->seq = __sim::g_copy_seq;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   SIM_API_ENTER;
   if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: invalid event");
+  if (e->recorded)  // the copies issued on its stream before it was recorded are done
+    __sim::settle([&](const __sim::Pending& q) { return q.stream == e->stream && q.seq <= e->seq; });
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
@@ -1831,6 +2076,7 @@ int __sim_live_allocations(void) {
 // Clears errors (sticky too), diagnostics and guard counts; keeps allocations.
 void __sim_reset(void) {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  __sim::settle([](const __sim::Pending&) { return true; });
   __sim::g_last = __sim::g_sticky = cudaSuccess;
   __sim::g_diag.clear();
   __sim::g_diag_count = 0;

@@ -6,7 +6,7 @@
 // gives the right answer on a GPU that was just started and a wrong one in any
 // program that reused the memory.  Freeing a poisoned block before the call is
 // only a hint to the allocator; this header makes it certain: every
-// cudaMalloc / cudaMallocAsync / cudaMallocPitch / cudaMalloc3D the candidate
+// cudaMalloc / cudaMallocAsync / cudaMallocFromPoolAsync / cudaMallocPitch / cudaMalloc3D the candidate
 // makes is followed by a fill with 0xFF bytes (a quiet NaN in every float
 // type, -1 in every integer type), on the stream the allocation was ordered
 // on.  A correct program never reads memory it did not write, so the fill
@@ -70,6 +70,23 @@ static inline cudaError_t transpile_poisoned_malloc_async(T** p, size_t n, cudaM
   return e;
 }
 
+// The drop-ins' pools (docs/dropin.md) hand back memory a previous call used: poisoned the same way.
+static inline cudaError_t transpile_poisoned_malloc_from_pool(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s)
+{
+  cudaError_t e = cudaMallocFromPoolAsync(p, n, pool, s);
+  if (e == cudaSuccess && transpile_verify_poison && n) {
+    cudaError_t f = cudaMemsetAsync(*p, 0xFF, n, s);
+    if (f != cudaSuccess) return f;
+  }
+  return e;
+}
+
+template <class T>
+static inline cudaError_t transpile_poisoned_malloc_from_pool(T** p, size_t n, cudaMemPool_t pool, cudaStream_t s)
+{
+  return transpile_poisoned_malloc_from_pool(reinterpret_cast<void**>(p), n, pool, s);
+}
+
 static inline cudaError_t transpile_poisoned_malloc_pitch(void** p, size_t* pitch, size_t w, size_t h)
 {
   cudaError_t e = cudaMallocPitch(p, pitch, w, h);
@@ -98,6 +115,7 @@ static inline cudaError_t transpile_poisoned_malloc_3d(cudaPitchedPtr* p, cudaEx
 
 #define cudaMalloc transpile_poisoned_malloc
 #define cudaMallocAsync transpile_poisoned_malloc_async
+#define cudaMallocFromPoolAsync transpile_poisoned_malloc_from_pool
 #define cudaMallocPitch transpile_poisoned_malloc_pitch
 #define cudaMalloc3D transpile_poisoned_malloc_3d
 

@@ -1,0 +1,320 @@
+"""Footprint analysis: which elements of each array parameter a kernel touches, and whether it writes all of them.
+
+An analysis, not a transform: ``analyze(kernel) -> dict[str, Footprint]``,
+one entry per array parameter, for the drop-in's host transfers
+(:mod:`transpile.cuda_host`, ``docs/dropin.md``):
+
+* ``box`` / ``write_box``: per dimension, the lowest and highest index that
+  any access (``box``) or any write (``write_box``) can touch, as affine
+  forms in the kernel's scalar parameters, found with isl (``dim_min`` /
+  ``dim_max`` over the union of the accessed index sets, each the image of
+  an iteration domain under the subscripts).  A bound is ``None`` where it is
+  not one affine piece (a subscript or a loop bound that is not affine, a
+  ``max`` of two forms, an unbounded set): that side of the dimension is the
+  array's extent.  ``box`` is ``None`` when nothing touches the array.  The
+  box is an over-approximation: ``if`` conditions are ignored, non-affine
+  loop bounds are dropped.
+* ``must_write``: proven that every element of the array's extent is
+  written by an unconditional statement instance — each write used for the
+  proof is outside every ``if``, has affine subscripts in every dimension
+  and sits in loops whose bounds are all affine (so its iteration domain is
+  exact), the kernel has no ``return``, and the extents are affine.  The
+  proof is an isl subset test for every value of the parameters.  Not
+  proven means ``False``: the caller copies the array in.
+* ``read``: some statement reads the array; ``reads_input``: some read may
+  see a value the kernel did not write first (the caller's value).  A read
+  is proven to see a kernel-written value when, for each of its instances,
+  an exact unconditional write instance (as for ``must_write``) of the same
+  element runs before it: earlier in an enclosing loop, or in the same
+  iterations of the common loops and earlier in the text (an isl subset
+  test of the read's iteration domain against the union, over the writes,
+  of the instances so covered).  ``tmp[i] = 0; ... tmp[i] += ...`` reads
+  no input.
+
+Row-major order makes the flattened range ``[offset(lower corner),
+offset(upper corner)]`` of a box contain every touched element, because
+each index stays inside its extent; :func:`Footprint.span` evaluates it for
+given sizes.
+
+**Precondition**: any valid kernel (mapped or not: ``Launch`` bodies are
+walked like blocks).  **Postcondition**: none (nothing is changed).
+
+Before/After: not a transform.  For ``for (i = 1; i < n - 1; i++) B[i] =
+A[i - 1] + A[i + 1];`` the footprint of ``A`` is ``box ((0, n - 1),)``, not
+written; ``B`` has ``write_box ((1, n - 2),)`` and ``must_write`` False
+(``B[0]`` and ``B[n-1]`` keep their values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import islpy as isl
+
+from passes.accesses import Affine, affine, parameters
+from transpile import ir
+
+Bound = Affine | None
+"""An affine form over scalar parameters, or ``None``: the extent's own bound (0 or extent - 1)."""
+Box = tuple[tuple[Bound, Bound], ...]
+"""Per dimension, the lowest and highest index touched (inclusive)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What a kernel does to one array parameter (see the module docstring)."""
+
+    name: str
+    read: bool
+    written: bool
+    box: Box | None
+    write_box: Box | None
+    must_write: bool
+
+    reads_input: bool = True
+
+    @property
+    def copy_in(self) -> bool:
+        """Whether the host values must reach the device: unless no read sees them and all are overwritten."""
+        return self.box is not None and not (self.must_write and not self.reads_input)
+
+    def span(self, dims: tuple[int, ...], sizes: Mapping[str, int], *, writes: bool = False
+             ) -> tuple[int, int]:
+        """The flattened element range ``[lo, hi)`` of the box (or the write box) for concrete sizes."""
+        box = self.write_box if writes else self.box
+        total = 1
+        for d in dims:
+            total *= max(d, 0)
+        if box is None or total == 0:
+            return 0, 0
+        lo = hi = 0
+        for d, ((blo, bhi), extent) in enumerate(zip(box, dims)):
+            stride = 1
+            for e in dims[d + 1:]:
+                stride *= e
+            lo += (0 if blo is None else _eval(blo, sizes)) * stride
+            hi += (extent - 1 if bhi is None else _eval(bhi, sizes)) * stride
+        lo, hi = max(lo, 0), min(hi + 1, total)
+        return (lo, hi) if lo < hi else (0, 0)
+
+
+def _eval(a: Affine, sizes: Mapping[str, int]) -> int:
+    return a.const + sum(c * int(sizes[v]) for v, c in a.coeffs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """One array reference with its enclosing loops; ``exact``: unconditional, with exact bounds.
+
+    ``seq`` numbers statements in execution order within one iteration (pre-order;
+    a statement's reads share its number and come before its write); ``keys``
+    identify the enclosing loops by position, so two sites share a loop only if
+    it is the same loop in the text.
+    """
+
+    array: str
+    write: bool
+    subscripts: tuple[Affine | None, ...]
+    loops: tuple[ir.For, ...]
+    exact: bool
+    seq: int = 0
+    keys: tuple[int, ...] = ()
+
+
+def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
+    """The footprint of every array parameter of ``kernel``, in parameter order."""
+    params = parameters(kernel)
+    sites = list(_sites(kernel.body, (), True, params, (), [0]))
+    returns = any(isinstance(n, ir.Return) for n in ir.walk(kernel))
+    out: dict[str, Footprint] = {}
+    for p in kernel.params:
+        if not isinstance(p.ty, ir.ArrayType):
+            continue
+        mine = [s for s in sites if s.array == p.name]
+        writes = [s for s in mine if s.write]
+        dims = [affine(d, params) for d in p.ty.dims]
+        reads = [s for s in mine if not s.write]
+        must = not returns and _must_write(writes, dims, params)
+        out[p.name] = Footprint(
+            p.name, read=bool(reads), written=bool(writes),
+            box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
+            reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
+    return out
+
+
+def _sites(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], exact: bool, params: frozenset[str],
+           keys: tuple[int, ...], counter: list[int]) -> Iterator[_Site]:
+    """The array references under ``body``; ``counter`` numbers statements (pre-order)."""
+    names = params | {lp.var for lp in loops}
+
+    def site(n: ir.Index, write: bool, seq: int) -> _Site:
+        return _Site(n.array, write, tuple(affine(ix, names) for ix in n.indices), loops, exact, seq, keys)
+
+    def reads(seq: int, *exprs: ir.Expr | None) -> Iterator[_Site]:
+        for e in exprs:
+            if e is not None:
+                yield from (site(n, False, seq) for n in ir.walk(e) if isinstance(n, ir.Index))
+
+    for s in body:
+        seq = counter[0]
+        counter[0] += 1
+        if isinstance(s, ir.Assign):
+            yield from reads(seq, s.value)
+            if isinstance(s.target, ir.Index):
+                yield from reads(seq, *s.target.indices)
+                yield site(s.target, True, seq)
+        elif isinstance(s, ir.Decl):
+            yield from reads(seq, s.init)
+        elif isinstance(s, ir.If):
+            yield from reads(seq, s.cond)
+            yield from _sites(s.then, loops, False, params, keys, counter)
+            yield from _sites(s.orelse, loops, False, params, keys, counter)
+        elif isinstance(s, ir.For):
+            yield from reads(seq, s.lo, s.hi)
+            outer = params | {lp.var for lp in loops}
+            bounded = affine(s.lo, outer) is not None and affine(s.hi, outer) is not None
+            yield from _sites(s.body, loops + (s,), exact and bounded, params, keys + (seq,), counter)
+        elif isinstance(s, ir.Launch):
+            yield from _sites(s.body, loops, exact, params, keys, counter)
+        elif isinstance(s, ir.Return):
+            yield from reads(seq, s.value)
+
+
+# ---------------------------------------------------------------------------
+# isl
+
+
+def _pname(p: str) -> str:
+    return f"p_{p}"
+
+
+def _render(e: Affine, names: Mapping[str, str]) -> str:
+    terms = [f"{c} * {names.get(v, _pname(v))}" for v, c in e.coeffs]
+    return " + ".join([*terms, str(e.const)])
+
+
+def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:
+    """Constraints of the iteration domain of ``loops`` (affine bounds only; others are dropped)."""
+    cons: list[str] = []
+    outer: set[str] = set()
+    for lp in loops:
+        v = names[lp.var]
+        lo, hi = affine(lp.lo, params | outer), affine(lp.hi, params | outer)
+        if lo is not None:
+            cons.append(f"{v} >= {_render(lo, names)}")
+        if hi is not None:
+            cons.append(f"{v} < {_render(hi, names)}")
+        start = lo if lp.step > 0 else hi
+        if abs(lp.step) != 1 and start is not None:
+            off = 0 if lp.step > 0 else -1  # a downward loop starts at hi - 1
+            cons.append(f"exists (e_{v} : {v} = {_render(start, names)} + {off} + {lp.step} * e_{v})")
+        outer.add(lp.var)
+    return cons
+
+
+def _head(params: frozenset[str], rank: int) -> tuple[str, list[str]]:
+    svars = [f"s{d}" for d in range(rank)]
+    return f"[{', '.join(_pname(p) for p in sorted(params))}] -> {{ [{', '.join(svars)}] : ", svars
+
+
+def _image(site: _Site, params: frozenset[str]) -> isl.Set:
+    """The elements ``site`` touches: its iteration domain's image under the subscripts."""
+    head, svars = _head(params, len(site.subscripts))
+    names = {lp.var: f"i{k}" for k, lp in enumerate(site.loops)}
+    cons = _domain(site.loops, names, params)
+    cons += [f"{s} = {_render(sub, names)}" for s, sub in zip(svars, site.subscripts) if sub is not None]
+    body = " and ".join(cons) or "true"
+    if names:
+        body = f"exists ({', '.join(names.values())} : {body})"
+    return isl.Set(head + body + " }")
+
+
+def _extent(dims: list[Affine | None], params: frozenset[str]) -> isl.Set:
+    """``0 <= s_d < dim_d`` for every dimension (the upper bound only where the extent is affine)."""
+    head, svars = _head(params, len(dims))
+    cons = [f"{s} >= 0" for s in svars]
+    cons += [f"{s} < {_render(d, {})}" for s, d in zip(svars, dims) if d is not None]
+    return isl.Set(head + (" and ".join(cons) or "true") + " }")
+
+
+def _union(sites: list[_Site], params: frozenset[str]) -> isl.Set:
+    sets = [_image(s, params) for s in sites]
+    u = sets[0]
+    for s in sets[1:]:
+        u = u.union(s)
+    return u.coalesce()
+
+
+def _box(sites: list[_Site], dims: list[Affine | None], params: frozenset[str]) -> Box | None:
+    if not sites:
+        return None
+    # Every access stays inside the extent (C semantics): intersecting bounds non-affine subscripts.
+    touched = _union(sites, params).intersect(_extent(dims, params))
+    return tuple((_bound(touched, d, lower=True), _bound(touched, d, lower=False)) for d in range(len(dims)))
+
+
+def _bound(s: isl.Set, d: int, *, lower: bool) -> Bound:
+    """The min (max) of dimension ``d`` as one affine form in the parameters, if it is one."""
+    try:
+        pw = s.dim_min(d) if lower else s.dim_max(d)
+    except isl.Error:  # unbounded
+        return None
+    pieces = pw.get_pieces()
+    if len(pieces) != 1:
+        return None
+    aff = pieces[0][1]
+    if aff.dim(isl.dim_type.div) != 0 or aff.get_denominator_val().to_python() != 1:
+        return None
+    coeffs: dict[str, int] = {}
+    for k in range(aff.dim(isl.dim_type.param)):
+        c = int(aff.get_coefficient_val(isl.dim_type.param, k).to_python())
+        if c:
+            coeffs[str(aff.get_dim_name(isl.dim_type.param, k)).removeprefix("p_")] = c
+    return Affine.of(coeffs, int(aff.get_constant_val().to_python()))
+
+
+def _must_write(writes: list[_Site], dims: list[Affine | None], params: frozenset[str]) -> bool:
+    exact = [s for s in writes if s.exact and all(x is not None for x in s.subscripts)]
+    if not exact or any(d is None for d in dims):
+        return False
+    return bool(_extent(dims, params).is_subset(_union(exact, params)))
+
+
+def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
+    """Whether every instance of ``read`` reads an element an exact write instance wrote before it."""
+    if any(x is None for x in read.subscripts):
+        return False
+    exact = [w for w in writes if w.exact and all(x is not None for x in w.subscripts)]
+    if not exact:
+        return False
+    head = f"[{', '.join(_pname(p) for p in sorted(params))}] -> {{ "
+    jn = {lp.var: f"j{k}" for k, lp in enumerate(read.loops)}
+    jv = list(jn.values())
+    dom_r = " and ".join(_domain(read.loops, jn, params)) or "true"
+    domain = isl.Set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
+    covered = domain.subtract(domain)  # empty, same space
+    for w in exact:
+        inames = {lp.var: f"i{k}" for k, lp in enumerate(w.loops)}
+        iv = list(inames.values())
+        m = 0  # common loops: the same loops in the text
+        while m < min(len(w.keys), len(read.keys)) and w.keys[m] == read.keys[m]:
+            m += 1
+        orders = []
+        for level in range(m):  # earlier in the loop at `level`, equal outside it
+            sign = 1 if read.loops[level].step > 0 else -1
+            eq = [f"{iv[k]} = {jv[k]}" for k in range(level)]
+            orders.append(" and ".join([*eq, f"{sign} * ({jv[level]} - {iv[level]}) > 0"]))
+        if w.seq < read.seq:  # the same iterations of the common loops, earlier in the text
+            orders.append(" and ".join([f"{iv[k]} = {jv[k]}" for k in range(m)]) or "true")
+        if not orders:
+            continue
+        cons = _domain(w.loops, inames, params)
+        cons += [f"{_render(a, jn)} = {_render(b, inames)}" for a, b in zip(read.subscripts, w.subscripts)
+                 if a is not None and b is not None]  # all are: checked above
+        cons.append("(" + " or ".join(f"({o})" for o in orders) + ")")
+        body = " and ".join(cons)
+        if iv:
+            body = f"exists ({', '.join(iv)} : {body})"
+        covered = covered.union(isl.Set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
+    return bool(domain.is_subset(covered))

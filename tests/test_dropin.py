@@ -1,0 +1,374 @@
+"""The drop-in host function (issue 10): footprint analysis, partly written outputs on the
+simulator (both copy paths, chunked staging, state kept and released), the simulator's
+async-copy checks, and bench/dropin.py's generator and nvcc build."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passes import footprint
+from passes.accesses import Affine
+from tests import polybench
+from transpile import cfront, cuda, frontend, pipeline
+from transpile.sim import SimLibrary, build
+from transpile.verify import Options, verify_module
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
+                               reason="the simulator and the reference need g++ and gcc")
+
+PARTIAL = r"""
+void partial(int n, double A[n], double B[n], double C[n], double D[n], double E[n])
+{
+  for (int i = 0; i < n; i += 2)    /* B: the even elements only */
+    B[i] = 2.0 * A[i];
+  for (int i = 2; i < n - 3; i++)   /* C: a band in the middle */
+    C[i] = A[i + 1] - A[i - 1];
+  for (int i = 0; i < n; i++)       /* D: every element, never read: no copy-in */
+    D[i] = A[i] + 1.0;
+  for (int i = 0; i < n; i++)       /* E: only where A is positive */
+    if (A[i] > 0.0)
+      E[i] = A[i];
+}
+"""
+
+
+def _aff(coeffs: dict[str, int], const: int) -> Affine:
+    return Affine.of(coeffs, const)
+
+
+@pytest.fixture(scope="module")
+def partial_c(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("dropin") / "partial.c"
+    path.write_text(PARTIAL)
+    return path
+
+
+@pytest.fixture(scope="module")
+def partial_cu(partial_c: Path) -> Path:
+    lowered = pipeline.lower(frontend.load(partial_c))
+    out = partial_c.with_suffix(".cu")
+    out.write_text(cuda.emit(lowered, source=partial_c.name))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# passes/footprint.py
+
+
+def _lowered_fp(name: str) -> dict[str, footprint.Footprint]:
+    spec = polybench.spec(name)
+    module = pipeline.lower(cfront.parse_file(str(spec.path), function=spec.function))
+    return footprint.analyze(module.kernels[0])
+
+
+def test_footprint_of_a_partly_written_kernel(partial_c: Path) -> None:
+    fp = footprint.analyze(frontend.load(partial_c).kernels[0])
+    n_minus = {k: _aff({"n": 1}, -k) for k in (1, 2, 4)}
+    assert fp["A"].box == ((_aff({}, 0), n_minus[1]),) and fp["A"].read and not fp["A"].written
+    # Step 2 from 0: the last written index is not one affine form of n (it depends on n's parity).
+    assert not fp["B"].must_write and fp["B"].copy_in
+    assert fp["C"].write_box == ((_aff({}, 2), n_minus[4]),) and not fp["C"].must_write
+    assert fp["D"].must_write and not fp["D"].read and not fp["D"].copy_in
+    assert fp["A"].copy_in
+    # Negative: a conditional write is never a must-write, even over the whole range.
+    assert fp["E"].write_box == ((_aff({}, 0), n_minus[1]),) and not fp["E"].must_write and fp["E"].copy_in
+    assert fp["C"].span((10,), {"n": 10}, writes=True) == (2, 7)
+    assert fp["A"].span((10,), {"n": 10}) == (0, 10)
+
+
+def test_footprint_on_polybench() -> None:
+    gemm = _lowered_fp("gemm")
+    assert gemm["C"].must_write and gemm["C"].reads_input and gemm["C"].copy_in  # C *= beta reads it
+    atax = _lowered_fp("atax")  # y[i] = 0 (and tmp[i] = 0.0) before every read: no input value is seen
+    for name in ("y", "tmp"):
+        assert atax[name].read and atax[name].must_write and not atax[name].reads_input
+        assert not atax[name].copy_in
+    mvt = _lowered_fp("mvt")  # x1[i] = x1[i] + ...: the first read sees the caller's value
+    assert mvt["x1"].reads_input and mvt["x1"].copy_in
+    assert gemm["A"].box == ((_aff({}, 0), _aff({"ni": 1}, -1)), (_aff({}, 0), _aff({"nk": 1}, -1)))
+    jac = _lowered_fp("jacobi-1d")
+    assert jac["B"].write_box == ((_aff({}, 1), _aff({"n": 1}, -2)),) and not jac["B"].must_write
+    assert jac["B"].span((100,), {"n": 100, "tsteps": 3}, writes=True) == (1, 99)
+    trmm = _lowered_fp("trmm")  # strictly lower triangle: rows from 1
+    assert trmm["A"].box is not None and trmm["A"].box[0][0] == _aff({}, 1)
+    # The lower corner (1, 0) flattens to offset m: the first row is not copied.
+    assert trmm["A"].span((10, 10), {"m": 10, "n": 12}) == (10, 99)
+
+
+# ---------------------------------------------------------------------------
+# The emitted drop-in on the simulator
+
+
+@needs_gxx
+def test_partly_written_output_passes_stage_c(partial_c: Path) -> None:
+    module = frontend.load(partial_c)
+    lowered = pipeline.lower(module)
+    text = cuda.emit(lowered, source=partial_c.name)
+    opts = Options(seed=11, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
+    (report,) = verify_module(module, text, source=partial_c, lowered=lowered, options=opts)
+    assert report.ok, report.summary()
+    assert report.stage("c").status == "pass"
+
+
+def _call(lib: SimLibrary, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    a = rng.uniform(-1.0, 1.0, n)
+    arrays = {"A": a, **{k: np.full(n, -7.0) for k in "BCDE"}}
+    run = lib.run("partial", n, *arrays.values(), restype=None)
+    assert run.ok and not run.diagnostics, run.diagnostics
+    return arrays
+
+
+def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
+    b, c, e = np.full(n, -7.0), np.full(n, -7.0), np.full(n, -7.0)
+    b[0::2] = 2.0 * a[0::2]
+    c[2:n - 3] = a[3:n - 2] - a[1:n - 4]
+    e[a > 0] = a[a > 0]
+    return {"B": b, "C": c, "D": a + 1.0, "E": e}
+
+
+@needs_gxx
+@pytest.mark.parametrize("mode", ["auto", "staged", "register"])
+def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # 256-byte staging chunks: a 100-element array crosses in 4 chunks through both buffers,
+    # each chunk copied in two slices, by the caller and a helper thread.
+    # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=256", "-DTRANSPILE_STAGE_THREADS=3",
+             "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
+    lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=flags))
+    lib.set_quiet(True)
+    if mode != "auto":
+        monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
+    rng = np.random.default_rng(5)
+    for n in (100, 37, 8, 1, 0, 100):  # the state (pool, stream, staging buffers) is kept between calls
+        got = _call(lib, n, rng)
+        for name, want in _expected(n, got["A"]).items():
+            np.testing.assert_array_equal(got[name], want, err_msg=f"{name} (n={n}, {mode})")
+    assert lib.live_allocations() == (2 if mode != "register" else 0)  # the two staging buffers
+    lib.call("partial_release", restype=None)
+    assert lib.live_allocations() == 0 and lib.findings().ok
+    got = _call(lib, 37, rng)  # usable again after a release
+    np.testing.assert_array_equal(got["C"], _expected(37, got["A"])["C"])
+    lib.call("partial_release", restype=None)
+
+
+ASYNC_MISUSE = r"""
+#include <cuda_runtime.h>
+#include <string.h>
+
+// Writes the pinned source before the copy is ordered before the host.
+extern "C" int early_write(double *out)
+{
+  double *pinned = NULL, *dev = NULL;
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaMallocHost((void **)&pinned, 8 * sizeof(double));
+  cudaMalloc((void **)&dev, 8 * sizeof(double));
+  for (int i = 0; i < 8; ++i) pinned[i] = i;
+  cudaMemcpyAsync(dev, pinned, 8 * sizeof(double), cudaMemcpyHostToDevice, s);
+  pinned[3] = 42.0;  // too early: the DMA may still be reading
+  cudaStreamSynchronize(s);
+  cudaMemcpy(out, dev, 8 * sizeof(double), cudaMemcpyDeviceToHost);
+  cudaFree(dev);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
+  return 0;
+}
+
+// Reads a device-to-host copy into pinned memory before and after synchronising.
+extern "C" int early_read(double *before, double *after)
+{
+  double *pinned = NULL, *dev = NULL;
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaMallocHost((void **)&pinned, sizeof(double));
+  cudaMalloc((void **)&dev, sizeof(double));
+  const double v = 5.0;
+  cudaMemcpy(dev, &v, sizeof(double), cudaMemcpyHostToDevice);
+  cudaMemcpyAsync(pinned, dev, sizeof(double), cudaMemcpyDeviceToHost, s);
+  *before = *pinned;  // not landed yet
+  cudaEvent_t e;
+  cudaEventCreate(&e);
+  cudaEventRecord(e, s);
+  cudaEventSynchronize(e);
+  *after = *pinned;
+  cudaEventDestroy(e);
+  cudaFree(dev);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
+  return 0;
+}
+"""
+
+
+@needs_gxx
+def test_simulator_checks_async_copies_with_pinned_memory(tmp_path: Path) -> None:
+    src = tmp_path / "async_misuse.cu"
+    src.write_text(ASYNC_MISUSE)
+    lib = SimLibrary(build(src, tmp_path, extra_flags=("-U_FORTIFY_SOURCE",)))
+    lib.set_quiet(True)
+    out = np.zeros(8)
+    run = lib.run("early_write", out)
+    assert "was modified before a synchronisation" in run.diagnostics
+    before, after = np.zeros(1), np.zeros(1)
+    run = lib.run("early_read", before, after)
+    assert run.ok, run.diagnostics
+    assert after[0] == 5.0 and before[0] != 5.0  # poisoned until the event synchronised it
+
+
+# ---------------------------------------------------------------------------
+# bench/dropin.py
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_bench_generates_and_builds_harnesses(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import dropin  # type: ignore[import-not-found]
+
+    cu = tmp_path / "cu"
+    manifest = dropin.generate(["atax", "jacobi-1d"], cu)
+    for k in ("atax", "jacobi-1d"):
+        e = manifest["kernels"][k]
+        assert e["status"] == "ok", e
+        assert set(e["sizes"]) == {"LARGE", "EXTRALARGE"}
+    # atax: A and x cross in; y and tmp are written before they are read (no copy-in) and cross out.
+    xl = manifest["kernels"]["atax"]["bytes"]["EXTRALARGE"]
+    m, n = 1800, 2200
+    assert xl["arrays"] == 8 * (m * n + n + n + m) and xl["h2d"] == 8 * (m * n + n)
+    assert xl["d2h"] == 8 * (n + m)
+    jac = manifest["kernels"]["jacobi-1d"]["bytes"]["LARGE"]
+    assert jac["d2h"] == 2 * 8 * (2000 - 2)  # the interior of A and B
+    assert json.loads((cu / "manifest.json").read_text())["kernels"]["atax"]["function"] == "kernel_atax"
+    rc = dropin.main(["--dry-run", "--kernels", "atax,jacobi-1d", "--cu-dir", str(cu), "--build-jobs", "2",
+                      "--work", str(tmp_path / "build")])
+    assert rc == 0
+    built = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "build").iterdir()}
+    assert {"atax", "jacobi_1d", "probe"} <= built
+
+
+WRITE_FIRST = r"""
+void wf(int n, double A[n], double X[n], double Y[n], double Z[n])
+{
+  for (int i = 0; i < n; i++) {
+    X[i] = A[i];
+    X[i] = X[i] * 2.0;      /* reads what the line above wrote */
+  }
+  for (int i = 0; i < n; i++)
+    Y[i] = Y[i] + A[i];     /* reads the caller's Y before writing it */
+  for (int i = 0; i < n; i++)
+    Z[i] = 1.0;
+  for (int i = 1; i < n; i++)
+    Z[i] = Z[i - 1] + A[i]; /* Z[i - 1] was written: by the loop above, or this one */
+}
+"""
+
+
+def test_reads_of_values_written_first(tmp_path: Path) -> None:
+    src = tmp_path / "wf.c"
+    src.write_text(WRITE_FIRST)
+    fp = footprint.analyze(frontend.load(src).kernels[0])
+    assert not fp["X"].reads_input and not fp["X"].copy_in
+    assert fp["Y"].reads_input and fp["Y"].copy_in  # same statement: the read comes first
+    assert not fp["Z"].reads_input and not fp["Z"].copy_in
+
+
+def test_bench_report_from_records() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import argparse
+
+    import dropin  # type: ignore[import-not-found]
+
+    out = "\n".join(['{"init_ms": 90.0, "first_ms": 12.5}', '{"kernel_ms": [1.0, 1.0]}', "noise",
+                     '{"mode": "auto", "times": [4.0, 3.0, 5.0]}', '{"mode": "staged", "times": [6.0, 6.0]}',
+                     '{"mode": "register", "times": [4.5, 4.5]}'])
+    res = dropin.merge_lines(out)
+    assert res["modes"]["auto"] == [4.0, 3.0, 5.0] and res["kernel_ms"] == [1.0, 1.0] and res["first_ms"] == 12.5
+    probe = {"sizes": [{"bytes": 1 << 20, "h2d_pageable_GBps": 10.0, "d2h_pageable_GBps": 10.0,
+                        "h2d_pinned_GBps": 25.0, "d2h_pinned_GBps": 20.0, "register_unregister_ms": 0.1,
+                        "h2d_registered_GBps": 15.0, "host_memcpy_GBps": 12.0, "memcpy_to_pinned_GBps": 12.0,
+                        "cudaMalloc_free_ms": 0.2, "pool_alloc_free_ms": 0.01},
+                       {"bytes": 512 << 20, "h2d_pageable_GBps": 12.0, "d2h_pageable_GBps": 12.0,
+                        "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 40.0, "register_unregister_ms": 5.0,
+                        "h2d_registered_GBps": 30.0, "host_memcpy_GBps": 12.0, "memcpy_to_pinned_GBps": 12.0,
+                        "cudaMalloc_free_ms": 1.0, "pool_alloc_free_ms": 0.01}]}
+    rec_bytes = {"h2d": 100_000_000, "d2h": 40_000_000, "arrays": 120_000_000}
+    assert dropin.floor_ms(rec_bytes, probe) == pytest.approx(2.0 + 1.0)  # peak pinned bandwidths
+    rec = {"kernel": "gemm", "size": "EXTRALARGE", "bytes": rec_bytes, **res}
+    rec["median_ms"] = {m: float(np.median(v)) for m, v in rec["modes"].items()}
+    rec["kernel_median_ms"] = 1.0
+    rec["floor_ms"] = dropin.floor_ms(rec_bytes, probe) + 1.0
+    rec["ratio"] = {m: v / rec["floor_ms"] for m, v in rec["median_ms"].items()}
+    args = argparse.Namespace(reps=7)
+    md = dropin.report([rec, {"kernel": "lu", "size": "EXTRALARGE", "error": "timed out"}], probe, args)
+    assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 1 | 4 | 1.00 | ok |" in md
+    assert "| lu | EXTRALARGE | timed out |" in md and "1/1 within 1.5x" in md
+
+
+BYTES = r"""
+void bump(int n, char a[n], char b[n])
+{
+  for (int i = 0; i < n; i++)
+    b[i] = a[i] + 1;
+}
+"""
+
+
+@needs_gxx
+def test_staging_slices_cover_odd_chunks(tmp_path: Path) -> None:
+    # 259-byte chunks in 4 slices (the caller and 3 helpers): no slice boundary falls on the chunk's end.
+    src = tmp_path / "bump.c"
+    src.write_text(BYTES)
+    cu = tmp_path / "bump.cu"
+    cu.write_text(cuda.emit(pipeline.lower(frontend.load(src)), source=src.name))
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=259", "-DTRANSPILE_STAGE_THREADS=4",
+             "-DTRANSPILE_PARALLEL_MIN_BYTES=16")
+    lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
+    lib.set_quiet(True)
+    a = np.random.default_rng(3).integers(-100, 100, 600).astype(np.int8)
+    b = np.zeros(600, np.int8)
+    run = lib.run("bump", 600, a, b, restype=None)
+    assert run.ok and not run.diagnostics, run.diagnostics
+    np.testing.assert_array_equal(b, a + 1)
+    lib.call("bump_release", restype=None)
+    assert lib.live_allocations() == 0
+
+
+HELPERS = r"""
+extern "C" int pre_register(void *p, unsigned long long n) { return (int)cudaHostRegister(p, n, 0); }
+extern "C" int pre_unregister(void *p) { return (int)cudaHostUnregister(p); }
+"""
+
+
+@needs_gxx
+def test_refused_registration_falls_back_to_staging(partial_cu: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # The caller has registered a few bytes in the middle of E: the drop-in's pieces stop there
+    # (CUDA refuses overlapping registrations) and the rest of E is staged.
+    cu = tmp_path / "partial_pre.cu"
+    cu.write_text(partial_cu.read_text() + HELPERS)
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=256", "-DTRANSPILE_PAGE_BYTES=64",
+             "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
+    lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
+    lib.set_quiet(True)
+    monkeypatch.setenv("TRANSPILE_DROPIN_COPY", "register")
+    n = 100
+    a = np.random.default_rng(9).uniform(-1.0, 1.0, n)
+    arrays = {"A": a, **{k: np.full(n, -7.0) for k in "BCDE"}}
+    middle = arrays["E"].ctypes.data + 8 * 40
+    lib.reset()
+    assert lib.call("pre_register", ctypes.c_void_p(middle), ctypes.c_ulonglong(24)) == 0
+    run = lib.run("partial", n, *arrays.values(), restype=None)
+    assert run.ok and not run.diagnostics, run.diagnostics
+    for name, want in _expected(n, a).items():
+        np.testing.assert_array_equal(arrays[name], want, err_msg=name)
+    assert lib.call("pre_unregister", ctypes.c_void_p(middle)) == 0
+    assert lib.live_allocations() == 2  # the staging buffers: E's tail was staged
+    lib.call("partial_release", restype=None)
