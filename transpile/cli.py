@@ -94,6 +94,9 @@ def main() -> None:
               help="Outputs per thread in matmul-like launches, rows x columns (default 4x4).")
 @click.option("--no-shared", is_flag=True,
               help="Matmul-like launches: no shared-memory staging (coarsened threads read global memory).")
+@click.option("--no-mma", is_flag=True,
+              help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
+                   "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
                                    "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
@@ -103,7 +106,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
                 tile_shape: tuple[int, int] | None, coarsen: tuple[int, int] | None, no_shared: bool,
                 report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
-                **llm: object) -> None:
+                no_mma: bool = False, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         from transpile.llm.fromtext import cli_from_text
@@ -115,7 +118,8 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
 
     defaults = tile.Options()
     tiling = tile.Options(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen,
-                          shared=not no_shared, enabled=not naive)
+                          shared=not no_shared, enabled=not naive,
+                          mma=False if no_mma or no_reassociate or tile_shape or coarsen else None)
     problem = tiling.problem()
     if problem is not None:
         raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen'")
@@ -237,12 +241,16 @@ def _guard(action: object) -> None:
 
 
 def _register_subcommands() -> None:
+    from transpile.datasetcmd import dataset_cmd
     from transpile.depscmd import deps_cmd
+    from transpile.evaluate import evaluate_cmd
     from transpile.llm.repair import repair_cmd
     from transpile.verify.cli import verify_cmd
 
     main.add_command(verify_cmd)
     main.add_command(deps_cmd)
+    main.add_command(evaluate_cmd)
+    main.add_command(dataset_cmd)
     main.add_command(repair_cmd)
 
 

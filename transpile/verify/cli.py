@@ -4,6 +4,12 @@ Exit status 0 when every stage that can run here passed and at least one of
 them compared results; 1 on a verification failure, an inconclusive test or
 an unverified kernel (the one-line reason comes first on stderr); never a
 traceback.  ``--json`` prints the machine-readable record on stdout.
+
+``transpile verify --group A.cu B.cu C.cu --against REF.c`` verifies every
+candidate (isolated, ``--jobs`` at a time, one seed for all) and ranks them
+in a tournament (:func:`transpile.rewards.tournament`): a table of rank,
+reward and verdict, or with ``--json`` a list of records in the order given.
+Exit status 0 once the ranking is printed, whatever the verdicts.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 
 
 @click.command("verify")
-@click.argument("kernel", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("kernels", nargs=-1, metavar="KERNEL...", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--against", "reference", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The reference: a C file (compiled by gcc) or the IR text form (interpreted).")
 @click.option("--function", metavar="NAME", default=None, help="The reference function (default: the only one).")
@@ -51,15 +57,31 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines; only the reason (and --json).")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include path for a C reference.")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for a C reference.")
-def verify_cmd(kernel: Path, reference: Path, function: str | None, sizes: tuple[str, ...], seed: int | None,
-               as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
-               include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> None:
+@click.option("--group", is_flag=True,
+              help="Several candidates: verify each and print its tournament rank and reward (docs/rewards.md).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --group: candidates verified at once, each in its own process.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="With --group: seconds per candidate before it is killed and ranked last.")
+def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None, sizes: tuple[str, ...],
+               seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
+               include_dirs: tuple[str, ...], defines: tuple[str, ...], group: bool = False, jobs: int = 1,
+               timeout: float = 600.0) -> None:
     """Verify KERNEL.cu, any CUDA file defining the drop-in extern "C" host function,
     against the reference: stages (a) front end, (b) nvcc, (c) CPU simulation,
-    (d)-(f) GPU runs and timing when a GPU is present."""
+    (d)-(f) GPU runs and timing when a GPU is present.  With --group, rank several."""
     from transpile.verify.report import Progress
     from transpile.verify.stages import Options, verify_file
 
+    if group:
+        _verify_group(kernels, reference, function=function, sizes=sizes, seed=seed, as_json=as_json,
+                      stages=stages, no_gpu=no_gpu, full_seeds=full_seeds, quiet=quiet,
+                      include_dirs=include_dirs, defines=defines, jobs=jobs, timeout=timeout)
+        return
+    if len(kernels) != 1:
+        raise click.UsageError("expected one KERNEL (several need --group)" if kernels
+                               else "Missing argument 'KERNEL'.")
+    kernel = kernels[0]
     try:
         if not kernel.is_file():
             raise TranspileError(None, f"{kernel}: no such file")
@@ -88,3 +110,57 @@ def verify_cmd(kernel: Path, reference: Path, function: str | None, sizes: tuple
     if as_json:
         click.echo(report.dumps())
     sys.exit(0 if report.ok else 1)
+
+
+def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str | None, sizes: tuple[str, ...],
+                  seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
+                  include_dirs: tuple[str, ...], defines: tuple[str, ...], jobs: int, timeout: float) -> None:
+    """``--group``: every candidate verified isolated, with one seed, then ranked."""
+    import json
+
+    from transpile import rewards
+    from transpile.evaluate import Task, run_tasks, unfinished
+    from transpile.verify.stages import new_seed
+
+    try:
+        if not kernels:
+            raise TranspileError(None, "--group needs at least one KERNEL.cu")
+        for path in (*kernels, reference):
+            if not path.is_file():
+                raise TranspileError(None, f"{path}: no such file")
+        seed = seed if seed is not None else new_seed()  # one seed: every candidate sees the same inputs
+        gpu = not no_gpu and any(k in stages for k in "def")
+        common = {"reference": str(reference), "function": function, "stages": stages, "mode": "full",
+                  "seed": seed, "gpu": None if gpu else False, "sizes": parse_sizes(sizes),
+                  "full_seeds": max(1, full_seeds), "sim_timeout": min(120.0, timeout / 3),
+                  "include_dirs": include_dirs, "defines": defines}
+        tasks = [Task(str(i), "transpile.evaluate:score_submission", {**common, "id": str(k), "cuda_path": str(k)})
+                 for i, k in enumerate(kernels)]
+        lines: list[dict] = [{}] * len(kernels)
+        for o in run_tasks(tasks, jobs=jobs, timeout=timeout, gpu=gpu):
+            i = int(o.key)
+            lines[i] = o.value if o.ok else unfinished(str(kernels[i]), o, timeout)
+            if not quiet:
+                click.echo(f"{kernels[i]}: {lines[i]['verdict']} ({o.seconds:.1f} s)", err=True)
+    except TranspileError as e:
+        click.echo(e.headline, err=True)
+        sys.exit(1)
+    except Exception as e:  # our bug: still no traceback
+        import os
+
+        click.echo(f"transpile: error: verifier internal error: {type(e).__name__}: {e}", err=True)
+        if os.environ.get("TRANSPILE_TRACEBACK"):
+            raise
+        sys.exit(2)
+    ranked = rewards.tournament(lines)
+    out = [{"candidate": str(k), "rank": rank, "reward": round(reward, 6), **{
+        f: line[f] for f in ("verdict", "ok", "reason", "stage", "check", "stages_passed", "seed", "timing",
+                             "rewards")}} for k, line, (rank, reward) in zip(kernels, lines, ranked)]
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    width = max(len(r["candidate"]) for r in out)
+    click.echo(f"{'rank':>5}  {'reward':>6}  {'verdict':<12}  {'candidate':<{width}}  reason")
+    for r in sorted(out, key=lambda r: r["rank"]):
+        click.echo(f"{r['rank']:>5g}  {r['reward']:>6.3f}  {r['verdict']:<12}  {r['candidate']:<{width}}  "
+                   f"{r['reason']}")

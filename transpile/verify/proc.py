@@ -4,7 +4,10 @@
 reaches the parent at once, so when the child dies the parent knows how far
 it got.  The child's stdout and stderr go to a temporary file (a candidate's
 ``printf`` never mixes with the verifier's output); the tail of it comes back
-with a crash.  :func:`fork_call` is the one-result form.
+with a crash.  :func:`fork_call` is the one-result form.  With ``group=True`` the child leads
+a process group of its own, and a timeout or a crash kills the whole group, so
+the compilers and simulators it started die with it (how
+:mod:`transpile.evaluate` isolates a whole verification).
 
 Forking is safe here because the verifier's parent process never initialises
 CUDA (the GPU stages run in a separately started interpreter, see
@@ -50,7 +53,9 @@ def _describe(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int) -> None:
+def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int, group: bool = False) -> None:
+    if group:
+        os.setpgid(0, 0)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     if faulthandler.is_enabled():  # its report of a crash goes to the captured output too
@@ -66,19 +71,33 @@ def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int) -
 
 
 def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
-                what: str = "the child") -> tuple[list[Any], Any, ChildError | None]:
+                what: str = "the child", group: bool = False,
+                started: Callable[[int], None] | None = None) -> tuple[list[Any], Any, ChildError | None]:
     """Run ``fn(send)`` in a forked child with a ``timeout`` (seconds, for the whole run).
 
     Returns ``(messages, result, error)``: what the child sent, what ``fn``
     returned (None if it did not return), and why it did not (None if it did).
+    ``group``: the child leads its own process group, killed as a whole when
+    the child is done, dies or times out.  ``started(pid)`` is called once the
+    child runs (with ``group``, its pid is the group id: a caller that gives
+    up early kills it with ``os.killpg``).
     """
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     messages: list[Any] = []
     with tempfile.TemporaryFile() as out:
-        proc = ctx.Process(target=_child, args=(send, fn, out.fileno()))
+        proc = ctx.Process(target=_child, args=(send, fn, out.fileno(), group))
         proc.start()
         send.close()
+        pid = proc.pid
+        assert pid is not None, "a started process has a pid"
+        if group:
+            try:  # also here, so that a kill right after start finds the group
+                os.setpgid(pid, pid)
+            except OSError:  # the child got there first, or is gone already
+                pass
+        if started is not None:
+            started(pid)
         deadline = time.monotonic() + timeout
         error: ChildError | None = None
         result: Any = None
@@ -86,31 +105,52 @@ def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not recv.poll(left):
-                    proc.kill()
-                    proc.join()
+                    _reap(proc, group, kill=True)
                     error = ChildError("timeout", f"{what} did not finish within {timeout:g} s", _tail(out))
                     break
                 try:
                     msg = recv.recv()
                 except EOFError:
-                    proc.join()
+                    _reap(proc, group)
                     error = ChildError("crash", f"{what} died ({_describe(proc.exitcode)})", _tail(out))
                     break
                 if isinstance(msg, tuple) and msg and msg[0] == _DONE:
                     result = msg[1]
-                    proc.join()
+                    _reap(proc, group)
                     break
                 if isinstance(msg, tuple) and msg and msg[0] == "__error__":
-                    proc.join()
+                    _reap(proc, group)
                     error = ChildError("error", f"{what} raised {msg[1]}", msg[2])
                     break
                 messages.append(msg)
         finally:
             recv.close()
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+            if proc.exitcode is None:  # left by an exception in this process
+                _reap(proc, group, kill=True)
     return messages, result, error
+
+
+def _reap(proc: Any, group: bool, *, kill: bool = False) -> None:
+    """Wait for the child (killed first with ``kill``), then kill what is left of its group.
+
+    Reaping the leader first keeps its own exit status (a crash's signal); the
+    group id cannot be reused meanwhile, since Linux keeps a pid while a
+    process group of that id has members.
+    """
+    if kill and proc.exitcode is None:
+        if group:
+            _killpg(proc.pid)
+        proc.kill()
+    proc.join()
+    if group:
+        _killpg(proc.pid)
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:  # no such group: nothing left
+        pass
 
 
 def fork_call(fn: Callable[[], Any], *, timeout: float, what: str = "the child") -> Any:
