@@ -429,6 +429,34 @@ struct transpile_array {
   return a->pinned == 1 || (a->pinned == 2 && off >= a->reg_off && off + len <= a->reg_off + a->reg_len);
 }
 
+// A direct copy of [off, off + len) of `a` (transpile_dropin_direct holds).  A range registered by this
+// call is page-locked piece by piece, and one cudaMemcpyAsync must not span two registrations (CUDA
+// answers "invalid argument", seen on the H200 for inout arrays): it is copied piece by piece.
+[[maybe_unused]] static void transpile_dropin_direct_copy(transpile_dropin *s, transpile_array *a, size_t off,
+                                                          size_t len, bool to_device, const char *kernel,
+                                                          const char *what)
+{
+  uintptr_t lo = (uintptr_t)(a->host + off), hi = lo + len;
+  for (size_t k = 0; a->pinned == 2 ? k < a->pieces : k < 1; ++k) {
+    if (a->pinned == 2) {
+      uintptr_t plo = 0, phi = 0;
+      (void)transpile_dropin_piece(a, a->reg_off, a->reg_len, k, &plo, &phi);
+      lo = plo > (uintptr_t)(a->host + off) ? plo : (uintptr_t)(a->host + off);
+      hi = phi < (uintptr_t)(a->host + off + len) ? phi : (uintptr_t)(a->host + off + len);
+      if (lo >= hi) {
+        continue;
+      }
+    }
+    unsigned char *host = (unsigned char *)lo;
+    unsigned char *dev = a->dev + (host - a->host);
+    if (to_device) {
+      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->stream), kernel, what);
+    } else {
+      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->stream), kernel, what);
+    }
+  }
+}
+
 [[maybe_unused]] static void transpile_dropin_buffers(transpile_dropin *s, const char *kernel)
 {
   for (int i = 0; i < 2; ++i) {
@@ -458,8 +486,7 @@ struct transpile_array {
   }
   transpile_dropin_pin(a, len);
   if (transpile_dropin_direct(a, off, len)) {
-    transpile_check(cudaMemcpyAsync(a->dev + off, a->host + off, len, cudaMemcpyHostToDevice, s->stream), kernel,
-                    what);
+    transpile_dropin_direct_copy(s, a, off, len, true, kernel, what);
     return;
   }
   if (a->pinned == 3) {
@@ -495,8 +522,7 @@ struct transpile_array {
   }
   transpile_dropin_pin(a, len);
   if (transpile_dropin_direct(a, off, len)) {
-    transpile_check(cudaMemcpyAsync(a->host + off, a->dev + off, len, cudaMemcpyDeviceToHost, s->stream), kernel,
-                    what);
+    transpile_dropin_direct_copy(s, a, off, len, false, kernel, what);
     return;
   }
   if (a->pinned == 3) {  // not copied in: registered now

@@ -1755,6 +1755,22 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpyAsync")) return e;
   unsigned char* host = kind == cudaMemcpyHostToDevice ? (unsigned char*)src
                         : kind == cudaMemcpyDeviceToHost ? (unsigned char*)dst : nullptr;
+  if (host) {
+    // A host range partly in page-locked memory, or across two page-locked allocations or
+    // registrations, is refused by CUDA ("invalid argument", seen on an H200): one copy per piece.
+    uintptr_t a = (uintptr_t)host, b = a + n;
+    for (auto it = __sim::g_allocs.lower_bound(b); it != __sim::g_allocs.begin();) {
+      --it;
+      const __sim::Alloc& al = it->second;
+      uintptr_t lo = it->first, hi = lo + al.size;
+      if (hi <= a) break;  // allocations do not overlap: every earlier one ends before this one
+      if (al.kind != __sim::kPinned && al.kind != __sim::kRegistered) continue;
+      if (!(lo <= a && b <= hi))
+        return __sim::api_error(cudaErrorInvalidValue,
+                                __sim::format("cudaMemcpyAsync: host range [%p, %p) is not inside one page-locked "
+                                              "allocation or registration", (void*)a, (void*)b));
+    }
+  }
   if (!host || !__sim::pinned_host(host)) {
     std::memmove(dst, src, n);
     return cudaSuccess;
