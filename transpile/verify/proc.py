@@ -104,10 +104,18 @@ def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
         try:
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not recv.poll(left):
+                if left <= 0:
                     _reap(proc, group, kill=True)
                     error = ChildError("timeout", f"{what} did not finish within {timeout:g} s", _tail(out))
                     break
+                if not recv.poll(min(left, 0.1)):
+                    # NOTE: a child that dies is not always seen as EOF: a sibling forked by another
+                    # thread at the same moment inherits this pipe's write end and keeps it open.
+                    if proc.exitcode is not None and not recv.poll(0):
+                        _reap(proc, group)
+                        error = ChildError("crash", f"{what} died ({_describe(proc.exitcode)})", _tail(out))
+                        break
+                    continue
                 try:
                     msg = recv.recv()
                 except EOFError:
