@@ -75,16 +75,6 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def parse_kernels(text: str | None) -> list[str]:
-    names = list(R.SIZES)
-    if not text:
-        return names
-    want = [w.strip().replace("_", "-") for w in text.split(",") if w.strip()]
-    bad = [w for w in want if w not in names]
-    if bad:
-        raise SystemExit(f"unknown kernel(s) {bad}; known: {', '.join(names)}")
-    return [n for n in names if n in want]
-
 
 def sizes_of(kernel: str) -> dict[str, dict[str, int]]:
     return {label: dict(R.SIZES[kernel][i]) for label, i in LABELS.items()}
@@ -528,7 +518,7 @@ def floor_ms(rec_bytes: dict[str, int], probe: dict[str, Any]) -> float:
 def run(args: argparse.Namespace) -> int:
     cu_dir: Path = args.cu_dir
     manifest = json.loads((cu_dir / "manifest.json").read_text())
-    kernels = [k for k in parse_kernels(args.kernels) if manifest["kernels"].get(k, {}).get("status") == "ok"]
+    kernels = [k for k in R.parse_kernels(args.kernels) if manifest["kernels"].get(k, {}).get("status") == "ok"]
     labels = [s.strip() for s in args.sizes.split(",") if s.strip()]
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-dropin-"))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -633,7 +623,7 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
 
 def dry_run(args: argparse.Namespace) -> int:
     """Generate (unless ``--cu-dir`` has the files) and nvcc every harness and the probe; no GPU."""
-    kernels = parse_kernels(args.kernels)
+    kernels = R.parse_kernels(args.kernels)
     cu_dir = args.cu_dir or Path(tempfile.mkdtemp(prefix="bench-dropin-")) / "cu"
     missing = [k for k in kernels if not (cu_dir / f"{stem(k)}.harness.cu").exists()]
     if missing or not (cu_dir / "probe.cu").exists():
@@ -681,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "bench" / "results")
     args = ap.parse_args(argv)
     if args.generate:
-        m = generate(parse_kernels(args.kernels), args.generate)
+        m = generate(R.parse_kernels(args.kernels), args.generate)
         bad = {k: e["status"] for k, e in m["kernels"].items() if e["status"] != "ok"}
         print(f"wrote {len(m['kernels'])} kernels to {args.generate}" + (f"; failed: {bad}" if bad else ""))
         return 1 if bad else 0

@@ -651,16 +651,6 @@ def compare_run(kernel: str, label: str, variant: str, gpu_file: str, cpu: dict[
     return rec
 
 
-def parse_kernels(text: str | None) -> list[str]:
-    names = list(R.SIZES)
-    if not text:
-        return names
-    want = [w.strip().replace("_", "-") for w in text.split(",") if w.strip()]
-    bad = [w for w in want if w not in names]
-    if bad:
-        raise SystemExit(f"unknown kernel(s) {bad}; known: {', '.join(names)}")
-    return [n for n in names if n in want]
-
 
 def plan(kernels: list[str], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Per kernel: sizes to check (labels -> sizes) and to time."""
@@ -723,7 +713,7 @@ def write_outputs(records: list[dict[str, Any]], out: Path, name: str, args: arg
 def run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()
     deadline = t_start + args.budget
-    kernels = parse_kernels(args.kernels)
+    kernels = R.parse_kernels(args.kernels)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-gpu-"))
@@ -850,7 +840,7 @@ def plot_from(jsonl: Path, out: Path, name: str) -> None:
 
 def dry_run(args: argparse.Namespace) -> int:
     """Generate and nvcc -cubin every build; print the plan (no GPU)."""
-    kernels = parse_kernels(args.kernels)
+    kernels = R.parse_kernels(args.kernels)
     cu_dir = args.cu_dir or (args.work or Path(tempfile.mkdtemp(prefix="bench-gpu-"))) / "cu"
     t0 = time.monotonic()
     missing = [k for k in kernels if not (cu_dir / f"{stem(k)}.cu").exists()]
@@ -933,7 +923,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_from(args.plot_from, args.out, args.name)
         return 0
     if args.generate:
-        m = generate(parse_kernels(args.kernels), args.generate)
+        m = generate(R.parse_kernels(args.kernels), args.generate)
         bad = {k: {v: e[v] for v in VARIANTS if e[v] != "ok"} for k, e in m["kernels"].items()
                if any(e[v] != "ok" for v in VARIANTS)}
         print(f"wrote {2 * len(m['kernels'])} .cu files and manifest.json to {args.generate}"

@@ -471,3 +471,15 @@ def html_report(title: str, png: bytes | None, table_md: str, summary_md: str = 
             "img{max-width:100%}</style></head><body>\n"
             f"<h1>{html.escape(title)}</h1>\n<ul>{items}</ul>\n{img}\n{_md_to_html_table(table_md)}\n"
             f"{extra}\n</body></html>\n")
+
+
+def parse_kernels(text: str | None) -> list[str]:
+    """The kernels a ``--kernels a,b`` option names (``fdtd_2d`` or ``fdtd-2d``), in table order; all if empty."""
+    names = list(SIZES)
+    if not text:
+        return names
+    want = [w.strip().replace("_", "-") for w in text.split(",") if w.strip()]
+    bad = [w for w in want if w not in names]
+    if bad:
+        raise SystemExit(f"unknown kernel(s) {bad}; known: {', '.join(names)}")
+    return [n for n in names if n in want]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import islpy as isl
@@ -167,11 +167,11 @@ def _system(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str
     pset = frozenset(params)
     (names_s, dom_s), (names_t, dom_t) = (_stmt_domain(s, x, pset, domains)
                                           for s, x in ((src, "i"), (dst, "j")))
-    eqs = tuple(f"{_render(sa, names_s)} = {_render(sb, names_t)}"
+    eqs = tuple(f"{render_affine(sa, names_s)} = {render_affine(sb, names_t)}"
                 for sa, sb in zip(a.subscripts, b.subscripts) if sa is not None and sb is not None)
     iv, jv = (tuple(f"{x}{k}" for k in range(s.depth)) for s, x in ((src, "i"), (dst, "j")))
     signs = tuple(1 if lp.step > 0 else -1 for lp in src.loops)
-    return _System(tuple(_pname(p) for p in params), iv, jv, dom_s + dom_t, eqs, signs)
+    return _System(tuple(param_name(p) for p in params), iv, jv, dom_s + dom_t, eqs, signs)
 
 
 def _stmt_domain(s: StmtInfo, prefix: str, params: frozenset[str],
@@ -179,7 +179,7 @@ def _stmt_domain(s: StmtInfo, prefix: str, params: frozenset[str],
     key = (s.seq, prefix)
     if key not in domains:
         names = {lp.var: f"{prefix}{k}" for k, lp in enumerate(s.loops)}
-        domains[key] = names, tuple(_domain(s.loops, names, params))
+        domains[key] = names, tuple(domain_constraints(s.loops, names, params))
     return domains[key]
 
 
@@ -296,16 +296,18 @@ def _nonempty(system: _System, extra: str) -> bool:
 _nonempty_cached = functools.lru_cache(maxsize=CACHE_SIZE)(_nonempty)
 
 
-def _pname(p: str) -> str:
+def param_name(p: str) -> str:
+    """The isl name of kernel parameter ``p`` (shared with :mod:`passes.footprint`)."""
     return f"p_{p}"
 
 
-def _render(e: Affine, names: dict[str, str]) -> str:
-    terms = [f"{c} * {names.get(v, _pname(v))}" for v, c in e.coeffs]
+def render_affine(e: Affine, names: Mapping[str, str]) -> str:
+    """``e`` in isl syntax, loop variables renamed by ``names``, parameters by :func:`param_name`."""
+    terms = [f"{c} * {names.get(v, param_name(v))}" for v, c in e.coeffs]
     return " + ".join([*terms, str(e.const)])
 
 
-def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:
+def domain_constraints(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:
     """Constraints of the iteration domain of ``loops`` (affine parts only)."""
     cons: list[str] = []
     outer: set[str] = set()
@@ -314,15 +316,15 @@ def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[
         allowed = params | outer
         lo, hi = acc_mod.affine(lp.lo, allowed), acc_mod.affine(lp.hi, allowed)
         if lo is not None:
-            cons.append(f"{v} >= {_render(lo, names)}")
+            cons.append(f"{v} >= {render_affine(lo, names)}")
         if hi is not None:
-            cons.append(f"{v} < {_render(hi, names)}")
+            cons.append(f"{v} < {render_affine(hi, names)}")
         if abs(lp.step) != 1:
             # Only every step-th value is visited, counted from the start.
             start = lo if lp.step > 0 else hi
             if start is not None:
                 off = 0 if lp.step > 0 else -1
-                cons.append(f"exists (e_{v} : {v} = {_render(start, names)} + {off} + {lp.step} * e_{v})")
+                cons.append(f"exists (e_{v} : {v} = {render_affine(start, names)} + {off} + {lp.step} * e_{v})")
         outer.add(lp.var)
     return cons
 

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from passes import deps
 from passes.accesses import Affine, affine, parameters
 from transpile import ir
 
@@ -185,45 +186,17 @@ def _sites(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], exact: bool, pa
 # isl
 
 
-def _pname(p: str) -> str:
-    return f"p_{p}"
-
-
-def _render(e: Affine, names: Mapping[str, str]) -> str:
-    terms = [f"{c} * {names.get(v, _pname(v))}" for v, c in e.coeffs]
-    return " + ".join([*terms, str(e.const)])
-
-
-def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:
-    """Constraints of the iteration domain of ``loops`` (affine bounds only; others are dropped)."""
-    cons: list[str] = []
-    outer: set[str] = set()
-    for lp in loops:
-        v = names[lp.var]
-        lo, hi = affine(lp.lo, params | outer), affine(lp.hi, params | outer)
-        if lo is not None:
-            cons.append(f"{v} >= {_render(lo, names)}")
-        if hi is not None:
-            cons.append(f"{v} < {_render(hi, names)}")
-        start = lo if lp.step > 0 else hi
-        if abs(lp.step) != 1 and start is not None:
-            off = 0 if lp.step > 0 else -1  # a downward loop starts at hi - 1
-            cons.append(f"exists (e_{v} : {v} = {_render(start, names)} + {off} + {lp.step} * e_{v})")
-        outer.add(lp.var)
-    return cons
-
-
 def _head(params: frozenset[str], rank: int) -> tuple[str, list[str]]:
     svars = [f"s{d}" for d in range(rank)]
-    return f"[{', '.join(_pname(p) for p in sorted(params))}] -> {{ [{', '.join(svars)}] : ", svars
+    return f"[{', '.join(deps.param_name(p) for p in sorted(params))}] -> {{ [{', '.join(svars)}] : ", svars
 
 
 def _image(site: _Site, params: frozenset[str]) -> isl.Set:
     """The elements ``site`` touches: its iteration domain's image under the subscripts."""
     head, svars = _head(params, len(site.subscripts))
     names = {lp.var: f"i{k}" for k, lp in enumerate(site.loops)}
-    cons = _domain(site.loops, names, params)
-    cons += [f"{s} = {_render(sub, names)}" for s, sub in zip(svars, site.subscripts) if sub is not None]
+    cons = deps.domain_constraints(site.loops, names, params)
+    cons += [f"{s} = {deps.render_affine(sub, names)}" for s, sub in zip(svars, site.subscripts) if sub is not None]
     body = " and ".join(cons) or "true"
     if names:
         body = f"exists ({', '.join(names.values())} : {body})"
@@ -234,7 +207,7 @@ def _extent(dims: list[Affine | None], params: frozenset[str]) -> isl.Set:
     """``0 <= s_d < dim_d`` for every dimension (the upper bound only where the extent is affine)."""
     head, svars = _head(params, len(dims))
     cons = [f"{s} >= 0" for s in svars]
-    cons += [f"{s} < {_render(d, {})}" for s, d in zip(svars, dims) if d is not None]
+    cons += [f"{s} < {deps.render_affine(d, {})}" for s, d in zip(svars, dims) if d is not None]
     return isl.Set(head + (" and ".join(cons) or "true") + " }")
 
 
@@ -288,10 +261,10 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
     exact = [w for w in writes if w.exact and all(x is not None for x in w.subscripts)]
     if not exact:
         return False
-    head = f"[{', '.join(_pname(p) for p in sorted(params))}] -> {{ "
+    head = f"[{', '.join(deps.param_name(p) for p in sorted(params))}] -> {{ "
     jn = {lp.var: f"j{k}" for k, lp in enumerate(read.loops)}
     jv = list(jn.values())
-    dom_r = " and ".join(_domain(read.loops, jn, params)) or "true"
+    dom_r = " and ".join(deps.domain_constraints(read.loops, jn, params)) or "true"
     domain = isl.Set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
     covered = domain.subtract(domain)  # empty, same space
     for w in exact:
@@ -309,8 +282,8 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
             orders.append(" and ".join([f"{iv[k]} = {jv[k]}" for k in range(m)]) or "true")
         if not orders:
             continue
-        cons = _domain(w.loops, inames, params)
-        cons += [f"{_render(a, jn)} = {_render(b, inames)}" for a, b in zip(read.subscripts, w.subscripts)
+        cons = deps.domain_constraints(w.loops, inames, params)
+        cons += [f"{deps.render_affine(a, jn)} = {deps.render_affine(b, inames)}" for a, b in zip(read.subscripts, w.subscripts)
                  if a is not None and b is not None]  # all are: checked above
         cons.append("(" + " or ".join(f"({o})" for o in orders) + ")")
         body = " and ".join(cons)

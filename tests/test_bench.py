@@ -123,10 +123,10 @@ def test_plot_from_jsonl(tmp_path: Path) -> None:
 def test_cli_helpers() -> None:
     import gpu
 
-    assert gpu.parse_kernels("fdtd_2d,gemm") == ["fdtd-2d", "gemm"]
-    assert len(gpu.parse_kernels(None)) == 30
+    assert gpu.R.parse_kernels("fdtd_2d,gemm") == ["fdtd-2d", "gemm"]
+    assert len(gpu.R.parse_kernels(None)) == 30
     with pytest.raises(SystemExit):
-        gpu.parse_kernels("nope")
+        gpu.R.parse_kernels("nope")
     report = ("ptxas info    : Compiling entry function '_Z4tiledPd' for 'sm_90'\n"
               "ptxas info    : Function properties for _Z4tiledPd\n"
               "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
