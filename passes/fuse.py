@@ -79,8 +79,12 @@ from transpile import ir
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
 
 
-def run(kernel: ir.Kernel) -> ir.Kernel:
-    """``kernel`` with adjacent parallel nests fused where that is legal and keeps their parallel depth."""
+def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
+    """``kernel`` with adjacent parallel nests fused where that is legal and keeps their parallel depth.
+
+    ``reassociate``: what reduce-gpu will be run with (its choice is the oracle of which fusions
+    would lose a GPU reduction; without reassociation float reductions are never marked).
+    """
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     rejected: set[tuple[ir.For, ir.For]] = set()
@@ -88,15 +92,15 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     for _ in range(256):  # each fusion removes a loop, so this bound is never reached in practice
         if graph is None:
             break
-        fused = _first_fusion(kernel, graph, rejected)
+        fused = _first_fusion(kernel, graph, rejected, reassociate)
         if fused is None:
             break
         kernel, graph = fused  # the fused kernel's graph was computed to prove it legal
     return kernel
 
 
-def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple[ir.For, ir.For]]
-                  ) -> tuple[ir.Kernel, nx.MultiDiGraph] | None:
+def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple[ir.For, ir.For]],
+                  reassociate: bool = True) -> tuple[ir.Kernel, nx.MultiDiGraph] | None:
     """``kernel`` after the first legal, profitable fusion (pre-order), with its graph; or None."""
     carried = deps.carried_loops(graph)
     reductions: int | None = None
@@ -110,14 +114,14 @@ def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple
             new_graph = _graph_if_parallel(new, seq, depth)
             if new_graph is not None:
                 if reductions is None:
-                    reductions = _gpu_reductions(kernel)
-                if _gpu_reductions(new) >= reductions:
+                    reductions = _gpu_reductions(kernel, reassociate)
+                if _gpu_reductions(new, reassociate) >= reductions:
                     return new, new_graph
         rejected.add(pair)
     return None
 
 
-def _gpu_reductions(kernel: ir.Kernel) -> int:
+def _gpu_reductions(kernel: ir.Kernel, reassociate: bool = True) -> int:
     """How many loops reduce-gpu would run as parallel GPU reductions in ``kernel``.
 
     NOTE: reduce-gpu runs later in the pipeline; its choice is the oracle here
@@ -126,7 +130,8 @@ def _gpu_reductions(kernel: ir.Kernel) -> int:
     """
     from passes import reduce_gpu
 
-    return sum(isinstance(n, ir.For) and bool(n.reduce) for n in ir.walk(reduce_gpu.run(kernel)))
+    marked = reduce_gpu.run(kernel, reassociate=reassociate)
+    return sum(isinstance(n, ir.For) and bool(n.reduce) for n in ir.walk(marked))
 
 
 def _pairs(body: tuple[ir.Stmt, ...], path: list[int],

@@ -46,7 +46,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: fuse after interchange: a piece's parallel depth (what fusion must
     # not lower) is only known once interchange has moved its parallel loops
     # outward; fusing earlier could glue an imperfect nest interchange needs.
-    module = step("fuse", module, fuse.run)
+    module = step("fuse", module, lambda k: fuse.run(k, reassociate=reassociate))
     # NOTE: wavefront after interchange and before map-gpu: it only skews nests
     # in which no loop is parallel, so it must see interchange's result (a nest
     # interchange made parallel is left alone), and map-gpu must then see the
