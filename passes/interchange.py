@@ -135,7 +135,6 @@ def _swap(outer: ir.For) -> ir.For | None:
         return dataclasses.replace(inner, body=(dataclasses.replace(outer, body=inner.body),))
     if outer.step != 1 or inner.step != 1 or not plain_bounds(outer, set()):
         return None
-    a = ir.Var(outer.var, outer.ty)
     lo_c, hi_c = _offset(inner.lo, outer.var), _offset(inner.hi, outer.var)
     if hi_c is not None and lo_c is None and plain_bounds(dataclasses.replace(inner, hi=inner.lo), {outer.var}):
         c = hi_c  # b in LB..a + c
@@ -151,7 +150,6 @@ def _swap(outer: ir.For) -> ir.For | None:
         a_lo, a_hi = outer.lo, _plus(ir.Var(inner.var, inner.ty), 1 - c)
     else:
         return None
-    del a
     new_outer = dataclasses.replace(outer, lo=a_lo, hi=a_hi, body=inner.body)
     return dataclasses.replace(inner, lo=b_lo, hi=b_hi, body=(new_outer,))
 

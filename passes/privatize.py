@@ -113,11 +113,9 @@ def _children(s: ir.Stmt, name: str) -> ir.Stmt:
 def _move(decl: ir.Decl, rest: list[ir.Stmt]) -> list[ir.Stmt] | None:
     """``rest`` with ``decl`` moved into a loop (the declaration itself dropped), or None."""
     users = [k for k, s in enumerate(rest) if _mentions(s, decl.name)]
-    if not users:
+    if len(users) != 1 or not isinstance(rest[users[0]], ir.For):
         return None
-    (k,) = users if len(users) == 1 else (None,)
-    if k is None or not isinstance(rest[k], ir.For):
-        return None
+    k = users[0]
     new = _into(rest[k], decl)  # type: ignore[arg-type]
     if new is None:
         return None

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from passes.tile import SHARED_LIMIT, Operand, Plan, substitute, substitute_var
 from transpile import cuda as cu
 from transpile import ir
+from transpile.cuda_tiled import tile_grid
 
 TEMPLATE = "mma_matmul.cu.j2"
 #: The instruction: D = A * B + C on 8x8x4 f64 fragments (A row-major, B column-major).
@@ -243,11 +244,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     }
     body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
     cfg = dict(config)
-    trips = [t["name"] for t in config["trips"]]  # type: ignore[attr-defined]
-    assert len(trips) == (1 if plan.triangular else 2), f"tiled launch with par loops {config!r}"
-    ti, tj = trips[0], trips[-1]
-    cfg["grid"] = [f"{cu.GRID_FN}({tj}, {bn}u, {cu.GRID_CAPS[0]}u)",
-                   f"{cu.GRID_FN}({ti}, {bm}u, {cu.GRID_CAPS[1]}u)", "1u"]
+    cfg["grid"] = tile_grid(config, plan.triangular, bm, bn)
     cfg["block"] = [f"{threads}u", "1u", "1u"]
     # NOTE: ptxas gives the pipelined kernels ~145-165 registers.  A cap of REG_CAP keeps them
     # spill-free at 128 threads with 3 blocks per SM (gemm 149 registers); a cap of 128 (4 blocks)

@@ -134,18 +134,25 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     }
     body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
     cfg = dict(config)
-    trips = [t["name"] for t in config["trips"]]  # type: ignore[attr-defined]
-    # Chain order: row (y) then column (x).  A triangular launch has only the
-    # row loop's trip count; its column span is at most about as wide for the
-    # shapes seen (syrk: j < i + 1), and the kernel's grid-stride loop over
-    # column tiles covers the rest whatever the grid, so this only sizes the grid.
-    assert len(trips) == (1 if plan.triangular else 2), f"tiled launch with par loops {config!r}"
-    ti, tj = trips[0], trips[-1]
-    cfg["grid"] = [f"{cu.GRID_FN}({tj}, {plan.bn}u, {cu.GRID_CAPS[0]}u)",
-                   f"{cu.GRID_FN}({ti}, {plan.bm}u, {cu.GRID_CAPS[1]}u)", "1u"]
+    cfg["grid"] = tile_grid(config, plan.triangular, plan.bm, plan.bn)
     cfg["block"] = [f"{nx}u", f"{ny}u", "1u"]
     qualifiers = f"{cu.GLOBAL} void {cu.LAUNCH_BOUNDS}({nx * ny})"
     return qualifiers, body, cfg
+
+
+def tile_grid(config: dict[str, object], triangular: bool, bm: int, bn: int) -> list[str]:
+    """The grid of a tiled launch (this module's and :mod:`transpile.cuda_mma`'s): ``bm x bn`` tiles.
+
+    ``config``: the plain launch configuration, whose trip counts follow the chain order,
+    row (y) then column (x).  A triangular launch has only the row loop's trip count; its
+    column span is at most about as wide for the shapes seen (syrk: j < i + 1), and the
+    kernel's grid-stride loop over column tiles covers the rest whatever the grid, so this
+    only sizes the grid.
+    """
+    trips = [t["name"] for t in config["trips"]]  # type: ignore[attr-defined]
+    assert len(trips) == (1 if triangular else 2), f"tiled launch with par loops {config!r}"
+    ti, tj = trips[0], trips[-1]
+    return [f"{cu.GRID_FN}({tj}, {bn}u, {cu.GRID_CAPS[0]}u)", f"{cu.GRID_FN}({ti}, {bm}u, {cu.GRID_CAPS[1]}u)", "1u"]
 
 
 def _lines(printer: cu.StmtPrinter, stmts: tuple[ir.Assign, ...]) -> list[str]:

@@ -32,7 +32,6 @@ it scored) has the verdict, the failing stage and check, rewards
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import json
 import os
@@ -270,15 +269,9 @@ def _run_ray(tasks: list[Task], jobs: int, timeout: float, gpu: bool, address: s
 def submission_file(cuda: str) -> Path:
     """``cuda`` written once under the verifier's cache, named by its content (so nvcc's cache hits
     when the same text comes again)."""
-    from transpile.verify.reference import cache_dir
+    from transpile.verify.reference import cache_file
 
-    digest = hashlib.sha256(cuda.encode()).hexdigest()[:20]
-    path = cache_dir("submissions") / f"sub-{digest}.cu"
-    if not path.exists():
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(cuda)
-        os.replace(tmp, path)
-    return path
+    return cache_file("submissions", "sub", cuda)
 
 
 def score_submission(*, id: str, reference: str, cuda: str | None = None, cuda_path: str | None = None,

@@ -15,11 +15,18 @@ Exit status 0 once the ranking is printed, whatever the verdicts.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from transpile.diagnostics import TranspileError
+
+if TYPE_CHECKING:
+    from transpile.verify.report import Report
+
+T = TypeVar("T")
 
 
 def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
@@ -82,27 +89,20 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
         raise click.UsageError("expected one KERNEL (several need --group)" if kernels
                                else "Missing argument 'KERNEL'.")
     kernel = kernels[0]
-    try:
+    progress = Progress(enabled=not quiet and sys.stderr.isatty())
+
+    def run() -> Report:
         if not kernel.is_file():
             raise TranspileError(None, f"{kernel}: no such file")
         if not reference.is_file():
             raise TranspileError(None, f"{reference}: no such file")
         size_map = parse_sizes(sizes)
-        progress = Progress(enabled=not quiet and sys.stderr.isatty())
         opts = Options(seed=seed, mode="full", sizes=size_map, stages="a" + stages.replace("a", ""),
                        gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress)
-        report = verify_file(kernel, reference, function=function, include_dirs=include_dirs, defines=defines,
-                             options=opts)
-    except TranspileError as e:
-        click.echo(e.headline, err=True)
-        sys.exit(1)
-    except Exception as e:  # our bug: still no traceback
-        import os
+        return verify_file(kernel, reference, function=function, include_dirs=include_dirs, defines=defines,
+                           options=opts)
 
-        click.echo(f"transpile: error: verifier internal error: {type(e).__name__}: {e}", err=True)
-        if os.environ.get("TRANSPILE_TRACEBACK"):
-            raise
-        sys.exit(2)
+    report = _guarded(run)
     if not report.ok:
         click.echo(f"transpile: error: verification {report.verdict}: {report.reason}", err=True)
     if not quiet:
@@ -122,16 +122,16 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
     from transpile.evaluate import Task, run_tasks, unfinished
     from transpile.verify.stages import new_seed
 
-    try:
+    def run() -> list[dict]:
         if not kernels:
             raise TranspileError(None, "--group needs at least one KERNEL.cu")
         for path in (*kernels, reference):
             if not path.is_file():
                 raise TranspileError(None, f"{path}: no such file")
-        seed = seed if seed is not None else new_seed()  # one seed: every candidate sees the same inputs
+        one_seed = seed if seed is not None else new_seed()  # every candidate sees the same inputs
         gpu = not no_gpu and any(k in stages for k in "def")
         common = {"reference": str(reference), "function": function, "stages": stages, "mode": "full",
-                  "seed": seed, "gpu": None if gpu else False, "sizes": parse_sizes(sizes),
+                  "seed": one_seed, "gpu": None if gpu else False, "sizes": parse_sizes(sizes),
                   "full_seeds": max(1, full_seeds), "sim_timeout": min(120.0, timeout / 3),
                   "include_dirs": include_dirs, "defines": defines}
         tasks = [Task(str(i), "transpile.evaluate:score_submission", {**common, "id": str(k), "cuda_path": str(k)})
@@ -142,16 +142,9 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
             lines[i] = o.value if o.ok else unfinished(str(kernels[i]), o, timeout)
             if not quiet:
                 click.echo(f"{kernels[i]}: {lines[i]['verdict']} ({o.seconds:.1f} s)", err=True)
-    except TranspileError as e:
-        click.echo(e.headline, err=True)
-        sys.exit(1)
-    except Exception as e:  # our bug: still no traceback
-        import os
+        return lines
 
-        click.echo(f"transpile: error: verifier internal error: {type(e).__name__}: {e}", err=True)
-        if os.environ.get("TRANSPILE_TRACEBACK"):
-            raise
-        sys.exit(2)
+    lines = _guarded(run)
     ranked = rewards.tournament(lines)
     out = [{"candidate": str(k), "rank": rank, "reward": round(reward, 6), **{
         f: line[f] for f in ("verdict", "ok", "reason", "stage", "check", "stages_passed", "seed", "timing",
@@ -164,3 +157,20 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
     for r in sorted(out, key=lambda r: r["rank"]):
         click.echo(f"{r['rank']:>5g}  {r['reward']:>6.3f}  {r['verdict']:<12}  {r['candidate']:<{width}}  "
                    f"{r['reason']}")
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """``action()``; a user error is its ``file:line:col: error:`` line and exit status 1, our own bug
+    an internal-error line and status 2 (a traceback only with TRANSPILE_TRACEBACK set)."""
+    try:
+        return action()
+    except TranspileError as e:
+        click.echo(e.headline, err=True)
+        sys.exit(1)
+    except Exception as e:  # our bug: still no traceback
+        import os
+
+        click.echo(f"transpile: error: verifier internal error: {type(e).__name__}: {e}", err=True)
+        if os.environ.get("TRANSPILE_TRACEBACK"):
+            raise
+        sys.exit(2)

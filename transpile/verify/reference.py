@@ -27,6 +27,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +65,18 @@ def cache_dir(sub: str) -> Path:
     d = base / sub
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def cache_file(sub: str, stem: str, text: str, suffix: str = ".cu") -> Path:
+    """``text`` written once under :func:`cache_dir` (``sub``), named by ``stem`` and its content's hash
+    (so a cache keyed by file content, nvcc's or the simulator's, hits when the same text comes again)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+    path = cache_dir(sub) / f"{stem}-{digest}{suffix}"
+    if not path.exists():  # written whole, then renamed: a concurrent reader never sees half a file
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
 
 
 def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any]) -> tuple[list[Any], list[Any]]:

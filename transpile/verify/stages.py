@@ -35,6 +35,7 @@ from transpile.verify.reference import (
     Reference,
     ReferenceBuildError,
     cache_dir,
+    cache_file,
 )
 from transpile.verify.report import FAIL, NOT_RUN, PASS, SKIP, Progress, Report, Stage
 from transpile.verify.signature import KernelSig, check_dropin, find_dropin, kernel_sig
@@ -336,12 +337,7 @@ def verify_module(module: ir.Module, cu_text: str, *, source: Path, lowered: ir.
     """Verify the pipeline's output ``cu_text`` for every kernel of ``module`` (front-end IR of ``source``)."""
     opts = options or Options(mode="quick", full_seeds=1, sanitizer=False)
     seed = opts.seed if opts.seed is not None else new_seed()
-    key = hashlib.sha256(cu_text.encode()).hexdigest()[:20]
-    cu = cache_dir("emitted") / f"{source.stem}-{key}.cu"
-    if not cu.exists():
-        tmp = cu.with_name(f"{cu.name}.{os.getpid()}.tmp")
-        tmp.write_text(cu_text)
-        os.replace(tmp, cu)
+    cu = cache_file("emitted", source.stem, cu_text)
     reports = []
     for k in module.kernels:
         report = Report(kernel=k.name, candidate=f"transpile output for {source.name}", reference=str(source),
