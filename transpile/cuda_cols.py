@@ -35,7 +35,6 @@ from transpile.cuda import (
     ExprPrinter,
     Namer,
     ctype,
-    literal,
 )
 from transpile.cuda_reduce import _accumulations, _ReducePrinter
 
@@ -109,20 +108,14 @@ class _ColsPrinter(_ReducePrinter):
             self.block(before)
             self.line("}")
             self.line(self.mark("barrier", BARRIER))  # terms may read what the column's thread 0 wrote
-        parts = []
-        for _op, a in accs:
-            p = ir.Var(self.namer.fresh(f"{a.name}_part"), a.target.ty)
-            parts.append(p)
-        # Declared outside the guard: inactive threads contribute the identity.
-        for (op, _a), p in zip(accs, parts):
-            self.line(f"{ctype(p.ty)} {p.name} = {literal(accum.identity(op, p.ty), p.ty)[0]};")
+        parts = self._declare_partials(loop)  # outside the guard: inactive threads contribute the identity
         self.line(f"if ({self.mark('guard', active)}) {{")
         self.depth += 1
         self.line(self.mark("index", f"const {ctype(par.ty)} {v} = ({ctype(par.ty)})({value});"))
-        self._rows_of(loop, y, accs, parts)
+        self._strided_partials(loop, parts, y, str(ROWS))
         self.depth -= 1
         self.line("}")
-        for buf, p in zip(bufs, parts):
+        for buf, (_a, _op, p) in zip(bufs, parts):
             self.line(self.mark("shared", f"{buf}[{y} * {COLS + 1} + {x}] = {p.name};"))
         self.line(self.mark("barrier", BARRIER))
         self.line(f"if ({self.mark('guard', active)} && {y} == 0) {{")
@@ -152,19 +145,4 @@ class _ColsPrinter(_ReducePrinter):
         self.line("}")
         self.line(self.mark("barrier", BARRIER))  # the buffers are reused by the next column tile
         self.depth -= 1
-        self.line("}")
-
-    def _rows_of(self, loop: ir.For, y: str, accs: list, parts: list[ir.Var]) -> None:
-        """``loop``'s iterations ``y, y + ROWS, ...`` (counted from its first), accumulated into ``parts``."""
-        counter_t = UINDEX_TYPE if loop.ty == ir.U64 else INDEX_TYPE
-        v = self.expr.ident(loop.var)
-        c = self.namer.fresh(f"{loop.var}_t")
-        lo = self.bound(loop.lo, f"{loop.var}_lo")
-        hi = self.bound(loop.hi, f"{loop.var}_hi")
-        zero = isinstance(loop.lo, ir.Const) and loop.lo.value == 0
-        first = f"({counter_t}){y}" if zero else f"({counter_t}){lo} + {y}"
-        # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
-        self.line(self._strided(counter_t, c, first, hi, str(ROWS)))
-        self.line("  " + self.mark("index", f"const {ctype(loop.ty)} {v} = ({ctype(loop.ty)}){c};"))
-        self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for (op, a), p in zip(accs, parts)])
         self.line("}")

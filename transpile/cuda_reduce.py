@@ -203,12 +203,23 @@ class _ReducePrinter(StmtPrinter):
 
     def _partials(self, s: ir.For, start: str, stride: str) -> list[tuple[accum.Accumulation, str, ir.Var]]:
         """Per-thread partials of ``s`` over iterations ``start, start + stride, ...`` of [lo, hi)."""
+        parts = self._declare_partials(s)
+        self._strided_partials(s, parts, start, stride)
+        return parts
+
+    def _declare_partials(self, s: ir.For) -> list[tuple[accum.Accumulation, str, ir.Var]]:
+        """One partial per accumulation of ``s``, declared here and set to its operator's identity."""
         parts = []
         for op, a in zip(s.reduce, _accumulations(s)):
             ty = a.target.ty
             p = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
             self.line(self.mark("reduce", f"{ctype(ty)} {p.name} = {literal(accum.identity(op, ty), ty)[0]};"))
             parts.append((a, op, p))
+        return parts
+
+    def _strided_partials(self, s: ir.For, parts: list[tuple[accum.Accumulation, str, ir.Var]], start: str,
+                          stride: str) -> None:
+        """``s``'s terms at iterations ``start, start + stride, ...`` of [lo, hi) accumulated into ``parts``."""
         # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
         v = self.expr.ident(s.var)
@@ -222,7 +233,6 @@ class _ReducePrinter(StmtPrinter):
         with self.region("reduce"):
             self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
         self.line("}")
-        return parts
 
     def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
         """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
