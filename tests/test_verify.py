@@ -311,6 +311,25 @@ def test_child_processes_report_crashes_and_hangs() -> None:
     assert msgs == ["first"] and err is not None and err.kind == "timeout"
 
 
+def test_a_crash_is_seen_while_another_process_holds_the_pipe() -> None:
+    # A sibling forked by another thread at the same moment inherits the child's pipe; here a
+    # grandchild stands in for it: the pipe never reaches EOF, yet the child's death is a crash.
+    import os
+    import signal
+    import time
+
+    def child(send: object) -> None:
+        if os.fork() == 0:  # keeps the inherited write end open for 20 s
+            time.sleep(20)
+            os._exit(0)
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    t0 = time.monotonic()
+    _, _, err = fork_stream(child, timeout=15, group=True)
+    assert err is not None and err.kind == "crash" and "SIGSEGV" in err.message, err
+    assert time.monotonic() - t0 < 10
+
+
 @needs_gxx
 def test_summary_is_free_of_input_values() -> None:
     report = verify_file(CHEATS / "gemm_transposed.cu", KERNELS / "gemm.c", options=_opts())
