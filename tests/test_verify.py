@@ -396,3 +396,30 @@ def test_rounding_spread_widens_only_where_rounding_order_matters() -> None:
     assert spread_widen(sig, 256, 1e-9) > 1.0
     with pytest.raises(Skip, match="ill-conditioned"):
         spread_widen(sig, 256, MAX_TOL["f64"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_cache_is_keyed_by_content_not_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from transpile.verify import stages
+    from transpile.verify.report import Report
+
+    monkeypatch.setenv("TRANSPILE_CACHE_DIR", str(tmp_path / "cache"))
+    text = f"// {tmp_path.name}\n__global__ void k(double *x) {{ x[threadIdx.x] += 1.0; }}\n"
+    first, second = tmp_path / "a" / "k.cu", tmp_path / "b" / "k.cu"
+    for cu in (first, second):
+        cu.parent.mkdir()
+        cu.write_text(text)
+    report = Report("k", str(first), "ref", 1)
+    stages.stage_b(report, first)
+    assert report.stage("b").status == "pass"
+
+    def no_nvcc(*args: object, **kwargs: object) -> None:
+        raise AssertionError("nvcc ran again for the same text")
+
+    monkeypatch.setattr(stages.subprocess, "run", no_nvcc)
+    again = Report("k", str(second), "ref", 1)
+    stages.stage_b(again, second)  # same text, another directory: the cached cubin and ptxas report
+    assert again.stage("b").status == "pass" and again.resources == report.resources
+    second.write_text(text + "// changed\n")
+    with pytest.raises(AssertionError, match="nvcc ran again"):
+        stages.stage_b(Report("k", str(second), "ref", 1), second)
