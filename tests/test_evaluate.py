@@ -152,3 +152,19 @@ def test_evaluate_jobs_2_over_30_kernels_a_hang_and_a_crash(files: dict[str, Pat
     assert all(isinstance(x["seconds"], float) for x in lines)
     assert len(run.stderr.strip().splitlines()) >= len(lines)  # a progress line each
     assert wall < 600, wall
+
+
+def test_modules_are_imported_before_any_fork() -> None:
+    # A fork while another thread imports a module leaves that module's lock held in the child:
+    # run_tasks imports every transpile/passes module (and the task's own) before its first fork.
+    code = ("import sys\n"
+            "from transpile.evaluate import Task, run_tasks\n"
+            "assert 'transpile.sim.build' not in sys.modules and 'tests.evaluate_helpers' not in sys.modules\n"
+            f"outs = list(run_tasks([Task('t', '{HELP}:double', {{'x': 2}})], jobs=1, timeout=60))\n"
+            "assert outs[0].value == {'x': 4}, outs\n"
+            "missing = [m for m in ('transpile.sim.build', 'transpile.verify.simstage', 'transpile.dataset',\n"
+            "                       'passes.footprint', 'tests.evaluate_helpers') if m not in sys.modules]\n"
+            "assert not missing, missing\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert run.returncode == 0, run.stderr
