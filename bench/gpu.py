@@ -9,9 +9,12 @@ On the GPU machine, for every kernel (``--kernels`` filters, PolyBench or file
 spelling), one after another, in a child process of its own (a kernel that
 crashes its CUDA context cannot take the rest down):
 
-* build ``K.cu`` (default pipeline) and ``K.naive.cu`` (``transpile --naive``:
-  map-gpu alone) with ``nvcc -arch=sm_90 -O3 -shared`` (all builds in parallel
-  at the start);
+* build ``K.cu`` (default pipeline, "opt"), ``K.naive.cu`` (``transpile --naive``:
+  map-gpu alone; not with ``--skip-naive``) and every candidate ``K.cand-<label>.cu``
+  of ``--cu-dir`` (label ``[A-Za-z0-9_.=x-]+``, written by another tool; variant
+  ``cand-<label>``) with ``nvcc -arch=sm_90 -O3 -shared`` (all builds in parallel
+  at the start); the candidates run in a GPU child of their own after opt's, and
+  are reported in the "Candidates" section only (the table and summary are opt's);
 * correctness: ``K_device`` on inputs from tests/polybench.py's recipes
   (well-conditioned: SPD for cholesky, diagonally dominant for lu, ...) at
   ``EX`` (PolyBench EXTRALARGE; time steps cut where the CPU reference would
@@ -46,9 +49,11 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -78,6 +83,8 @@ CPU_RATE = 1e9  # assumed gcc ops/s, only to decide where time steps are cut and
 MAX_TOL = 1e-6
 SPREAD_FACTOR = 16.0
 VARIANTS = ("default", "naive")
+CAND_LABEL = re.compile(r"[A-Za-z0-9_.=x-]+")
+"""What may follow ``K.cand-`` in a candidate's file name (it becomes part of file and variant names)."""
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """For the children that draw inputs: the same BLAS threads on both sides, so the same (spd) inputs."""
 
@@ -132,6 +139,36 @@ def generate(kernels: list[str], out: Path) -> dict[str, Any]:
         manifest["kernels"][k] = entry
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
+
+
+def discover(cu_dir: Path, kernels: list[str], *, naive: bool = True
+             ) -> tuple[dict[str, dict[str, Path]], list[dict[str, Any]]]:
+    """The builds of each kernel (variant -> .cu file): ``default`` (``K.cu``, the "opt" build),
+    ``naive`` (``K.naive.cu``) unless ``naive`` is false, then every candidate ``K.cand-<label>.cu``
+    as ``cand-<label>`` in label order.  Also ``error`` records (not exceptions: the run goes on with
+    the well-named files) for a ``K.cand*.cu`` whose label is not ``[A-Za-z0-9_.=x-]+`` and for a
+    ``*.cand-*.cu`` whose stem is no kernel's (``fdtd-2d.cand-x.cu`` for ``fdtd_2d``)."""
+    files: dict[str, dict[str, Path]] = {}
+    errors: list[dict[str, Any]] = []
+    for k in kernels:
+        s = stem(k)
+        files[k] = {"default": cu_dir / f"{s}.cu"} | ({"naive": cu_dir / f"{s}.naive.cu"} if naive else {})
+        for f in sorted(cu_dir.glob(f"{glob.escape(s)}.cand*.cu")):
+            head = f"{s}.{R.CAND_PREFIX}"
+            label = f.name[len(head):-len(".cu")] if f.name.startswith(head) else None
+            if label is None or not CAND_LABEL.fullmatch(label):
+                errors.append({"type": "error", "kernel": k, "variant": R.CAND_PREFIX + (label or "?"),
+                               "file": f.name, "message": f"bad candidate file name {f.name!r} (ignored): want "
+                               f"{s}.cand-<label>.cu, label [A-Za-z0-9_.=x-]+"})
+            else:
+                files[k][R.CAND_PREFIX + label] = f
+    stems = {stem(k) for k in R.SIZES}
+    for f in sorted(cu_dir.glob("*.cand*.cu")) if cu_dir.is_dir() else []:
+        if f.name.split(".cand", 1)[0] not in stems:
+            errors.append({"type": "error", "kernel": "", "variant": R.CAND_PREFIX + "?", "file": f.name,
+                           "message": f"candidate file {f.name!r} names no kernel (ignored): want "
+                           f"<stem>.cand-<label>.cu, stem as in K.cu (fdtd_2d)"})
+    return files, errors
 
 
 def nvcc_build(cu: Path, dest_dir: Path, *, cubin: bool = False) -> tuple[Path | None, str]:
@@ -387,7 +424,7 @@ def gpu_child(job: dict[str, Any]) -> int:
     cp.get_default_memory_pool().free_all_blocks()
     # Timing at every timed size.
     timed = list(job["timed"].items())
-    configs = sum(len(builds) + (kernel in R.MATMUL_LIKE and label == "EX") for label, _ in timed) or 1
+    configs = timing_configs(kernel, [label for label, _ in timed], len(builds), job.get("cublas", True))
     state = {"done": 0, "configs": configs, "deadline": deadline}
     for label, sizes in timed:
         try:
@@ -398,6 +435,13 @@ def gpu_child(job: dict[str, Any]) -> int:
                         "message": f"timing: {type(e).__name__}: {e}"[:300]})
             return 2
     return 0
+
+
+def timing_configs(kernel: str, labels: list[str], builds: int, cublas: bool = True) -> int:
+    """How many timings a GPU child makes (each gets an even share of what is left of its budget):
+    every build at every timed size, and cuBLAS at EX for the matmul-like kernels when the child
+    times it (the opt/naive child does, a candidates child does not)."""
+    return sum(builds + (cublas and kernel in R.MATMUL_LIKE and label == "EX") for label in labels) or 1
 
 
 def _time_size(gpu: Gpu, kernel: str, label: str, sizes: dict[str, int], builds: dict[str, Build],
@@ -418,7 +462,7 @@ def _time_size(gpu: Gpu, kernel: str, label: str, sizes: dict[str, int], builds:
             sets[i % len(sets)][n][...] = pristine[n]
 
     variants: list[tuple[str, Build | None]] = list(builds.items())
-    if kernel in R.MATMUL_LIKE and label == "EX":
+    if job.get("cublas", True) and kernel in R.MATMUL_LIKE and label == "EX":
         variants.append(("cublas", None))
     for variant, b in variants:
         share = max(1.0, (state["deadline"] - time.perf_counter()) / max(1, state["configs"] - state["done"]))
@@ -488,21 +532,32 @@ def fake_child(kind: str, job: dict[str, Any]) -> int:
                     "copy_bytes_per_s": 4.0e12, "dgemm": [{"shape": "4096x4096x4096", "flops_per_s": 5.0e13}]})
         return 0
     kernel, work = job["kernel"], Path(job["work"])
+    knobs = {}  # a build's .cu may steer its stand-in: BENCH_FAKE_WRONG (outputs off), BENCH_FAKE_SLOW=<x floor>
+    for variant in job["libs"]:
+        src = Path(job.get("sources", {}).get(variant, "/nonexistent"))
+        text = src.read_text(errors="replace") if src.is_file() else ""
+        slow = re.search(r"BENCH_FAKE_SLOW=([0-9.]+)", text)
+        knobs[variant] = ("BENCH_FAKE_WRONG" in text,
+                          float(slow.group(1)) if slow else {"default": 1.5, "naive": 6.0}.get(variant, 1.5))
     for label, sizes in job["checks"].items():
         args = make_args(kernel, seed_of(job["seed"], kernel, label), sizes)
         res, _ = call_c(kernel, build_c(kernel, CFLAGS, work), args)
         for variant in job["libs"]:
             dest = work / "gpu" / f"{stem(kernel)}.{label}.{variant}.npz"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(dest, **{n: res[n] for n in outputs_of(kernel, job.get("intents"))})
+            wrong = knobs[variant][0]
+            np.savez(dest, **{n: (res[n] * 1.01 + 1.0 if wrong and res[n].dtype.kind == "f" else res[n])
+                              for n in outputs_of(kernel, job.get("intents"))})
             _emit(out, {"type": "gpu-run", "kernel": kernel, "variant": variant, "label": label, "sizes": sizes,
                         "ret": 0, "clobbered": [], "file": str(dest)})
     for label, sizes in job["timed"].items():
         floor = max(R.nbytes(kernel, sizes) / 4e12, R.flops(kernel, sizes) / 5e13) * 1e3
-        for variant, slow in (("default", 1.5), ("naive", 6.0), ("cublas", 1.2)):
-            if variant != "cublas" or (kernel in R.MATMUL_LIKE and label == "EX"):
-                _emit(out, {"type": "time", "kernel": kernel, "variant": variant, "label": label, "sizes": sizes,
-                            "ms": floor * slow, "samples": job["iters"]})
+        slows = [(v, knobs[v][1]) for v in job["libs"]]
+        if job.get("cublas", True) and kernel in R.MATMUL_LIKE and label == "EX":
+            slows.append(("cublas", 1.2))
+        for variant, slow in slows:
+            _emit(out, {"type": "time", "kernel": kernel, "variant": variant, "label": label, "sizes": sizes,
+                        "ms": floor * slow, "samples": job["iters"]})
     return 0
 
 
@@ -527,11 +582,11 @@ def calibrate(job: dict[str, Any]) -> int:
 # The parent: plan, schedule, compare, write
 
 
-def _child(kind: str, job: dict[str, Any], timeout: float, work: Path, *, single_thread: bool = False
-           ) -> tuple[int, str]:
-    jf = work / f"job-{kind}-{job.get('kernel', 'device')}.json"
+def _child(kind: str, job: dict[str, Any], timeout: float, work: Path, *, single_thread: bool = False,
+           tag: str = "") -> tuple[int, str]:
+    jf = work / f"job-{kind}-{job.get('kernel', 'device')}{tag}.json"
     jf.write_text(json.dumps(job))
-    logf = work / f"log-{kind}-{job.get('kernel', 'device')}.txt"
+    logf = work / f"log-{kind}-{job.get('kernel', 'device')}{tag}.txt"
     with open(logf, "w") as lf:
         proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), f"--_{kind}", str(jf)],
                                 stdout=lf, stderr=subprocess.STDOUT, cwd=ROOT,
@@ -543,6 +598,14 @@ def _child(kind: str, job: dict[str, Any], timeout: float, work: Path, *, single
             proc.wait()
             rc = -9
     return rc, logf.read_text(errors="replace")[-600:]
+
+
+def share_of(left: float, weights: list[int]) -> float:
+    """Seconds for the next GPU child: ``left`` split over the children still to run (``weights[0]`` is
+    the next one's) in proportion to their builds, at least 8 s.  Every build is checked and timed at
+    the same sizes, so a kernel's candidates need time of their own; with no candidates every kernel
+    has the same builds and this is the even split per kernel."""
+    return max(8.0, left * weights[0] / max(1, sum(weights)))
 
 
 class CpuPool:
@@ -674,6 +737,13 @@ def write_outputs(records: list[dict[str, Any]], out: Path, name: str, args: arg
     ceil = R.ceilings(records)
     table = R.markdown_table(rs, ceil)
     summ = R.summary(rs, ceil)
+    cands = R.candidates_table(records)
+    cand_lines = ["## Candidates", "",
+                  "Every `K.cand-<label>.cu` of `--cu-dir`, built, checked and timed as opt (`K.cu`) is, in a GPU "
+                  "child of its own after opt's. EX ms: the median at EXTRALARGE; 'vs opt': opt's time over "
+                  "the build's; 'check (worst)': its worst verdict over the kernel's check sizes ('-': not "
+                  "checked at one); 'fastest passing': the fastest build that passed every check.", "",
+                  cands, ""] if cands else []
     order = {k: i for i, k in enumerate(R.SIZES)}
     checks = sorted((r for r in records if r.get("type") == "check"),
                     key=lambda c: (order.get(c["kernel"], 99), c["label"], c["variant"]))
@@ -704,10 +774,10 @@ def write_outputs(records: list[dict[str, Any]], out: Path, name: str, args: arg
         "'vs cuBLAS': cuBLAS time / ours (cupy.matmul on the same arrays; syrk's is the full A A^T, twice "
         "the flops). Correctness: pass, FAIL, precision? (within 1e-6 but over a tolerance whose FMA spread "
         "was not measured), no-ref (the CPU reference did not finish), '-' (not run).", "",
-        table, "", "## Correctness runs", "", *check_lines, "",
+        table, "", *cand_lines, "## Correctness runs", "", *check_lines, "",
         "## The bytes and flop model (bench/roofline.py)", "", R.model_table(), ""])
     (out / f"{name}.md").write_text(text)
-    return table + "\n\n" + summ
+    return table + "\n\n" + summ + ("\n\n" + cands if cands else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -731,7 +801,7 @@ def run(args: argparse.Namespace) -> int:
     cu_dir = args.cu_dir or work / "cu"
     manifest: dict[str, Any] = {}
     missing = [k for k in kernels if not (cu_dir / f"{stem(k)}.cu").exists()
-               or not (cu_dir / f"{stem(k)}.naive.cu").exists()]
+               or not (args.skip_naive or (cu_dir / f"{stem(k)}.naive.cu").exists())]
     if missing:
         log(f"generating .cu for {len(missing)} kernel(s) into {cu_dir}")
         manifest = generate(missing, cu_dir)
@@ -745,9 +815,11 @@ def run(args: argparse.Namespace) -> int:
                 for k in kernels for label, sizes in p[k]["checks"].items()]
     pool = CpuPool(cpu_jobs, args.cpu_jobs, work, deadline - 20, add)
     log(f"{len(cpu_jobs)} CPU reference job(s) started ({args.cpu_jobs} at a time)")
+    files, bad_names = discover(cu_dir, kernels, naive=not args.skip_naive)
+    for rec in bad_names:
+        add(rec)
     builds = ThreadPoolExecutor(max(1, args.build_jobs))
-    futs = {(k, v): builds.submit(nvcc_build, cu_dir / f"{stem(k)}{'.naive' if v == 'naive' else ''}.cu", work / "so")
-            for k in kernels for v in VARIANTS}
+    futs = {(k, v): builds.submit(nvcc_build, cu, work / "so") for k in kernels for v, cu in files[k].items()}
     compares = ThreadPoolExecutor(8)  # mostly waiting for their reference
     pending: list[Any] = []
     rc, tail = _child("calibrate", {"records": str(work / "records-device.jsonl"), "iters": args.iters}, 120, work)
@@ -755,27 +827,18 @@ def run(args: argparse.Namespace) -> int:
         add(json.loads(line))
     if rc:
         add({"type": "error", "kernel": "", "message": f"calibration failed (exit {rc}): {tail}"})
-    for i, k in enumerate(kernels):
-        libs = {}
-        for v in VARIANTS:
-            lib, msg = futs[(k, v)].result()
-            if lib is None:
-                add({"type": "error", "kernel": k, "variant": v, "message": f"nvcc: {msg.strip()[-200:]}"})
-            else:
-                libs[v] = str(lib)
-        if not libs:
-            continue
-        left = deadline - time.monotonic() - args.reserve
-        share = max(8.0, left / (len(kernels) - i))
-        recf = work / f"records-{stem(k)}.jsonl"
-        recf.unlink(missing_ok=True)
-        job = {"kernel": k, "libs": libs, "checks": p[k]["checks"], "timed": p[k]["timed"], "seed": args.seed,
-               "work": str(work), "records": str(recf), "intents": intents[k], "budget_s": share * 0.8,
-               "iters": args.iters, "warmup": args.warmup, "sets": args.sets}
-        t0 = time.monotonic()
-        crc, tail = _child("gpu", job, share * 1.5 + 30, work, single_thread=True)
+    # One GPU child for opt (and naive), then one for the kernel's candidates, if any: a candidate that
+    # poisons its CUDA context cannot take opt's timings down with it.
+    groups = [(k, vs, cand) for k in kernels for cand in (False, True)
+              if (vs := [v for v in files[k] if R.is_candidate(v) == cand])]
+
+    def collect(k: str, recf: Path, cand: bool) -> None:
+        """The child's records: GPU outputs off to the comparison pool, the rest straight in (a candidates
+        child's errors all count against the candidates, never against opt's row)."""
         for line in recf.read_text().splitlines() if recf.exists() else []:
             rec = json.loads(line)
+            if cand and rec["type"] == "error" and not R.is_candidate(rec.get("variant")):
+                rec["variant"] = R.CAND_PREFIX + "*"
             if rec["type"] == "gpu-run":
                 if rec.get("file"):
                     key = f"{k}.{rec['label']}"
@@ -788,16 +851,42 @@ def run(args: argparse.Namespace) -> int:
                          "sizes": rec["sizes"], "verdict": "FAIL",
                          "message": rec.get("error") or f"returned {rec.get('ret')}"})
                 if rec.get("clobbered"):
-                    add({"type": "error", "kernel": k, "message": f"{rec['variant']} modified input(s) {rec['clobbered']}"})
+                    add({"type": "error", "kernel": k, "variant": rec["variant"],
+                         "message": f"{rec['variant']} modified input(s) {rec['clobbered']}"})
             else:
                 add(rec)
-        if crc:
-            why = (f"killed after its time share ({share * 1.5 + 30:.0f} s)" if crc == -9
-                   else f"GPU child exit {crc}: {tail.strip()[-200:]}")
-            add({"type": "error", "kernel": k, "message": why})
-        ms = {r["variant"]: r.get("ms") for r in records if r.get("type") == "time" and r["kernel"] == k
-              and r["label"] == "EX"}
-        log(f"{k:15} {time.monotonic() - t0:5.1f} s  EX ms: {ms}  (budget left {deadline - time.monotonic():.0f} s)")
+
+    t0 = time.monotonic()
+    for i, (k, vs, cand) in enumerate(groups):
+        libs = {}
+        for v in vs:
+            lib, msg = futs[(k, v)].result()
+            if lib is None:
+                add({"type": "error", "kernel": k, "variant": v, "message": f"nvcc: {msg.strip()[-200:]}"})
+            else:
+                libs[v] = str(lib)
+        if libs:
+            left = deadline - time.monotonic() - args.reserve
+            share = share_of(left, [len(g[1]) for g in groups[i:]])
+            tag = ".cand" if cand else ""
+            recf = work / f"records-{stem(k)}{tag}.jsonl"
+            recf.unlink(missing_ok=True)
+            job = {"kernel": k, "libs": libs, "sources": {v: str(files[k][v]) for v in libs}, "cublas": not cand,
+                   "checks": p[k]["checks"], "timed": p[k]["timed"], "seed": args.seed, "work": str(work),
+                   "records": str(recf), "intents": intents[k], "budget_s": share * 0.8, "iters": args.iters,
+                   "warmup": args.warmup, "sets": args.sets}
+            crc, tail = _child("gpu", job, share * 1.5 + 30, work, single_thread=True, tag=tag)
+            collect(k, recf, cand)
+            if crc:
+                why = (f"killed after its time share ({share * 1.5 + 30:.0f} s)" if crc == -9
+                       else f"GPU child exit {crc}: {tail.strip()[-200:]}")
+                add({"type": "error", "kernel": k, "message": why}
+                    | ({"variant": R.CAND_PREFIX + "*", "message": "candidates child: " + why} if cand else {}))
+        if i + 1 == len(groups) or groups[i + 1][0] != k:  # the kernel's last child
+            ms = {r["variant"]: r.get("ms") for r in records if r.get("type") == "time" and r["kernel"] == k
+                  and r["label"] == "EX"}
+            log(f"{k:15} {time.monotonic() - t0:5.1f} s  EX ms: {ms}  (budget left {deadline - time.monotonic():.0f} s)")
+            t0 = time.monotonic()
         write_outputs(records, out, args.name, args)
     log("GPU work done; waiting for comparisons and CPU references")
     for f in pending:
@@ -833,56 +922,68 @@ def plot_from(jsonl: Path, out: Path, name: str) -> None:
     except ImportError:
         png = None
         log("matplotlib is not installed: the HTML report has no picture")
+    cands = R.candidates_table(records)
+    extra = "<h2>Candidates</h2>\n" + R._md_to_html_table(cands) if cands else ""
     (out / f"{name}.html").write_text(R.html_report(f"GPU benchmark: {ceil.device} {ceil.date}", png, table,
-                                                    R.summary(rs, ceil)))
+                                                    R.summary(rs, ceil), extra))
     log(f"wrote {out / (name + '.html')}" + (f" and {out / (name + '.png')}" if png else ""))
 
 
 def dry_run(args: argparse.Namespace) -> int:
-    """Generate and nvcc -cubin every build; print the plan (no GPU)."""
+    """Generate and nvcc -cubin every build (candidates included); print the plan (no GPU)."""
     kernels = R.parse_kernels(args.kernels)
     cu_dir = args.cu_dir or (args.work or Path(tempfile.mkdtemp(prefix="bench-gpu-"))) / "cu"
     t0 = time.monotonic()
     missing = [k for k in kernels if not (cu_dir / f"{stem(k)}.cu").exists()]
     gen = generate(missing, cu_dir) if missing else {"kernels": {}}
+    files, bad_names = discover(cu_dir, kernels, naive=not args.skip_naive)
     work = Path(tempfile.mkdtemp(prefix="bench-gpu-dry-"))
     with ThreadPoolExecutor(max(1, args.build_jobs)) as ex:
-        res = {(k, v): ex.submit(nvcc_build, cu_dir / f"{stem(k)}{'.naive' if v == 'naive' else ''}.cu", work, cubin=True)
-               for k in kernels for v in VARIANTS}
+        res = {(k, v): ex.submit(nvcc_build, cu, work, cubin=True) for k in kernels for v, cu in files[k].items()}
         res = {kv: f.result() for kv, f in res.items()}
     p = plan(kernels, args)
-    print("| kernel | timed sizes | check sizes | GFLOP | MB | AI | bound | est gcc s (EX check) | default cubin | naive cubin |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | timed sizes | check sizes | GFLOP | MB | AI | bound | est gcc s (EX check) | default cubin "
+          "| naive cubin | candidate cubins |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ok = 0
     for k in kernels:
         ex = p[k]["timed"]["EX"]
-        cells = []
-        for v in VARIANTS:
+        cells: dict[str, str] = {}
+        for v in files[k]:
             lib, msg = res[(k, v)]
-            cells.append(ptxas_summary(msg) if lib else "FAIL: " + (msg.strip().splitlines() or ["?"])[-1][:60])
+            cells[v] = ptxas_summary(msg) if lib else "FAIL: " + (msg.strip().splitlines() or ["?"])[-1][:60]
             ok += lib is not None
+        cand = "; ".join(f"{v}: {c}" for v, c in cells.items() if R.is_candidate(v))
         print(f"| {k} | {'; '.join(R.size_text(s) for s in p[k]['timed'].values())} | "
               f"{'; '.join(f'{lab}: ' + R.size_text(s) for lab, s in p[k]['checks'].items())} | "
               f"{R.flops(k, ex) / 1e9:.3g} | {R.nbytes(k, ex) / 1e6:.4g} | {R.intensity(k, ex):.3g} | "
               f"{'mem' if k in R.MEMORY_BOUND or R.intensity(k, ex) < 13 else 'fp64'} | "
-              f"{R.flops(k, p[k]['checks']['EX']) / CPU_RATE:.0f} | {cells[0]} | {cells[1]} |")
+              f"{R.flops(k, p[k]['checks']['EX']) / CPU_RATE:.0f} | {cells['default']} | {cells.get('naive', '-')} "
+              f"| {cand or '-'} |")
+    for rec in bad_names:
+        print(f"error: {rec['message']}")
     gen_fail = [f"{k}:{v}" for k, e in gen.get("kernels", {}).items() for v in VARIANTS if e.get(v) != "ok"]
-    print(f"\n{ok}/{2 * len(kernels)} builds compiled with nvcc -arch=sm_90 -cubin; .cu files in {cu_dir}"
+    n = sum(len(f) for f in files.values())
+    print(f"\n{ok}/{n} builds compiled with nvcc -arch=sm_90 -cubin; .cu files in {cu_dir}"
           f"{'; generation failed: ' + ', '.join(gen_fail) if gen_fail else ''}; {time.monotonic() - t0:.0f} s")
-    print(f"would time {sum(len(x['timed']) for x in p.values())} (kernel, size) pairs x {len(VARIANTS)} builds "
+    print(f"would time {sum(len(x['timed']) for x in p.values())} (kernel, size) pairs x their builds ({n} in all) "
           f"(+ cuBLAS for {', '.join(k for k in kernels if k in R.MATMUL_LIKE)}), check "
-          f"{sum(len(x['checks']) for x in p.values())} sizes x {len(VARIANTS)} builds against gcc, "
+          f"{sum(len(x['checks']) for x in p.values())} sizes x their builds against gcc, "
           f"calibrate copy bandwidth and DGEMM; budget {args.budget:.0f} s")
-    return 0 if ok == 2 * len(kernels) else 1
+    return 0 if ok == n and not bad_names else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", help="comma-separated names (fdtd-2d or fdtd_2d); default: all 30")
-    ap.add_argument("--cu-dir", type=Path, help="take K.cu and K.naive.cu from here (else generate them)")
+    ap.add_argument("--cu-dir", type=Path, help="take K.cu and K.naive.cu from here (else generate them); "
+                    "every K.cand-<label>.cu there is an extra build, cand-<label>")
     ap.add_argument("--generate", type=Path, metavar="DIR", help="only write the .cu files and the manifest")
     ap.add_argument("--dry-run", action="store_true", help="generate, nvcc -cubin, print the plan; no GPU")
     ap.add_argument("--quick", action="store_true", help="5 samples, no BIG sizes, checks at EX and off2 only")
+    ap.add_argument("--skip-naive", action="store_true",
+                    help="do not build, check or time K.naive.cu (speedups vs naive show '-'): for comparing "
+                         "candidates with opt")
     ap.add_argument("--budget", type=float, default=420.0,
                     help="wall-clock seconds for the whole run (it may overrun by up to ~60 s for the last "
                          "comparisons)")

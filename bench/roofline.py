@@ -103,6 +103,14 @@ BIG: dict[str, dict[str, int]] = {
 """Sizes far past the L2 for the memory-bound kernels (each >= 0.5 GB of arrays)."""
 MATMUL_LIKE = ("gemm", "2mm", "3mm", "syrk")
 """Kernels also timed as cuBLAS (cupy.matmul) on the same data."""
+CAND_PREFIX = "cand-"
+"""Variant names of the candidate builds (``K.cand-<label>.cu`` is ``cand-<label>``): the Candidates
+section only; the main table and summary use ``default`` (opt), ``naive`` and ``cublas``."""
+
+
+def is_candidate(variant: object) -> bool:
+    """Whether a record's ``variant`` names a candidate build."""
+    return isinstance(variant, str) and variant.startswith(CAND_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -309,7 +317,7 @@ def rows(records: list[Mapping[str, Any]]) -> list[Row]:
             checks.setdefault(r["kernel"], {})[r["label"]] = r.get("verdict", "?")
         elif t == "cpu" and r.get("seconds") is not None:
             cpu[(r["kernel"], r["label"])] = r
-        elif t == "error":
+        elif t == "error" and not is_candidate(r.get("variant")):  # candidates: their own section
             notes.setdefault(r.get("kernel", ""), []).append(str(r.get("message", ""))[:120])
     for kernel in list(notes) + list(checks):  # a kernel that failed before any timing still gets a row
         if kernel in SIZES and not any(k == kernel for k, _ in by):
@@ -363,8 +371,9 @@ def markdown_table(rs: list[Row], ceil: Ceilings) -> str:
             f"| {r.kernel} | {size_text(r.sizes)}{' (BIG)' if r.label == 'BIG' else ''} | {_fmt(r.ms, '.4g')} "
             f"| {_fmt(r.gbs(), '.4g')} | {_fmt(r.gflops(), '.4g')}{' int' if integer else ''} "
             f"| {'mem' if mem else 'fp64'} | {_fmt(roof, '.1f', '%')} "
-            f"| {_fmt(cpu, '.3g', 'x')}{' (est)' if r.cpu_estimated and cpu else ''} | {_fmt(r.naive_ms, '.4g')} "
-            f"| {_fmt(vs_naive, '.3g', 'x')} | {_fmt(vs_cublas, '.2f')} | {correct} | {r.samples or ''} "
+            f"| {_fmt(cpu, '.3g', 'x')}{' (est)' if r.cpu_estimated and cpu else ''} "
+            f"| {_fmt(r.naive_ms, '.4g') or '-'} | {_fmt(vs_naive, '.3g', 'x') or '-'} | {_fmt(vs_cublas, '.2f')} "
+            f"| {correct} | {r.samples or ''} "
             f"| {r.note.replace('|', '/')} |")
     return "\n".join(lines)
 
@@ -389,9 +398,10 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
         f"- Measured device-to-device copy bandwidth (read + write): {_fmt((ceil.copy_bw or 0) / 1e9 or None, '.0f')} GB/s; "
         f"best measured cuBLAS DGEMM: {_fmt((ceil.dgemm or 0) / 1e12 or None, '.1f')} TFLOP/s "
         f"(datasheet fp64 tensor: {SPEC_FP64_TENSOR / 1e12:.0f} TFLOP/s).",
-        f"- Geomean speedup over the naive mapping at EXTRALARGE: {_fmt(g_naive, '.2f', 'x') or 'n/a'} over "
-        f"{sum(1 for r in ex if r.naive_ms and r.ms)} kernels; "
-        f"slower than naive: {', '.join(slower) or 'none'}.",
+        (f"- Geomean speedup over the naive mapping at EXTRALARGE: {_fmt(g_naive, '.2f', 'x') or 'n/a'} over "
+         f"{sum(1 for r in ex if r.naive_ms and r.ms)} kernels; "
+         f"slower than naive: {', '.join(slower) or 'none'}." if any(r.naive_ms for r in rs) else
+         "- Speedup over the naive mapping: not measured (no naive times: --skip-naive, or its builds failed)."),
         f"- Geomean speedup over gcc -O3 on one core at EXTRALARGE: {_fmt(g_cpu, '.3g', 'x') or 'n/a'}.",
         f"- Kernels with a correctness check not passed: {', '.join(failed) or 'none'}; not checked (the CPU "
         f"reference did not finish in the budget): {', '.join(unchecked) or 'none'}.",
@@ -399,6 +409,64 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
         f"{', '.join(untimed) or 'none'}.",
     ]
     return "\n".join(out)
+
+
+VERDICT_RANK = {"pass": 0, "precision?": 1, "no-ref": 2, "-": 3, "FAIL": 4}
+"""Worse is larger: the Candidates section shows a build's worst verdict over the check sizes."""
+CAND_HEADER = "| kernel | variant | EX ms | vs opt | check (worst) | fastest passing | note |"
+
+
+def _variant_name(variant: str) -> str:
+    return "opt" if variant == "default" else variant
+
+
+def candidates_table(records: list[Mapping[str, Any]]) -> str:
+    """The "Candidates" section's table: for every kernel with a candidate build (or a candidate error),
+    one row per build, opt first: its EX time, opt's time over it, its worst check verdict over the
+    kernel's check sizes (a size it was not checked at counts as '-'), and ``**yes**`` on the fastest
+    build that passed every check (a FAIL, unchecked or untimed build never is).  '' when no record
+    names a candidate."""
+    order = {k: i for i, k in enumerate(SIZES)}
+    cand = [r for r in records if is_candidate(r.get("variant"))]
+    kernels = sorted({r.get("kernel", "") for r in cand}, key=lambda k: (order.get(k, 99), k))
+    if not kernels:
+        return ""
+    ms: dict[tuple[str, str], float | None] = {}
+    verdicts: dict[tuple[str, str], dict[str, str]] = {}
+    labels: dict[str, set[str]] = {}
+    notes: dict[tuple[str, str], list[str]] = {}
+    for r in records:
+        t, k, v = r.get("type"), r.get("kernel", ""), r.get("variant", "")
+        if t == "time" and r.get("label") == "EX":
+            ms[(k, v)] = r.get("ms")
+            if r.get("error"):
+                notes.setdefault((k, v), []).append(str(r["error"])[:120])
+        elif t == "check":
+            verdicts.setdefault((k, v), {})[r["label"]] = r.get("verdict", "?")
+            labels.setdefault(k, set()).add(r["label"])
+        elif t == "cpu":  # one reference job per check size: the sizes every build should pass
+            labels.setdefault(k, set()).add(r["label"])
+        elif t == "error" and (v == "default" or is_candidate(v)):
+            notes.setdefault((k, v), []).append(str(r.get("message", ""))[:120])
+    lines = [CAND_HEADER, "|" + "---|" * (CAND_HEADER.count("|") - 1)]
+    for k in kernels:
+        variants = ["default"] + sorted({str(r["variant"]) for r in cand if r.get("kernel", "") == k})
+        worst = {}
+        for v in variants:
+            got = verdicts.get((k, v), {})
+            seen = labels.get(k, set()) | set(got)
+            worst[v] = max((got.get(lab, "-") for lab in seen), key=lambda x: VERDICT_RANK.get(x, 4), default="-")
+        passing = [v for v in variants if ms.get((k, v)) and worst[v] == "pass"]
+        best = min(passing, key=lambda v: ms[(k, v)] or 0.0) if passing else None
+        opt = ms.get((k, "default"))
+        for v in variants:
+            t = ms.get((k, v))
+            vs_opt = opt / t if opt and t else None
+            note = "; ".join(notes.get((k, v), [])).replace("|", "/")
+            lines.append(f"| {k or '?'} | {_variant_name(v).replace('|', '/')} | {_fmt(t, '.4g') or '-'} "
+                         f"| {_fmt(vs_opt, '.3g', 'x') or '-'} | {worst[v]} | {'**yes**' if v == best else ''} "
+                         f"| {note} |")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------

@@ -138,3 +138,134 @@ def test_cli_helpers() -> None:
     assert gpu.ptxas_summary(report) == "2k 72r 16640B SPILL"
     assert gpu.outputs_of("gemm", {"C": "inout", "A": "in", "B": "in"}) == ["C"]
     assert gpu.outputs_of("gemm", None) == ["C", "A", "B"]
+
+
+def test_discover_candidates_and_bad_names(tmp_path: Path) -> None:
+    import gpu
+
+    for name in ("gemm.cu", "gemm.naive.cu", "gemm.cand-t32.cu", "gemm.cand-mma_x2=1.cu", "gemm.cand-bad+name.cu",
+                 "gemm.cand.cu", "gemm.cand-.cu", "gemm.cand-x.cu.bak", "fdtd-2d.cand-x.cu", "fdtd_2d.cu",
+                 "fdtd_2d.cand-ok.cu", "atax.cand-a.cu"):
+        (tmp_path / name).write_text("// x\n")
+    files, errors = gpu.discover(tmp_path, ["fdtd-2d", "gemm"])
+    assert list(files["gemm"]) == ["default", "naive", "cand-mma_x2=1", "cand-t32"]
+    assert files["gemm"]["cand-t32"] == tmp_path / "gemm.cand-t32.cu"
+    assert list(files["fdtd-2d"]) == ["default", "naive", "cand-ok"]  # atax's is not asked for: no build, no error
+    assert sorted(e["file"] for e in errors) == ["fdtd-2d.cand-x.cu", "gemm.cand-.cu", "gemm.cand-bad+name.cu",
+                                                 "gemm.cand.cu"]
+    assert all(e["type"] == "error" and R.is_candidate(e["variant"]) for e in errors)
+    assert next(e for e in errors if e["file"] == "fdtd-2d.cand-x.cu")["kernel"] == ""
+    skip, _ = gpu.discover(tmp_path, ["gemm"], naive=False)
+    assert list(skip["gemm"]) == ["default", "cand-mma_x2=1", "cand-t32"]
+
+
+def test_time_share_counts_every_build() -> None:
+    import gpu
+
+    assert gpu.timing_configs("gemm", ["EX"], 4) == 5  # + cuBLAS
+    assert gpu.timing_configs("gemm", ["EX"], 3, cublas=False) == 3  # a candidates child
+    assert gpu.timing_configs("atax", ["EX", "BIG"], 3) == 6
+    assert gpu.share_of(100.0, [2, 2, 2, 2]) == 25.0  # no candidates: the even split per kernel
+    assert gpu.share_of(120.0, [1, 3, 2]) == 20.0  # opt alone (--skip-naive), then 3 candidates, ...
+    assert gpu.share_of(100.0, [3, 2]) == 60.0
+    assert gpu.share_of(10.0, [1, 9]) == 8.0  # the floor
+
+
+def _cand_records() -> list[dict]:
+    g = {"ni": 2000, "nj": 2300, "nk": 2600}
+    a = {"m": 1800, "n": 2200}
+    recs = [r for r in _records() if r.get("variant") != "naive"]
+    recs = [r for r in recs if not (r["type"] == "check" and r["kernel"] == "gemm")]
+    recs.append({"type": "cpu", "kernel": "gemm", "label": "off2", "sizes": {"ni": 199}, "seconds": 0.1})
+    recs.append({"type": "cpu", "kernel": "atax", "label": "EX", "sizes": a, "seconds": 0.1})
+    for v, ms, verdicts in (("default", 1.0, ("pass", "pass")), ("cand-wrong", 0.4, ("pass", "FAIL")),
+                            ("cand-b", 0.8, ("pass", "pass")), ("cand-unchecked", 0.5, ("pass", None)),
+                            ("cand-c", 0.9, ("pass", "pass"))):
+        if v != "default":
+            recs.append({"type": "time", "kernel": "gemm", "variant": v, "label": "EX", "sizes": g, "ms": ms})
+        for label, verdict in zip(("EX", "off2"), verdicts):
+            if verdict:
+                recs.append({"type": "check", "kernel": "gemm", "variant": v, "label": label, "verdict": verdict})
+    recs += [{"type": "error", "kernel": "gemm", "variant": "cand-bad+x", "file": "gemm.cand-bad+x.cu",
+              "message": "bad candidate file name"},
+             {"type": "time", "kernel": "atax", "variant": "cand-slow", "label": "EX", "sizes": a, "ms": 0.03},
+             {"type": "check", "kernel": "atax", "variant": "cand-slow", "label": "EX", "verdict": "pass"},
+             {"type": "check", "kernel": "atax", "variant": "cand-slow", "label": "off1", "verdict": "pass"},
+             {"type": "check", "kernel": "atax", "variant": "default", "label": "EX", "verdict": "FAIL"}]
+    return recs
+
+
+def _row(table: str, kernel: str, variant: str) -> list[str]:
+    line = next(ln for ln in table.splitlines() if ln.startswith(f"| {kernel} | {variant} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_candidates_table_marks_the_fastest_passing_build() -> None:
+    recs = _cand_records()
+    table = R.candidates_table(recs)
+    lines = table.splitlines()
+    assert lines[0] == R.CAND_HEADER and all(ln.count("|") == R.CAND_HEADER.count("|") for ln in lines)
+    assert [ln.split("|")[2].strip() for ln in lines[2:]] == [  # opt first, then by name; atax before gemm
+        "opt", "cand-slow", "opt", "cand-b", "cand-bad+x", "cand-c", "cand-unchecked", "cand-wrong"]
+    best = [ln for ln in lines if "**yes**" in ln]
+    assert len(best) == 2  # one per kernel
+    assert _row(table, "gemm", "cand-b")[1:6] == ["cand-b", "0.8", "1.25x", "pass", "**yes**"]
+    assert _row(table, "gemm", "cand-wrong")[2:6] == ["0.4", "2.5x", "FAIL", ""]  # fastest, but wrong
+    assert _row(table, "gemm", "cand-unchecked")[4:6] == ["-", ""]  # not checked at off2
+    assert _row(table, "gemm", "opt")[1:6] == ["opt", "1", "1x", "pass", ""]
+    assert "bad candidate file name" in _row(table, "gemm", "cand-bad+x")[6]
+    assert _row(table, "atax", "opt")[4:6] == ["FAIL", ""]  # a slower passing candidate beats a failing opt
+    assert _row(table, "atax", "cand-slow")[3:6] == ["0.333x", "pass", "**yes**"]
+    assert R.candidates_table(_records()) == ""  # no candidates, no section
+
+
+def test_candidates_and_missing_naive_leave_the_main_table_alone() -> None:
+    recs = _cand_records()
+    plain = [r for r in recs if not R.is_candidate(r.get("variant"))]
+    ceil = R.ceilings(recs)
+    assert R.markdown_table(R.rows(recs), ceil) == R.markdown_table(R.rows(plain), ceil)
+    assert R.summary(R.rows(recs), ceil) == R.summary(R.rows(plain), ceil)
+    gemm = _row(R.markdown_table(R.rows(recs), ceil), "gemm", "ni=2000 nj=2300 nk=2600")
+    assert gemm[8:10] == ["-", "-"] and gemm[-1] == ""  # naive ms, vs naive; no candidate note
+    assert "not measured" in R.summary(R.rows(recs), ceil)
+    assert "not measured" not in R.summary(R.rows(_records()), R.ceilings(_records()))
+
+
+def test_fake_run_with_candidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole parent on BENCH_FAKE_GPU stand-ins: discovery, builds, checks, timing, shares, report."""
+    import gpu
+
+    cu, out, work = tmp_path / "cu", tmp_path / "out", tmp_path / "work"
+    cu.mkdir()
+    (cu / "gemm.cu").write_text("// BENCH_FAKE_SLOW=1.5\n")
+    (cu / "gemm.cand-fast.cu").write_text("// BENCH_FAKE_SLOW=1.0\n")
+    (cu / "gemm.cand-wrong.cu").write_text("// BENCH_FAKE_WRONG BENCH_FAKE_SLOW=0.5\n")
+    (cu / "gemm.cand-bad+name.cu").write_text("// x\n")
+    small, odd = {"ni": 20, "nj": 30, "nk": 40}, {"ni": 21, "nj": 23, "nk": 25}
+    monkeypatch.setenv("BENCH_FAKE_GPU", "1")
+    monkeypatch.setattr(gpu, "plan", lambda kernels, args: {"gemm": {"checks": {"EX": small, "off2": odd},
+                                                                     "timed": {"EX": small}}})
+    monkeypatch.setattr(gpu, "nvcc_build", lambda c, d, cubin=False: (c, "") if c.exists() else (None, "no file"))
+    assert gpu.main(["--cu-dir", str(cu), "--kernels", "gemm", "--quick", "--skip-naive", "--out", str(out),
+                     "--work", str(work), "--budget", "300", "--cpu-jobs", "2", "--build-jobs", "2",
+                     "--name", "t"]) == 0
+    assert not (cu / "gemm.naive.cu").exists()  # --skip-naive: nothing generated, nothing built
+    recs = [json.loads(ln) for ln in (out / "t.jsonl").read_text().splitlines()]
+    verdicts = {(r["variant"], r["label"]): r["verdict"] for r in recs if r["type"] == "check"}
+    assert verdicts == {("default", "EX"): "pass", ("default", "off2"): "pass", ("cand-fast", "EX"): "pass",
+                        ("cand-fast", "off2"): "pass", ("cand-wrong", "EX"): "FAIL", ("cand-wrong", "off2"): "FAIL"}
+    assert sorted(r["variant"] for r in recs if r["type"] == "time") == ["cand-fast", "cand-wrong", "cublas",
+                                                                         "default"]
+    assert [r["file"] for r in recs if r["type"] == "error"] == ["gemm.cand-bad+name.cu"]
+    main_job = json.loads((work / "job-gpu-gemm.json").read_text())
+    cand_job = json.loads((work / "job-gpu-gemm.cand.json").read_text())
+    assert list(main_job["libs"]) == ["default"] and main_job["cublas"]
+    assert list(cand_job["libs"]) == ["cand-fast", "cand-wrong"] and not cand_job["cublas"]
+    assert cand_job["budget_s"] > 2 * main_job["budget_s"]  # two builds to opt's one, and the last child
+    md = (out / "t.md").read_text()
+    section = md.split("## Candidates", 1)[1].split("## Correctness runs", 1)[0]
+    assert _row(section, "gemm", "cand-fast")[3:6] == ["1.5x", "pass", "**yes**"]
+    assert _row(section, "gemm", "cand-wrong")[4:6] == ["FAIL", ""]
+    assert "bad candidate file name" in _row(section, "gemm", "cand-bad+name")[6]
+    gemm = _row(md, "gemm", "ni=20 nj=30 nk=40")
+    assert gemm[8:10] == ["-", "-"] and gemm[-1] == ""  # no naive; the candidates stay out of opt's row
