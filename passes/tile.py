@@ -80,6 +80,8 @@ from transpile import ir
 DEFAULT_TILE = (64, 64)
 DEFAULT_COARSEN = (4, 4)
 DEFAULT_BK = 16
+#: Threads per block (x, y, z) of a plain launch with 1, 2 and 3 ``par`` loops (``Options.blocks``).
+DEFAULT_BLOCKS = ((256, 1, 1), (32, 8, 1), (32, 4, 2))
 #: Static shared memory a block may use without an opt-in (bytes).
 SHARED_LIMIT = 48 * 1024
 MAX_THREADS = 1024
@@ -110,6 +112,7 @@ class Options:
     enabled: bool = True
     mma: bool | None = None
     mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
+    blocks: tuple[tuple[int, int, int], ...] = DEFAULT_BLOCKS
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -125,6 +128,12 @@ class Options:
             return f"tile {bm}x{bn} with micro-tile {tm}x{tn} gives {threads} threads per block (need 32..1024)"
         if (bm + 1) * 8 > SHARED_LIMIT // 2 or (bn + 1) * 8 > SHARED_LIMIT // 2:
             return f"tile {bm}x{bn} is too large for shared memory"
+        if len(self.blocks) != 3 or any(len(b) != 3 or min(b) < 1 for b in self.blocks):
+            return f"block shapes {self.blocks} must be three positive (x, y, z) triples"
+        for dims, b in enumerate(self.blocks, 1):
+            if b[dims:] != (1,) * (3 - dims) or not 32 <= b[0] * b[1] * b[2] <= MAX_THREADS or b[2] > 64:
+                return (f"block {'x'.join(map(str, b))} for {dims} parallel loop(s): needs 32..{MAX_THREADS} threads, "
+                        f"z <= 64, and 1 in the dimensions beyond {dims}")
         mbm, mbn, mbk, wm, wn, _ = self.mma_shape
         if min(self.mma_shape) < 1 or wm % 8 or wn % 8 or mbk % 4 or mbm % wm or mbn % wn \
                 or not 1 <= (mbm // wm) * (mbn // wn) <= MAX_THREADS // 32 \

@@ -97,6 +97,22 @@ def main() -> None:
 @click.option("--no-mma", is_flag=True,
               help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
                    "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
+@click.option("--evolve", is_flag=True,
+              help="Search schedules (fusion, tiles, micro-tiles, staging, tensor-core shapes, block shapes) and "
+                   "keep the fastest verified one: timed on a GPU, else ranked by the structural cost model; "
+                   "cached per kernel, sizes and device (docs/evolve.md).")
+@click.option("--evolve-rounds", type=click.IntRange(1, 50), default=4, show_default=True,
+              help="Generations of the search at most.")
+@click.option("--evolve-time", type=click.FloatRange(1.0), default=900.0, show_default=True,
+              help="Seconds the search may take at most.")
+@click.option("--evolve-seed", type=int, default=1, show_default=True, help="Seed of the search's mutations.")
+@click.option("--evolve-size", "evolve_sizes", multiple=True, metavar="N=V",
+              help="Size parameter value the candidates are priced or timed at (repeatable; "
+                   "default: the verifier's full size).")
+@click.option("--evolve-measure", type=click.Choice(["auto", "model", "gpu"]), default="auto", show_default=True,
+              help="Rank by GPU timing (verifier stage f) or by the cost model; auto: GPU if there is one.")
+@click.option("--evolve-llm", is_flag=True,
+              help="Also ask the LLM endpoint (--llm-base-url/--model) for schedule proposals each generation.")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
                                    "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
@@ -106,7 +122,9 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
                 tile_shape: tuple[int, int] | None, coarsen: tuple[int, int] | None, no_shared: bool,
                 report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
-                no_mma: bool = False, **llm: object) -> None:
+                no_mma: bool = False, evolve: bool = False, evolve_rounds: int = 4, evolve_time: float = 900.0,
+                evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
+                evolve_llm: bool = False, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         from transpile.llm.fromtext import cli_from_text
@@ -125,9 +143,18 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen'")
     for wid in silence_ids:
         silence(wid)
+    evolving = None
+    if evolve:
+        if naive or emit != "cuda" or dump_ir is not None:
+            raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
+        fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
+                                    ("mma", no_mma or no_reassociate)) if given}
+        evolving = {"rounds": evolve_rounds, "time": evolve_time, "seed": evolve_seed, "sizes": evolve_sizes,
+                    "measure": evolve_measure, "fixed": fixed, "llm": llm if evolve_llm else None,
+                    "tiling": tiling}
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate))
+                            reassociate=not no_reassociate, evolving=evolving))
 
 
 def _pair(value: str | None, option: str) -> tuple[int, int] | None:
@@ -147,7 +174,8 @@ def _pair(value: str | None, option: str) -> tuple[int, int] | None:
 def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
-             tiling: object = None, report: Path | None = None, reassociate: bool = True) -> None:
+             tiling: object = None, report: Path | None = None, reassociate: bool = True,
+             evolving: dict[str, object] | None = None) -> None:
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
@@ -159,10 +187,15 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     else:
         from transpile import cuda, pipeline
 
-        lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
-                                 reassociate=reassociate)
-        result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         suffix = ".cu"
+        if evolving is not None:
+            outcome = _evolve(module, file, evolving, reassociate, function, include_dirs, defines)
+            lowered, result = outcome.lowered, outcome.text
+            verify = verify and not outcome.verified  # the search verified what it chose
+        else:
+            lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
+                                     reassociate=reassociate)
+            result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
             _verify_output(module, lowered, result, file, function, include_dirs, defines)
         if report is not None:
@@ -176,6 +209,59 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     if dest.resolve() == file.resolve():
         raise TranspileError(None, f"output file '{dest}' would overwrite the input")
     write_atomic(dest, result)
+
+
+def _evolve(module: object, file: Path, ev: dict[str, object], reassociate: bool, function: str | None,
+            include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> object:
+    """``--evolve``: the search (transpile.evolve), with a progress bar and the final table on stderr."""
+    from dataclasses import replace
+
+    from transpile import evolve
+    from transpile.verify.cli import parse_sizes
+
+    tiling = ev["tiling"]
+    base = replace(evolve.Schedule(reassociate=reassociate), tile=tiling.tile, coarsen=tiling.coarsen,  # type: ignore[attr-defined]
+                   shared=tiling.shared, mma=tiling.mma is not False)  # type: ignore[attr-defined]
+    measure = str(ev["measure"])
+    if measure == "auto":
+        from transpile.verify import gpu
+
+        measure = "gpu" if gpu.detect().available else "model"
+    sizes = {**evolve.default_sizes(module), **parse_sizes(ev["sizes"])}  # type: ignore[arg-type]
+    settings = evolve.Settings(rounds=int(ev["rounds"]), time_budget=float(ev["time"]),  # type: ignore[arg-type]
+                               seed=int(ev["seed"]), sizes=sizes, measure=measure,  # type: ignore[call-overload]
+                               fixed=frozenset(ev["fixed"]), base=base)  # type: ignore[arg-type]
+    propose = None
+    if ev["llm"] is not None:
+        from transpile.llm.client import LLMClient
+        from transpile.llm.options import config
+
+        cfg = config(ev["llm"])  # type: ignore[arg-type]
+        cfg.require_endpoint()
+        propose = evolve.llm_proposer(LLMClient(cfg))
+    bar: dict[str, object] = {}
+
+    def progress(label: str, done: int, total: int) -> None:
+        if label != bar.get("label"):
+            if bar.get("obj") is not None:
+                bar["obj"].render_finish()  # type: ignore[attr-defined]
+            bar["label"] = label
+            bar["obj"] = click.progressbar(length=max(total, 1), label=f"evolve {label}", file=sys.stderr)
+            bar["done"] = 0
+        step = done - int(bar["done"])  # type: ignore[call-overload]
+        if step > 0:
+            bar["obj"].update(step)  # type: ignore[attr-defined]
+            bar["done"] = done
+
+    outcome = evolve.compile_evolved(module, file, settings, function=function,  # type: ignore[arg-type]
+                                     include_dirs=include_dirs, defines=defines, propose=propose,
+                                     progress=progress)
+    if bar.get("obj") is not None:
+        bar["obj"].render_finish()  # type: ignore[attr-defined]
+    if not outcome.cache_hit:
+        click.echo(outcome.table, err=True)
+    click.echo(outcome.summary, err=True)
+    return outcome
 
 
 def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 
 import jinja2
@@ -56,8 +57,8 @@ UINDEX_TYPE = "unsigned long long"  # grid-stride counter of a u64 loop
 THREAD_IDX, BLOCK_IDX, BLOCK_DIM, GRID_DIM = "threadIdx", "blockIdx", "blockDim", "gridDim"
 BARRIER = "__syncthreads();"
 SMEM_PREFIX = "__shared__ "
-#: Threads per block (x, y, z) by number of ``par`` dimensions.
-BLOCK_SHAPES: dict[int, tuple[int, int, int]] = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
+#: Threads per block (x, y, z) by number of ``par`` dimensions (the default; ``tile.Options.blocks``).
+BLOCK_SHAPES: dict[int, tuple[int, int, int]] = dict(enumerate(tile.DEFAULT_BLOCKS, 1))
 #: Largest grid size per dimension (x, y, z).
 GRID_CAPS = (2**31 - 1, 65535, 65535)
 #: Helpers defined once in the template.
@@ -575,6 +576,8 @@ class _HostPrinter(StmtPrinter):
         kern, step = self.emitter.launch(s, dict(self.scope))
         self.steps.append({**step, "pad": "  " * (self.depth - 2)})
         self.emitter.kernels.append(kern)
+        self.emitter.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
+                                                  tuple(int(str(b).rstrip("u")) for b in step["block"])))
 
     def visit_Alloc(self, s: ir.Alloc) -> None:
         self.flush()
@@ -642,6 +645,7 @@ class _KernelEmitter:
         self.namer = namer
         self.launches = _host_launches(kernel.body)
         self.kernels: list[dict[str, object]] = []
+        self.launch_log: list[LaunchInfo] = []  # what each Launch became (launches())
         # Launches repeated by a host loop: a scalar they write must persist
         # across iterations, so it lives on the device even if only they use it.
         looped = set().union(*(_assigned(x) for x in _host_loops(kernel.body)))
@@ -749,10 +753,15 @@ class _KernelEmitter:
             return ({"name": name, "params": params, "body": body, "qualifiers": quals},
                     {"kind": "launch", "kernel": name, "args": args, **config})
         body = StmtPrinter(self.expr, namer).emit(launch.body)
-        threads = math.prod(BLOCK_SHAPES[len(chain)]) if chain else 1
+        threads = math.prod(self._block(len(chain))) if chain else 1
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
                                      "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
-        return kernel, {"kind": "launch", "kernel": name, "args": args, **self._config(chain)}
+        return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
+                        **self._config(chain)}
+
+    def _block(self, dims: int) -> tuple[int, int, int]:
+        """Threads per block of a plain launch with ``dims`` par loops."""
+        return self.tiling.blocks[dims - 1] if self.tiling is not None else BLOCK_SHAPES[dims]
 
     def _config(self, chain: list[ir.For]) -> dict[str, object]:
         """Trip counts, guard and grid/block sizes of a launch (host side)."""
@@ -760,7 +769,7 @@ class _KernelEmitter:
             return {"trips": [], "guard": None, "grid": ["1u"], "block": ["1u"]}
         dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
         assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
-        shape = BLOCK_SHAPES[len(chain)]
+        shape = self._block(len(chain))
         trips, grid = [], ["1u", "1u", "1u"]
         for loop in chain:
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
@@ -863,6 +872,33 @@ def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None 
                  ) -> tuple[str, list[regions.Span]]:
     """:func:`emit`'s text and the CUDA-sensitive regions the emitters marked in it."""
     return regions.strip(_render(module, source=source, tiling=tiling))
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """What the emitter made of one ``Launch``: its ``__global__`` name, its shape and block size.
+
+    ``shape``: ``plain`` (one thread per iteration of the par loops), ``serial``
+    (one thread), ``block``/``rows``/``cols`` (parallel reductions,
+    :mod:`transpile.cuda_reduce`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
+    tensor cores).  ``launch`` is the IR node, ``block`` the threads per block (x, y, z).
+    """
+
+    kernel: str
+    shape: str
+    launch: ir.Launch
+    block: tuple[int, ...]
+
+
+def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:
+    """Every launch of the mapped ``module`` as :func:`emit` would emit it, in emission order."""
+    module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
+    out: list[LaunchInfo] = []
+    for k in module.kernels:
+        e = _KernelEmitter(k, module_names, tiling)
+        e.context()
+        out += e.launch_log
+    return out
 
 
 def _render(module: ir.Module, *, source: str, tiling: tile.Options | None) -> str:

@@ -64,6 +64,7 @@ def launch(lp: ir.Launch, expr: ExprPrinter, namer: Namer, loads: list[str], sto
     assert len(trips) == 1, f"cols launch with {len(trips)} par loops"
     config["grid"] = [f"{GRID_FN}({trips[0]['name']}, {COLS}u, {GRID_CAPS[0]}u)", "1u", "1u"]
     config["block"] = [f"{COLS}u", f"{ROWS}u", "1u"]
+    config["shape"] = "cols"
     quals = f"{GLOBAL} void {LAUNCH_BOUNDS}({COLS * ROWS})"
     return quals, printer.shared + loads + body, config
 

@@ -245,6 +245,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
     cfg = dict(config)
     cfg["grid"] = tile_grid(config, plan.triangular, bm, bn)
+    cfg["shape"] = "mma"
     cfg["block"] = [f"{threads}u", "1u", "1u"]
     # NOTE: ptxas gives the pipelined kernels ~145-165 registers.  A cap of REG_CAP keeps them
     # spill-free at 128 threads with 3 blocks per SM (gemm 149 registers); a cap of 128 (4 blocks)

@@ -107,6 +107,7 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
         config["grid"] = [f"{GRID_FN}({trips[0]['name']}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
     config["block"] = [f"{threads}u", "1u", "1u"]
+    config["shape"] = kind
     quals = f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"
     return quals, printer.shared + loads + body, config
 

@@ -135,6 +135,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
     cfg = dict(config)
     cfg["grid"] = tile_grid(config, plan.triangular, plan.bm, plan.bn)
+    cfg["shape"] = "tiled"
     cfg["block"] = [f"{nx}u", f"{ny}u", "1u"]
     qualifiers = f"{cu.GLOBAL} void {cu.LAUNCH_BOUNDS}({nx * ny})"
     return qualifiers, body, cfg

@@ -15,7 +15,7 @@ from transpile import ir, ircheck
 
 
 def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None,
-          naive: bool = False, reassociate: bool = True) -> ir.Module:
+          naive: bool = False, reassociate: bool = True, fuse: bool = True) -> ir.Module:
     """Run the default pipeline over every kernel of ``module``.
 
     ``naive`` keeps the foundation's mapping only: map-gpu alone, one thread per
@@ -24,9 +24,12 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     other pass is skipped when it is set.
 
     ``reassociate=False`` (``--no-reassociate``) keeps float ``+``/``*``
-    reductions sequential (reduce-gpu does not mark them).
+    reductions sequential (reduce-gpu does not mark them).  ``fuse=False`` skips
+    the fusion pass (a schedule knob of ``--evolve``: fewer launches are not
+    always faster).
     """
-    from passes import distribute, fuse, interchange, map_gpu, privatize, reduce_gpu, wavefront
+    from passes import distribute, interchange, map_gpu, privatize, reduce_gpu, wavefront
+    from passes import fuse as fusion
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
     ircheck.check(module)  # front ends must hand over valid IR
@@ -46,7 +49,8 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: fuse after interchange: a piece's parallel depth (what fusion must
     # not lower) is only known once interchange has moved its parallel loops
     # outward; fusing earlier could glue an imperfect nest interchange needs.
-    module = step("fuse", module, lambda k: fuse.run(k, reassociate=reassociate))
+    if fuse:
+        module = step("fuse", module, lambda k: fusion.run(k, reassociate=reassociate))
     # NOTE: wavefront after interchange and before map-gpu: it only skews nests
     # in which no loop is parallel, so it must see interchange's result (a nest
     # interchange made parallel is left alone), and map-gpu must then see the

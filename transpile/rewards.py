@@ -90,13 +90,28 @@ def speed_reward(report: Any, baseline: Any = None) -> float:
 
 
 def speed_key(report: Any) -> float | None:
-    """The cost compared between two correct candidates, lower is better; None when unknown.
+    """The cost compared between two correct candidates, lower is better; None when unknown:
+    the measured median time from the timing stage (f), else the structural cost model's
+    estimate (``cost_model.ms``, :mod:`passes.costmodel`; ``transpile --evolve`` records it)."""
+    return measured_ms(report) or model_ms(report)
 
-    Today: the measured median time from the timing stage (f), which needs a GPU.
-    NOTE: this is the hook for a structural cost model (an estimate from the
-    ptxas resources and the launch shapes in the record), so that candidates
-    verified without a GPU can be ordered too; return its estimate here."""
-    return measured_ms(report)
+
+def model_ms(report: Any) -> float | None:
+    """The cost model's estimate in ms (``cost_model.ms``), or None."""
+    rec = record(report)
+    ms = ((rec or {}).get("cost_model") or {}).get("ms")
+    return float(ms) if isinstance(ms, (int, float)) and ms > 0 and math.isfinite(ms) else None
+
+
+def _speed_keys(a: Any, b: Any) -> tuple[float | None, float | None]:
+    """Comparable costs of two candidates: both measured, else both modelled, else unknown
+    (a measured time is never compared with an estimate)."""
+    ta, tb = measured_ms(a), measured_ms(b)
+    if ta is not None and tb is not None:
+        return ta, tb
+    if ta is None and tb is None:
+        return model_ms(a), model_ms(b)
+    return None, None
 
 
 def compare(a: Any, b: Any) -> int:
@@ -104,15 +119,15 @@ def compare(a: Any, b: Any) -> int:
 
     Correctness first: the higher :func:`stage_reward` wins (a passing candidate beats any
     failing one; of two failing ones, the one that failed at a later stage).  Between two
-    passing candidates, the lower :func:`speed_key` wins when both are known and differ by
-    more than :data:`SPEED_TIE`; otherwise they tie.
+    passing candidates, the lower :func:`speed_key` wins when both are known (both measured,
+    or both estimated) and differ by more than :data:`SPEED_TIE`; otherwise they tie.
     """
     ra, rb = stage_reward(a), stage_reward(b)
     if ra != rb:
         return 1 if ra > rb else -1
     if ra < 1.0:
         return 0
-    ka, kb = speed_key(a), speed_key(b)
+    ka, kb = _speed_keys(a, b)
     if ka is None or kb is None or abs(ka - kb) <= SPEED_TIE * max(ka, kb):
         return 0
     return 1 if ka < kb else -1

@@ -1,0 +1,302 @@
+"""The schedule search over the 30 kernels: candidates for the GPU, then model vs measurement.
+
+Two steps, the GPU run in between (``bench/gpu.py``):
+
+    # here (no GPU): search every kernel with the cost model at its EXTRALARGE sizes; write the default
+    # schedule as K.cu and the other verified candidates as K.cand-LABEL.cu, plus evolve.json
+    python bench/evolve.py --generate bench/cu-evolve [--kernels gemm,atax] [--rounds 3] [--max 7]
+    # on the H200: time every build
+    python3 bench/gpu.py --cu-dir bench/cu-evolve --quick --skip-naive --out $OUT --name evolve
+    # here: join the timings with the model's estimates
+    python bench/evolve.py --report bench/cu-evolve/evolve.json --timings evolve.jsonl [--fit] [--out F.md]
+
+The report gives, per kernel: each candidate's estimate and measured time, the
+Spearman correlation between them (per kernel, then averaged per family, and
+pooled per family over the candidates' times relative to the kernel's default),
+the speedup over the default of the candidate the model picks (what
+``--evolve`` without a GPU writes) and of the fastest measured one (what a
+GPU search picks).  ``--fit`` also refits the model's fitted constants
+(:class:`passes.costmodel.Device`) on half the kernels and reports both halves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import roofline as R  # noqa: E402
+
+KERNELS = ROOT / "tests" / "kernels"
+FAMILIES = {
+    "matmul-like": ("gemm", "2mm", "3mm", "syrk", "syr2k", "symm", "trmm", "doitgen", "correlation", "covariance"),
+    "blas2": ("atax", "bicg", "mvt", "gesummv", "gemver"),
+    "stencil": ("jacobi-1d", "jacobi-2d", "heat-3d", "fdtd-2d", "seidel-2d", "adi"),
+    "solver": ("cholesky", "lu", "ludcmp", "durbin", "trisolv", "gramschmidt", "floyd-warshall", "nussinov",
+               "deriche"),
+}
+FITTED = ("launch_s", "iter_s", "access_s", "step_s", "mma_eff", "l2_bw")
+
+
+def stem(kernel: str) -> str:
+    return kernel.replace("-", "_")
+
+
+def label_of(name: str) -> str:
+    """A schedule name as a file label (bench/gpu.py: [A-Za-z0-9_.=x-]+)."""
+    return name.replace(" ", "_")
+
+
+def family_of(kernel: str) -> str:
+    return next((f for f, ks in FAMILIES.items() if kernel in ks), "other")
+
+
+# ---------------------------------------------------------------------------
+# Generation
+
+
+def search_one(kernel: str, rounds: int, seed: int) -> dict[str, Any]:
+    """The model-ranked search of one kernel at its EX sizes (run in a worker process)."""
+    from transpile import evolve, frontend
+
+    src = KERNELS / f"{stem(kernel)}.c"
+    module = frontend.load(src)
+    sizes = dict(R.plan_sizes(kernel)["EX"])
+    check = evolve.verify_candidate(src, gpu=False, sizes=sizes, seed=seed)
+    search = evolve.Search(module, src.name, check, evolve.Settings(rounds=rounds, sizes=sizes, seed=seed))
+    t0 = time.monotonic()
+    search.run()
+    best = search.best()
+    return {"kernel": kernel, "sizes": sizes, "seconds": time.monotonic() - t0, "stopped": search.stopped,
+            "relevant": sorted(search.relevant), "best": best.name if best else None,
+            "trials": [t.row() for t in search.trials],
+            "texts": {t.name: t.text for t in search.trials if t.status == "pass" and t.text is not None}}
+
+
+def generate(kernels: Sequence[str], out: Path, *, rounds: int, seed: int, cap: int, jobs: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"kernels": {}, "rounds": rounds, "seed": seed, "cap": cap}
+    with ProcessPoolExecutor(jobs) as ex:
+        futs = {k: ex.submit(search_one, k, rounds, seed) for k in kernels}
+        for k, f in futs.items():
+            try:
+                r = f.result()
+            except Exception as e:  # noqa: BLE001 - one kernel's failure is a manifest entry
+                manifest["kernels"][k] = {"error": f"{type(e).__name__}: {e}"}
+                print(f"{k:15} ERROR {e}", file=sys.stderr)
+                continue
+            texts = r.pop("texts")
+            passing = sorted((t for t in r["trials"] if t["status"] == "pass"),
+                             key=lambda t: (t["schedule"] != "default", t["rank"] or 0))
+            chosen = passing[: cap + 1]
+            if r["best"] and r["best"] not in [t["schedule"] for t in chosen]:
+                chosen.append(next(t for t in passing if t["schedule"] == r["best"]))
+            files = {}
+            for t in chosen:
+                name = t["schedule"]
+                fname = f"{stem(k)}.cu" if name == "default" else f"{stem(k)}.cand-{label_of(name)}.cu"
+                (out / fname).write_text(texts[name])
+                files[name] = "opt" if name == "default" else f"cand-{label_of(name)}"
+            r["variants"] = files
+            manifest["kernels"][k] = r
+            print(f"{k:15} {r['seconds']:5.0f} s  {len(passing)} passing, {len(files)} written; model best "
+                  f"{r['best']}; {r['stopped']}", file=sys.stderr)
+    (out / "evolve.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def measured(timings: Path) -> dict[tuple[str, str], float]:
+    """(kernel, variant) -> median ms at EX, for builds whose every check passed."""
+    recs = [json.loads(ln) for ln in timings.read_text().splitlines() if ln.strip()]
+    bad = {(r["kernel"], r["variant"]) for r in recs if r.get("type") == "check" and r.get("verdict") != "pass"}
+    out = {}
+    for r in recs:
+        if r.get("type") == "time" and r.get("label") == "EX" and r.get("ms") and (r["kernel"], r["variant"]) not in bad:
+            out[(r["kernel"], r["variant"])] = float(r["ms"])
+    return out
+
+
+def remodel(manifest: Mapping[str, Any], device: Any) -> dict[tuple[str, str], float]:
+    """Every candidate's estimate again with ``device``'s constants (for the fit)."""
+    from passes import costmodel
+    from transpile import cuda, evolve, frontend
+
+    out = {}
+    for k, entry in manifest["kernels"].items():
+        if "variants" not in entry:
+            continue
+        module = frontend.load(KERNELS / f"{stem(k)}.c")
+        res = {}
+        for name, variant in entry["variants"].items():
+            sched = evolve.Schedule.parse(name)
+            lowered = sched.lower(module)
+            infos = cuda.launches(lowered, tiling=sched.options())
+            total = 0.0
+            for kern in lowered.kernels:
+                mine = [li for li in infos if li.kernel.startswith(f"{kern.name}_kernel")]
+                total += costmodel.estimate(kern, mine, entry["sizes"], tiling=sched.options(), device=device).seconds
+            res[(k, variant)] = total * 1e3
+        out.update(res)
+    return out
+
+
+def correlations(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
+                 times: Mapping[tuple[str, str], float], kernels: Sequence[str]) -> dict[str, Any]:
+    from passes.costmodel import spearman
+
+    per_kernel: dict[str, float | None] = {}
+    pooled: dict[str, tuple[list[float], list[float]]] = {}
+    for k in kernels:
+        entry = manifest["kernels"].get(k, {})
+        vs = [v for v in entry.get("variants", {}).values() if (k, v) in times and (k, v) in model]
+        per_kernel[k] = spearman([model[(k, v)] for v in vs], [times[(k, v)] for v in vs])
+        base_m, base_t = model.get((k, "opt")), times.get((k, "opt"))
+        if base_m and base_t:
+            xs, ys = pooled.setdefault(family_of(k), ([], []))
+            for v in vs:
+                xs.append(math.log(model[(k, v)] / base_m))
+                ys.append(math.log(times[(k, v)] / base_t))
+    fam: dict[str, dict[str, Any]] = {}
+    for f in FAMILIES:
+        rs = [per_kernel[k] for k in kernels if family_of(k) == f and per_kernel.get(k) is not None]
+        xs, ys = pooled.get(f, ([], []))
+        fam[f] = {"kernels": len(rs), "mean": statistics.mean(rs) if rs else None,
+                  "pooled": spearman(xs, ys), "pairs": len(xs)}
+    return {"per_kernel": per_kernel, "family": fam}
+
+
+def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
+          times: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]:
+    rows = []
+    for k, entry in manifest["kernels"].items():
+        vs = [v for v in entry.get("variants", {}).values() if (k, v) in times]
+        if (k, "opt") not in times:
+            continue
+        base = times[(k, "opt")]
+        by_model = min((v for v in vs if (k, v) in model), key=lambda v: model[(k, v)], default="opt")
+        fastest = min(vs, key=lambda v: times[(k, v)])
+        rows.append({"kernel": k, "candidates": len(vs), "default_ms": base,
+                     "model_pick": by_model, "model_pick_speedup": base / times[(k, by_model)],
+                     "fastest": fastest, "fastest_speedup": base / times[(k, fastest)]})
+    return rows
+
+
+def geomean(xs: Sequence[float]) -> float | None:
+    return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else None
+
+
+def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], train: Sequence[str]) -> Any:
+    """Coordinate search over the fitted constants (factors of 1/4..4) maximising the mean
+    per-kernel Spearman on the ``train`` kernels."""
+    from passes import costmodel
+
+    dev = costmodel.H200
+
+    def score(d: Any) -> float:
+        c = correlations(manifest, remodel(manifest, d), times, train)
+        rs = [r for r in c["per_kernel"].values() if r is not None]
+        return statistics.mean(rs) if rs else -1.0
+
+    best = score(dev)
+    for _round, name in itertools.product(range(2), FITTED):
+        for factor in (0.25, 0.5, 2.0, 4.0):
+            cand = replace(dev, **{name: getattr(dev, name) * factor})
+            s = score(cand)
+            if s > best + 1e-9:
+                best, dev = s, cand
+    return dev
+
+
+def report(manifest_path: Path, timings: Path, *, do_fit: bool) -> str:
+    manifest = json.loads(manifest_path.read_text())
+    times = measured(timings)
+    kernels = [k for k in manifest["kernels"] if any(kv[0] == k for kv in times)]
+    model = {(k, v): t["model_ms"] for k, e in manifest["kernels"].items() for t in e.get("trials", [])
+             for name, v in e.get("variants", {}).items() if t["schedule"] == name and t.get("model_ms")}
+    lines = [f"# Schedule search: cost model vs H200 ({time.strftime('%Y-%m-%d')})", "",
+             f"Manifest `{manifest_path}` (rounds {manifest['rounds']}, seed {manifest['seed']}); timings "
+             f"`{timings}` (median CUDA-event time at EXTRALARGE of builds that passed every GPU check).", ""]
+
+    def section(title: str, model: Mapping[tuple[str, str], float], ks: Sequence[str]) -> None:
+        c = correlations(manifest, model, times, ks)
+        lines.extend([f"## {title}", "", "| family | kernels with >= 3 timed candidates | mean per-kernel Spearman | "
+                      "pooled Spearman (log time / default) | pairs |", "|---|---|---|---|---|"])
+        for f, v in c["family"].items():
+            mean = f"{v['mean']:.2f}" if v["mean"] is not None else "-"
+            pooled = f"{v['pooled']:.2f}" if v["pooled"] is not None else "-"
+            lines.append(f"| {f} | {v['kernels']} | {mean} | {pooled} | {v['pairs']} |")
+        lines.append("")
+        lines.append("Per kernel: " + ", ".join(f"{k} {r:.2f}" if r is not None else f"{k} -"
+                                                for k, r in c["per_kernel"].items()))
+        lines.append("")
+
+    section("Spearman, model constants as shipped", model, kernels)
+    rows = picks(manifest, model, times)
+    lines.extend(["## Picks", "", "| kernel | timed candidates | default ms | model's pick | speedup | fastest | "
+                  "speedup |", "|---|---|---|---|---|---|---|"])
+    for r in rows:
+        lines.append(f"| {r['kernel']} | {r['candidates']} | {r['default_ms']:.4g} | {r['model_pick']} | "
+                     f"{r['model_pick_speedup']:.3f}x | {r['fastest']} | {r['fastest_speedup']:.3f}x |")
+    gm, gf = geomean([r["model_pick_speedup"] for r in rows]), geomean([r["fastest_speedup"] for r in rows])
+    slower = [r["kernel"] for r in rows if r["model_pick_speedup"] < 0.97]
+    lines.extend(["", f"- Geomean speedup over the default schedule: model's pick {gm:.3f}x, fastest measured "
+                      f"{gf:.3f}x, over {len(rows)} kernels." if gm and gf else "- No kernel timed.",
+                  f"- Model picks slower than the default by more than 3%: {', '.join(slower) or 'none'}.", ""])
+    if do_fit:
+        train = kernels[::2]
+        test = kernels[1::2]
+        dev = fit(manifest, times, train)
+        refit = remodel(manifest, dev)
+        lines.append("Refitted constants (on every other kernel): " + ", ".join(
+            f"{n}={getattr(dev, n):.3g}" for n in FITTED))
+        lines.append("")
+        section("Spearman after the fit, training kernels", refit, train)
+        section("Spearman after the fit, held-out kernels", refit, test)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--generate", type=Path, metavar="DIR")
+    ap.add_argument("--kernels", help="comma-separated names; default: all 30")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max", type=int, default=7, help="candidates per kernel besides the default")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--report", type=Path, metavar="MANIFEST")
+    ap.add_argument("--timings", type=Path, metavar="JSONL")
+    ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    if args.generate:
+        generate(R.parse_kernels(args.kernels), args.generate, rounds=args.rounds, seed=args.seed, cap=args.max,
+                 jobs=args.jobs)
+        return 0
+    if args.report and args.timings:
+        text = report(args.report, args.timings, do_fit=args.fit)
+        if args.out:
+            args.out.write_text(text + "\n")
+        print(text)
+        return 0
+    ap.error("give --generate DIR, or --report MANIFEST --timings JSONL")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""The structural cost model (passes/costmodel.py): its terms move the right way, and it never fails."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from passes import costmodel, tile
+from tests import strategies
+from transpile import cuda, frontend, ir, pipeline, text
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "kernels"
+
+COPY_ROWS = """kernel copy(i32 n, in f64 A[n][n], out f64 B[n][n]) {
+  for i in 0..n {
+    for j in 0..n {
+      B[i][j] = A[i][j];
+    }
+  }
+}
+"""
+# The same copy with the subscripts swapped: threadIdx.x (the inner par loop, j) walks down a column.
+COPY_COLS = COPY_ROWS.replace("B[i][j] = A[i][j]", "B[j][i] = A[j][i]")
+
+
+def estimate(module: ir.Module, sizes: dict[str, int], *, opts: tile.Options | None = None,
+             resources: dict[str, costmodel.Resources] | None = None, naive: bool = False) -> costmodel.Estimate:
+    lowered = pipeline.lower(module, naive=naive)
+    k = lowered.kernels[0]
+    return costmodel.estimate(k, cuda.launches(lowered, tiling=opts), sizes, tiling=opts, resources=resources)
+
+
+def c_kernel(name: str) -> ir.Module:
+    return frontend.load(KERNELS / f"{name}.c")
+
+
+def test_coalesced_access_is_cheaper_than_strided() -> None:
+    rows = estimate(text.parse(COPY_ROWS), {"n": 8192}, naive=True)
+    cols = estimate(text.parse(COPY_COLS), {"n": 8192}, naive=True)
+    assert [c.shape for c in rows.launches] == ["plain"] == [c.shape for c in cols.launches]
+    assert rows.launches[0].cache_bytes * 3 < cols.launches[0].cache_bytes
+    assert rows.seconds < cols.seconds
+    # The DRAM floor is the same: both move 2 x 512 MiB once.
+    assert rows.launches[0].dram_bytes == cols.launches[0].dram_bytes == 2 * 8 * 8192 ** 2
+    assert rows.ideal_seconds == pytest.approx(2 * 8 * 8192 ** 2 / costmodel.H200.dram_bw)
+
+
+def test_host_loop_repetitions_scale_the_estimate() -> None:
+    m = c_kernel("jacobi_1d")
+    one = estimate(m, {"tsteps": 10, "n": 4000})
+    two = estimate(m, {"tsteps": 20, "n": 4000})
+    assert sum(c.count for c in two.launches) == 2 * sum(c.count for c in one.launches) > 0
+    assert two.seconds == pytest.approx(2 * one.seconds, rel=1e-9)
+
+
+def test_triangular_host_loop_is_priced_by_its_average_iteration() -> None:
+    # nussinov's wavefront: a host loop over diagonals, a launch per diagonal whose width shrinks.
+    m = c_kernel("nussinov")
+    small, big = estimate(m, {"n": 500}), estimate(m, {"n": 1000})
+    counts = [c.count for c in big.launches]
+    assert counts and all(c > 0 for c in counts)
+    assert 1.5 < big.seconds / small.seconds < 16
+
+
+def test_registers_lower_occupancy_and_never_speed_up() -> None:
+    m = c_kernel("gemm")
+    lowered = pipeline.lower(m)
+    name = cuda.launches(lowered)[0].kernel
+    sizes = {"ni": 2000, "nj": 2300, "nk": 2600}
+    lean = estimate(m, sizes, resources={name: costmodel.Resources(registers=32)})
+    fat = estimate(m, sizes, resources={name: costmodel.Resources(registers=255)})
+    spilled = estimate(m, sizes, resources={name: costmodel.Resources(registers=255, spill_bytes=256)})
+    assert fat.launches[0].occupancy < lean.launches[0].occupancy
+    assert lean.seconds <= fat.seconds < spilled.seconds
+
+
+def test_tensor_cores_beat_the_fma_tiles_and_the_naive_mapping() -> None:
+    m = c_kernel("gemm")
+    sizes = {"ni": 2000, "nj": 2300, "nk": 2600}
+    mma = estimate(m, sizes)
+    fma = estimate(m, sizes, opts=tile.Options(mma=False))
+    naive = estimate(m, sizes, opts=tile.Options(enabled=False), naive=True)
+    assert [c.shape for c in mma.launches] == ["mma"] and [c.shape for c in fma.launches] == ["tiled"]
+    assert mma.seconds < fma.seconds < naive.seconds
+    mnk = 2000 * 2300 * 2600
+    assert 2 * mnk <= mma.launches[0].flops <= 3 * mnk  # the source's operations: alpha * A * B, +=
+    assert 0 < mma.efficiency <= 1
+
+
+def test_serial_chain_is_latency_bound() -> None:
+    m = c_kernel("durbin")
+    est = estimate(m, {"n": 4000})
+    serial = [c for c in est.launches if c.shape == "serial"]
+    assert serial and all(c.bound in ("latency", "launch") for c in serial)
+
+
+@pytest.mark.parametrize("path", sorted(KERNELS.glob("*.c")), ids=lambda p: p.stem)
+def test_every_kernel_gets_a_finite_positive_estimate(path: Path) -> None:
+    m = frontend.load(path)
+    lowered = pipeline.lower(m)
+    sizes = {p.name: 64 for k in m.kernels for p in k.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int}
+    infos = cuda.launches(lowered)
+    assert infos, "every test kernel launches something"
+    est = costmodel.estimate(lowered.kernels[0], infos, sizes)
+    assert math.isfinite(est.seconds) and est.seconds > 0
+    assert {c.kernel for c in est.launches} <= {li.kernel for li in infos}
+    assert "total" in est.table()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.kernels(), st.integers(1, 300))
+def test_random_kernels_never_break_the_model(kernel: ir.Kernel, n: int) -> None:
+    module = ir.Module((), (kernel,))
+    lowered = pipeline.lower(module)
+    sizes = {p.name: n for p in kernel.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int}
+    est = costmodel.estimate(lowered.kernels[0], cuda.launches(lowered), sizes)
+    assert math.isfinite(est.seconds) and est.seconds >= 0
+
+
+@given(st.integers(-1000, 1000), st.integers(-1000, 1000).filter(lambda b: b != 0))
+def test_value_follows_c_integer_arithmetic(a: int, b: int) -> None:
+    def op(o: str) -> ir.Expr:
+        return ir.Binary(o, ir.Var("a", ir.I32), ir.Var("b", ir.I32), ir.I32)
+
+    env = {"a": float(a), "b": float(b)}
+    assert costmodel.value(op("+"), env) == a + b
+    assert costmodel.value(op("*"), env) == a * b
+    assert costmodel.value(op("/"), env) == int(a / b)  # C truncates toward zero
+    assert costmodel.value(op("%"), env) == a - b * int(a / b)
+    assert costmodel.value(ir.Var("c", ir.I32), env) is None
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=3, max_size=30, unique=True))
+def test_spearman_is_rank_based(xs: list[float]) -> None:
+    ys = [x * 3 for x in xs]  # strictly increasing in x, exactly (no rounding to ties)
+    assert costmodel.spearman(xs, ys) == pytest.approx(1.0)
+    assert costmodel.spearman(xs, [-y for y in ys]) == pytest.approx(-1.0)
+
+
+def test_spearman_known_values_and_ties() -> None:
+    assert costmodel.spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(0.8207826816681233)
+    assert costmodel.spearman([1, 2], [1, 2]) is None  # too few
+    assert costmodel.spearman([1, 1, 1], [1, 2, 3]) is None  # constant side
