@@ -1,7 +1,7 @@
 """Test-side material for the evaluator, the environment and the rewards.
 
-:func:`emitted` writes transpile's CUDA for the 30 kernels of ``tests/kernels``
-into a directory once (a file already there is kept); :func:`hang_cuda` and
+:func:`emitted` writes transpile's CUDA for kernels of ``tests/kernels`` where
+``verify_module`` writes it (the verifier's cache, named by content); :func:`hang_cuda` and
 :func:`segv_cuda` are emitted kernels with a statement injected at the top of
 the drop-in host function: an endless loop, a write through a null pointer.
 The small functions at the bottom are task functions for ``run_tasks`` tests
@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +26,32 @@ CHEATS = ROOT / "tests" / "cheats"
 PB = sorted(KERNELS.glob("*.c"))
 
 
-def emitted(dest: Path) -> dict[str, Path]:
-    """``{stem: dest/stem.cu}``: transpile's output for every kernel (what ``transpile K.c --no-verify``
-    writes), generated once per directory."""
-    from transpile import cuda, frontend, pipeline
+#: The evaluator and Ray tests score a few kernels, one per emitter shape: their subject is the
+#: plumbing (isolation, streaming, hangs, crashes), not the kernels.  That every one of the 30
+#: kernels' CUDA scores "pass" through the evaluator's task function is checked per kernel by
+#: tests/test_verify.py::test_pipeline_output_passes_stages_a_to_c.
+SHAPES = ("gemm",       # tensor-core tiled matmul
+          "atax",       # column reduction
+          "jacobi_2d",  # stencil
+          "durbin",     # serial code and a block reduction
+          "nussinov")   # host loop around the launches
 
-    dest.mkdir(parents=True, exist_ok=True)
-    out = {}
-    for path in PB:
-        cu = dest / f"{path.stem}.cu"
-        if not cu.exists():
-            text = cuda.emit(pipeline.lower(frontend.load(path)), source=path.name)
-            tmp = cu.with_name(f".{cu.name}.{os.getpid()}")
-            tmp.write_text(text)
-            os.replace(tmp, cu)
-        out[path.stem] = cu
-    return out
+
+def emitted(stems: tuple[str, ...] | None = None) -> dict[str, Path]:
+    """``{stem: path}``: transpile's output for the kernels ``stems`` (all 30 by default), what
+    ``transpile K.c --no-verify`` writes, at the path ``verify_module`` gives the same text.
+
+    The simulator's build cache is keyed by the file's path as well as its text (the ``#line``
+    directive), so one path per text lets these tests, tests/test_verify.py and the dataset export
+    share one g++ build per kernel instead of compiling every kernel again in each temp directory.
+    """
+    from transpile import cuda, frontend, pipeline
+    from transpile.verify.reference import cache_file
+
+    paths = PB if stems is None else [KERNELS / f"{s}.c" for s in stems]
+    return {path.stem: cache_file("emitted", path.stem,
+                                  cuda.emit(pipeline.lower(frontend.load(path)), source=path.name))
+            for path in paths}
 
 
 def inject(text: str, name: str, stmt: str) -> str:
@@ -61,7 +72,8 @@ def segv_cuda(cu: Path) -> str:
 
 
 def submissions(files: dict[str, Path], dest: Path) -> Path:
-    """A submissions file: the 30 emitted kernels by path, then the hanging and the crashing one as text."""
+    """A submissions file: the emitted kernels by path, then the hanging and the crashing one as text
+    (``files`` must hold gemm and atax, whose text they are)."""
     lines: list[dict[str, Any]] = [{"id": stem, "cuda_path": str(cu), "reference": str(KERNELS / f"{stem}.c")}
                                    for stem, cu in files.items()]
     lines.append({"id": "hang", "cuda": hang_cuda(files["gemm"]), "reference": str(KERNELS / "gemm.c")})
@@ -72,14 +84,13 @@ def submissions(files: dict[str, Path], dest: Path) -> Path:
     return path
 
 
-def check_scores(lines: list[dict[str, Any]]) -> None:
-    """The acceptance: every kernel scored and passing, the hang and the crash reported as such."""
+def check_scores(lines: list[dict[str, Any]], stems: Iterable[str]) -> None:
+    """The acceptance: every kernel of ``stems`` scored and passing, the hang and the crash reported as such."""
+    stems = list(stems)
     by_id = {line["id"]: line for line in lines}
-    assert len(lines) == len(by_id) == len(PB) + 2, sorted(by_id)
-    for path in PB:
-        line = by_id[path.stem]
-        assert line["status"] == "scored" and line["verdict"] == "pass", line
-        assert line["rewards"]["stage"] == 1.0 and line["stages_passed"] == ["a", "b", "c"], line
+    assert len(lines) == len(by_id) == len(stems) + 2, sorted(by_id)
+    for stem in stems:
+        check_passed(by_id[stem])
     hang, segv = by_id["hang"], by_id["segv"]
     # Either the verifier's own simulator timeout names stage (c), or the evaluator killed the task.
     assert hang["status"] == "timeout" or (hang["stage"], hang["check"]) == ("c", "timeout"), hang
@@ -87,6 +98,12 @@ def check_scores(lines: list[dict[str, Any]]) -> None:
     assert "SIGSEGV" in segv["reason"], segv
     for bad in (hang, segv):
         assert not bad["ok"] and bad["rewards"]["stage"] < 1.0, bad
+
+
+def check_passed(line: dict[str, Any]) -> None:
+    """One kernel's line: scored, passing, all three stages passed, the full stage reward."""
+    assert line["status"] == "scored" and line["verdict"] == "pass", line
+    assert line["rewards"]["stage"] == 1.0 and line["stages_passed"] == ["a", "b", "c"], line
 
 
 # ---------------------------------------------------------------------------

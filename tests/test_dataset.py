@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,32 +28,57 @@ def transpile(*args: str, env: dict[str, str] | None = None, timeout: float = 90
 
 
 # ---------------------------------------------------------------------------
-# The whole export: the 30 test kernels and the spec library (through the replay server)
+# The export: every test kernel's record, then the CLI over a directory of kernels and the spec
+# library (through the replay server)
+
+#: One kernel per emitter shape for the CLI export (every kernel's record is checked by
+#: test_every_kernel_record below, in-process, one test each so that xdist spreads them).
+SHAPES = ("gemm", "atax", "jacobi_2d", "durbin", "nussinov")
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
+def test_every_kernel_record(path: Path) -> None:
+    """The record ``transpile dataset`` exports for each test kernel (the function its tasks run,
+    with the export's arguments below): valid, verified through stage (c), regions in place."""
+    rec = dataset.record_for(str(path), seed=11, stages="abc", candidates=["default"])
+    assert dataset.problems(rec) == [], dataset.problems(rec)
+    assert rec["id"] == f"c:{path.stem}" and rec["inputs"]["seed"] == 11
+    json.dumps(rec, allow_nan=False)
+    _check_verified(rec, ["default"])
+    _check_regions([rec])
+    if path.stem == "gemm":
+        _check_reemitted(rec)
 
 
 @pytest.mark.slow
 def test_export_kernels_and_specs(tmp_path: Path) -> None:
     """One test (xdist must not run the export once per worker): export, load back with validation, check.
 
-    The 30 kernels and the specs with the default candidate (several candidates per record:
-    the ``small`` record below), ``--jobs 2``, stages (a)-(c).
+    A directory of kernels (one per emitter shape: SHAPES; every kernel's record is checked by
+    test_every_kernel_record) and the specs with the default candidate (several candidates per
+    record: the ``small`` record below), ``--jobs 2``, stages (a)-(c).
     """
     pytest.importorskip("openai")
     from tests.llm_replay_server import ReplayServer
 
+    assert len(KERNELS) == 30 and len(SPECS) >= 20
+    chosen = tmp_path / "kernels"
+    chosen.mkdir()
+    for name in SHAPES:
+        shutil.copy(ROOT / "tests" / "kernels" / f"{name}.c", chosen)
     kernels, specs = tmp_path / "kernels.jsonl", tmp_path / "specs.jsonl"
     common = ("--jobs", "2", "--seed", "11", "--stages", "abc")
-    proc = transpile("dataset", "tests/kernels", "-o", str(kernels), *common, "--candidates", "default")
+    proc = transpile("dataset", str(chosen), "-o", str(kernels), *common, "--candidates", "default")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "30 record(s), 30 with CUDA, 30 with a verified candidate, 0 failed (seed 11)" in proc.stderr
+    n = len(SHAPES)
+    assert f"{n} record(s), {n} with CUDA, {n} with a verified candidate, 0 failed (seed 11)" in proc.stderr
     with ReplayServer({}) as srv:  # every conversation answers from examples/specs/NAME.ir
         sproc = transpile("dataset", *(str(p.relative_to(ROOT)) for p in SPECS), "-o", str(specs), *common,
                           "--candidates", "default", "--llm-base-url", srv.base_url, "--model", "replay",
                           env={"TRANSPILE_LLM_BACKOFF": "0"})
     assert sproc.returncode == 0, sproc.stderr[-3000:]
     krecs, srecs = dataset.load(kernels), dataset.load(specs)  # validates every line
-    assert len(KERNELS) == 30 and len(SPECS) >= 20
-    assert [r["id"] for r in krecs] == [f"c:{p.stem}" for p in KERNELS]
+    assert [r["id"] for r in krecs] == [f"c:{name}" for name in sorted(SHAPES)]  # the directory, sorted
     assert [r["id"] for r in srecs] == [f"spec:{p.stem}" for p in SPECS]
     assert {r["inputs"]["seed"] for r in krecs + srecs} == {11}
     for r in krecs:

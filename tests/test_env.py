@@ -22,8 +22,8 @@ SIGNATURE = ('extern "C" void kernel_gemm(int ni, int nj, int nk, double alpha, 
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return h.emitted(tmp_path_factory.getbasetemp() / "emitted")
+def files() -> dict[str, Path]:
+    return h.emitted(("gemm",))
 
 
 def test_reset_shows_the_source_and_the_dropin_signature() -> None:

@@ -112,7 +112,7 @@ def test_tournament_is_deterministic_and_order_free() -> None:
 
 @needs_gxx
 def test_verify_group_json_ranks_candidates(tmp_path: Path) -> None:
-    files = h.emitted(tmp_path / "emitted")
+    files = h.emitted(("gemm", "atax"))
     cands = [files["gemm"], h.CHEATS / "gemm_float_acc.cu", h.CHEATS / "ok_gemm_tiled.cu",
              h.CHEATS / "gemm_first_tile.cu", files["atax"]]
     run = subprocess.run([sys.executable, "-m", "transpile.cli", "verify", "--group", *map(str, cands),

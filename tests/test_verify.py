@@ -1,6 +1,7 @@
 """The verifier (transpile/verify): every cheat in tests/cheats is rejected by the
 stage and check the table names, honest kernels pass, the pipeline's output for
-the 30 PolyBench kernels passes stages (a)-(c), and the command line behaves."""
+the 30 PolyBench kernels passes stages (a)-(c) (and scores "pass" through the evaluator's
+task function), and the command line behaves."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import evaluate_helpers
 from transpile import cuda, frontend, pipeline
+from transpile.evaluate import score_submission
 from transpile.verify import Options, verify_file, verify_module
 from transpile.verify.checks import HostBuffers, compare, tolerance
 from transpile.verify.proc import ChildError, fork_call, fork_stream
+from transpile.verify.reference import cache_file
 from transpile.verify.signature import check_dropin, find_dropin, kernel_sig
 from transpile.verify.stages import parse_ptxas
 from transpile.verify.synth import POISON_BITS, make_inputs, poison, seed_for, shapes
@@ -161,6 +165,14 @@ def test_pipeline_output_passes_stages_a_to_c(path: Path) -> None:
     assert report.ok, report.summary()
     assert report.stage("c").status == "pass"
     assert report.stage("a").status == "pass"
+    # The same text scored as a submission, through the evaluator's task function (verify_file:
+    # the drop-in found in the text, not taken from the IR), as `transpile evaluate --stages abc
+    # --mode quick` scores it. tests/test_evaluate.py and tests/test_evaluate_ray.py run the
+    # evaluator itself on a few of these kernels; this keeps all 30 scored. The path is the one
+    # verify_module wrote, so nvcc's and the simulator's builds are reused.
+    line = score_submission(id=path.stem, cuda_path=str(cache_file("emitted", path.stem, text)),
+                            reference=str(path), stages="abc", mode="quick", seed=SEED)
+    evaluate_helpers.check_passed(line)
 
 
 # ---------------------------------------------------------------------------
