@@ -351,11 +351,19 @@ def _parallel(loop: ir.For, host_scalars: frozenset[str], independent: Callable[
     (1) unit step (the grid-stride loop counts up by one); (2) bounds read only
     host scalars (no arrays, no outer loop variables: rectangular, computable on
     the host); (3) the dependence analysis finds no dependence carried by the
-    loop (``independent``), which covers arrays and scalars alike.
+    loop (``independent``), which covers arrays and scalars alike; (4) the
+    loop writes no scalar declared outside it.  (4) follows from (3) whenever
+    the loop runs twice or more; it matters for a loop of at most one
+    iteration, which carries nothing, but whose scalar write must still reach
+    the code after it (a launch cannot write back a scalar from many threads).
     """
     if loop.step != 1:
         return False
     for bound in (loop.lo, loop.hi):
         if not _scalar_only(bound) or not _reads(bound) <= host_scalars:
             return False
+    nodes = list(ir.walk(loop))
+    local = {n.name for n in nodes if isinstance(n, ir.Decl)} | {n.var for n in nodes if isinstance(n, ir.For)}
+    if any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Var) and n.target.name not in local for n in nodes):
+        return False
     return independent(loop)

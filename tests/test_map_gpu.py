@@ -674,3 +674,26 @@ def test_hand_written_kernels_keep_semantics(make) -> None:  # type: ignore[no-u
             continue  # a fault in the kernel itself at this size
         _same(expected, interp.run(lowered, make().name, args))
         _same(expected, interp.run(reversed_, make().name, args))
+
+
+def test_a_one_iteration_loop_writing_an_outer_scalar_stays_sequential() -> None:
+    # Found by tests/test_costmodel.py's random kernels: isl sees no carried dependence in a loop
+    # of one iteration, but a launch of threads cannot write the scalar back (the emitter refused).
+    from transpile import cuda, pipeline, text
+
+    src = """kernel k(i32 n, f64 a, inout f64 A[n]) {
+  for i in 0..1 {
+    for j in 0..1 {
+      a = a + 1.0;
+    }
+  }
+  for i in 0..n {
+    A[i] = a;
+  }
+}
+"""
+    lowered = pipeline.lower(text.parse(src))
+    loops = [x for x in ir.walk(lowered) if isinstance(x, ir.For)]
+    assert [lp.par for lp in loops if lp.var in ("i", "j") and lp.hi == ir.Const(1, I32)] == [None, None]
+    assert any(lp.par == "x" for lp in loops)  # the second nest still runs in parallel
+    assert "__global__" in cuda.emit(lowered, source="k.ir")
