@@ -23,6 +23,10 @@ and, when given, from ptxas's report of each ``__global__`` function
   blocks that fit on the device at the occupancy that registers, shared
   memory and block size allow.  Cooperative reductions split their loop
   over the cooperating threads.
+* **Busiest SM**: a launch of few blocks leaves SMs idle; each busy SM's
+  share of the traffic and flops goes through that SM's slice of the L2
+  bandwidth and its fp64 units (how many blocks of a block size fit the
+  work is what makes the block shape of plain launches matter).
 * **Launch**: a fixed overhead per launch; host loops multiply everything.
 
 A launch costs ``max(DRAM, cache, compute, latency) * spill penalty +
@@ -77,6 +81,8 @@ class Device:
     access_s: float = 30e-9  # fitted: exposed latency of one global access in a serial chain
     step_s: float = 0.15e-6  # fitted: one k step of a tiled block (barriers, pipeline fill)
     mma_eff: float = 0.6  # fitted: fraction of the tensor-core peak a tiled DMMA loop sustains
+    contention_warps: float = 22.0  # fitted: warps per SM that double a serial chain's access latency
+    sm_share: float = 4.0  # fitted: how many times its fair share of L2 bandwidth one SM can draw
     hiding_occupancy: float = 0.1875  # resident threads / limit that hide a tiled loop's latency (12 warps)
 
 
@@ -112,6 +118,7 @@ class LaunchCost:
     cache_s: float = 0.0
     compute_s: float = 0.0
     latency_s: float = 0.0
+    sm_s: float = 0.0  # the busiest SM's share (launches of few blocks)
     overhead_s: float = 0.0
     seconds: float = 0.0
 
@@ -119,7 +126,7 @@ class LaunchCost:
     def bound(self) -> str:
         """The dominant term."""
         terms = {"dram": self.dram_s, "cache": self.cache_s, "compute": self.compute_s,
-                 "latency": self.latency_s, "launch": self.overhead_s}
+                 "latency": self.latency_s, "busiest SM": self.sm_s, "launch": self.overhead_s}
         return max(terms, key=lambda k: terms[k])
 
 
@@ -408,11 +415,19 @@ class _Model:
         dram_s = dram / d.dram_bw
         cache_s = cache / d.l2_bw
         compute_s = flops / (d.fp64 * min(1.0, resident / d.fp64_lanes))
-        chain_s = work.iters * d.iter_s + work.accesses * d.access_s
+        # A serial chain's accesses wait longer on a crowded SM (its warps share the load pipes).
+        warps_per_sm = min(math.ceil(blocks / d.sms) * math.ceil(tpb / WARP), occ * d.threads_per_sm / WARP)
+        chain_s = work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps)
         latency_s = waves * chain_s
         if shape in ("block", "rows", "cols") and coop > 1:
             latency_s += math.log2(coop) * d.access_s  # the tree combine
-        terms = {"dram_s": dram_s, "cache_s": cache_s, "compute_s": compute_s, "latency_s": latency_s}
+        # The busiest SM: a launch of few blocks leaves SMs idle, and each busy SM's share of the
+        # traffic and flops goes through that SM alone (its slice of the L2 bandwidth, however
+        # many SMs are idle, is at most sm_share times the fair one).
+        busiest = math.ceil(blocks / d.sms) / max(blocks, 1)
+        sm_s = busiest * (cache / (d.l2_bw / d.sms * d.sm_share) + flops / (d.fp64 / d.sms))
+        terms = {"dram_s": dram_s, "cache_s": cache_s, "compute_s": compute_s, "latency_s": latency_s,
+                 "sm_s": sm_s}
         seconds = max(terms.values()) * self._spill_penalty(name)
         return seconds, threads, occ, flops, dram, cache, terms
 
