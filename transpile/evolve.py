@@ -682,13 +682,16 @@ class Outcome:
 
 def default_sizes(module: ir.Module) -> dict[str, int]:
     """The sizes a search prices (and times) at when none are given: the verifier's full size
-    (``transpile.verify.synth.default_full_sizes``: the largest powers of two within its budgets)."""
+    (``transpile.verify.synth.default_full_sizes``: the largest powers of two within its budgets),
+    and 2 for the other integer parameters (time steps, say), as the timing stage (f) runs them."""
     from transpile.verify.signature import kernel_sig
     from transpile.verify.synth import default_full_sizes
 
     sizes: dict[str, int] = {}
     for k in module.kernels:
-        sizes.update(default_full_sizes(kernel_sig(k), k))
+        sig = kernel_sig(k)
+        sizes.update({n: 2 for n in sig.other_ints})
+        sizes.update(default_full_sizes(sig, k))
     return sizes
 
 
