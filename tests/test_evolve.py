@@ -282,3 +282,92 @@ def test_default_sizes_give_every_integer_parameter_a_value(kernel: str) -> None
     s._add(trial)
     s._evaluate(trial)
     assert trial.model_ms is not None and trial.model_ms > 0
+
+
+class EditingClient:
+    """A stand-in LLM whose answer edits the CUDA it is shown with ``change``."""
+
+    def __init__(self, change: Any) -> None:
+        self.change = change
+        self.prompts: list[str] = []
+
+    def chat(self, messages: list[dict[str, str]], *, conversation: str) -> str:
+        prompt = messages[0]["content"]
+        self.prompts.append(prompt)
+        code = prompt.split("```cuda\n", 1)[1].rsplit("\n```", 1)[0]
+        return self.change(code)
+
+
+def timed(module: ir.Module, lowered: ir.Module | None, text: str) -> evolve.Checked:
+    """A GPU stand-in: edited files marked '// faster' take half the time."""
+    return evolve.Checked(True, measured_ms=0.5 if "// faster" in text else 1.0)
+
+
+def gpu_search(client: Any, check: evolve.Check = timed, rounds: int = 2) -> evolve.Search:
+    module = frontend.load(KERNELS / "gemm.c")
+    return evolve.Search(module, "gemm.c", check, evolve.Settings(sizes=GEMM_SIZES, rounds=rounds, measure="gpu"),
+                         edit=evolve.llm_editor(client))
+
+
+def test_an_llm_edit_is_verified_timed_and_can_win(tmp_path: Path) -> None:
+    client = EditingClient(lambda code: f"```cuda\n{code}\n// faster\n```")
+    s = gpu_search(client)
+    s.run()
+    edits = [t for t in s.trials if t.origin == "llm-cuda"]
+    assert [t.name for t in edits] == ["llm-cuda-1"] and edits[0].status == "pass"
+    assert s.best() is edits[0] and edits[0].text is not None and edits[0].text.endswith("// faster\n")
+    assert 'extern "C" void kernel_gemm(' in client.prompts[0]
+    # compile_evolved writes the edit, and a cache hit gives it back (for the caller to verify again)
+    module = frontend.load(KERNELS / "gemm.c")
+    st_ = evolve.Settings(sizes=GEMM_SIZES, rounds=2, measure="gpu")
+    cache = evolve.Cache(tmp_path)
+    first = evolve.compile_evolved(module, KERNELS / "gemm.c", st_, cache=cache, check=timed,
+                                   edit=evolve.llm_editor(EditingClient(lambda c: f"```cuda\n{c}\n// faster\n```")),
+                                   device="test-gpu")
+    hit = evolve.compile_evolved(module, KERNELS / "gemm.c", st_, cache=cache, check=timed, device="test-gpu")
+    assert first.edited and "// faster" in first.text
+    assert hit.cache_hit and hit.edited and hit.text == first.text and not hit.verified
+
+
+@pytest.mark.parametrize("answer, why", [
+    (lambda code: "I cannot help with that.", "one fenced code block"),
+    (lambda code: f"```cuda\n{code}\n```\n```cuda\n{code}\n```", "one fenced code block"),
+    (lambda code: "```cuda\n" + code.replace('extern "C" void kernel_gemm(', 'extern "C" void other(') + "\n```",
+     "drops extern"),
+    (lambda code: "```cuda\n" + "x" * (evolve.MAX_EDIT_BYTES + 1) + "\n```", "bytes"),
+])
+def test_bad_llm_edits_are_rejected_with_a_reason(answer: Any, why: str) -> None:
+    s = gpu_search(EditingClient(answer))
+    s.run()
+    assert not [t for t in s.trials if t.origin == "llm-cuda"]
+    assert any(why in r for r in s.rejected), s.rejected
+
+
+def test_no_edits_without_gpu_timing() -> None:
+    client = EditingClient(lambda code: f"```cuda\n{code}\n```")
+    module = frontend.load(KERNELS / "gemm.c")
+    s = evolve.Search(module, "gemm.c", passing, evolve.Settings(sizes=GEMM_SIZES, rounds=2),
+                      edit=evolve.llm_editor(client))
+    s.run()
+    assert client.prompts == [] and not [t for t in s.trials if t.origin == "llm-cuda"]
+
+
+def test_a_wrong_llm_edit_fails_the_real_verifier() -> None:
+    real = evolve.verify_candidate(KERNELS / "gemm.c", gpu=False, sizes=GEMM_SIZES, seed=5)
+
+    def check(module: ir.Module, lowered: ir.Module | None, text: str) -> evolve.Checked:
+        res = real(module, lowered, text)  # stages a-c, then a pretend time so that edits are asked for
+        return dataclasses_replace(res, measured_ms=1.0) if res.ok else res
+
+    wrong = EditingClient(lambda code: "```cuda\n" + code.replace("*= beta;", "*= beta * 1.5;", 1) + "\n```")
+    s = gpu_search(wrong, check=check, rounds=2)
+    s.s = replace(s.s, fixed=frozenset(evolve.SPACE))  # no probes in generation 0: a shorter test
+    s.run()
+    edit = next(t for t in s.trials if t.origin == "llm-cuda")
+    assert edit.status == "fail" and edit.stage == "c", edit.reason
+    assert s.best() is not None and s.best().origin == "default"
+    assert s.taboo == []  # a bad edit says nothing about the schedule's knobs
+
+
+def dataclasses_replace(obj: Any, **kw: Any) -> Any:
+    return replace(obj, **kw)

@@ -112,7 +112,9 @@ def main() -> None:
 @click.option("--evolve-measure", type=click.Choice(["auto", "model", "gpu"]), default="auto", show_default=True,
               help="Rank by GPU timing (verifier stage f) or by the cost model; auto: GPU if there is one.")
 @click.option("--evolve-llm", is_flag=True,
-              help="Also ask the LLM endpoint (--llm-base-url/--model) for schedule proposals each generation.")
+              help="Also ask the LLM endpoint (--llm-base-url/--model) each generation for schedule proposals "
+                   "and, when timing on a GPU, for an edit of the best candidate's CUDA (verified like any "
+                   "candidate).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
                                    "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
@@ -231,14 +233,15 @@ def _evolve(module: object, file: Path, ev: dict[str, object], reassociate: bool
     settings = evolve.Settings(rounds=int(ev["rounds"]), time_budget=float(ev["time"]),  # type: ignore[arg-type]
                                seed=int(ev["seed"]), sizes=sizes, measure=measure,  # type: ignore[call-overload]
                                fixed=frozenset(ev["fixed"]), base=base)  # type: ignore[arg-type]
-    propose = None
+    propose = edit = None
     if ev["llm"] is not None:
         from transpile.llm.client import LLMClient
         from transpile.llm.options import config
 
         cfg = config(ev["llm"])  # type: ignore[arg-type]
         cfg.require_endpoint()
-        propose = evolve.llm_proposer(LLMClient(cfg))
+        client = LLMClient(cfg)
+        propose, edit = evolve.llm_proposer(client), evolve.llm_editor(client)
     bar: dict[str, object] = {}
 
     def progress(label: str, done: int, total: int) -> None:
@@ -255,7 +258,7 @@ def _evolve(module: object, file: Path, ev: dict[str, object], reassociate: bool
 
     outcome = evolve.compile_evolved(module, file, settings, function=function,  # type: ignore[arg-type]
                                      include_dirs=include_dirs, defines=defines, propose=propose,
-                                     progress=progress)
+                                     edit=edit, progress=progress)
     if bar.get("obj") is not None:
         bar["obj"].render_finish()  # type: ignore[attr-defined]
     if not outcome.cache_hit:

@@ -192,7 +192,7 @@ class Trial:
 
     schedule: Schedule
     generation: int
-    origin: str  # "default", "probe", "mutation", "llm", "cached"
+    origin: str  # "default", "probe", "mutation", "llm" (a proposed schedule), "llm-cuda" (an edited file)
     parent: str | None = None
     status: str = "pending"  # pass, fail, error, duplicate, unverified
     same_as: str | None = None
@@ -208,10 +208,11 @@ class Trial:
     rank: float | None = None
     reward: float | None = None
     feedback: str = ""
+    label: str | None = None  # an LLM-edited file's name ("llm-cuda-G"); else the schedule names it
 
     @property
     def name(self) -> str:
-        return self.schedule.name()
+        return self.label or self.schedule.name()
 
     @property
     def cost_ms(self) -> float | None:
@@ -250,8 +251,9 @@ class Checked:
     verified: bool = True  # False: passed, but no stage compared results (unverified)
 
 
-Check = Callable[[ir.Module, ir.Module, str], Checked]
-"""``check(front_end_module, lowered, cuda_text) -> Checked``."""
+Check = Callable[[ir.Module, ir.Module | None, str], Checked]
+"""``check(front_end_module, lowered, cuda_text) -> Checked`` (``lowered`` None: a file not emitted
+from the IR, e.g. an LLM's edit)."""
 
 
 def verify_candidate(source: Path, *, gpu: bool, sizes: Mapping[str, int], seed: int,
@@ -260,7 +262,7 @@ def verify_candidate(source: Path, *, gpu: bool, sizes: Mapping[str, int], seed:
     """The real check: the verifier's stages (a)-(c) here, (a)-(f) with a GPU (timing at ``sizes``)."""
     from transpile.verify import Options, verify_module
 
-    def check(module: ir.Module, lowered: ir.Module, text: str) -> Checked:
+    def check(module: ir.Module, lowered: ir.Module | None, text: str) -> Checked:
         opts = Options(seed=seed, mode="full" if gpu else "quick", full_seeds=1, sanitizer=False,
                        stages="abcdef" if gpu else "abc", gpu=None if gpu else False, sizes=dict(sizes))
         reports = verify_module(module, text, source=source, lowered=lowered, function=function,
@@ -302,8 +304,10 @@ class Search:
 
     def __init__(self, module: ir.Module, source: str, check: Check, settings: Settings, *,
                  propose: Callable[[Search], Iterable[str]] | None = None,
+                 edit: Callable[[Search, Trial], str] | None = None,
                  progress: Callable[[str, int, int], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        self.edit = edit
         self.module = module
         self.source = source
         self.check = check
@@ -407,6 +411,7 @@ class Search:
                         made += 1
             if self.propose is not None:
                 out += self._proposals()
+            out += self._edits()
         unique: list[Trial] = []
         for t in out:
             if t.name in self.by_name or t.name in (u.name for u in unique):
@@ -434,6 +439,22 @@ class Search:
                 continue
             out.append(Trial(sched, self.generation, "llm"))
         return out
+
+    def _edits(self) -> list[Trial]:
+        """The LLM's edit of the best candidate's CUDA, if an editor is set and times are measured
+        (an edited file has no IR the cost model could price, so only a GPU can rank it)."""
+        best = self.best()
+        if self.edit is None or self.s.measure != "gpu" or best is None or best.text is None:
+            return []
+        try:
+            text = self.edit(self, best)
+        except ValueError as e:
+            self.rejected.append(f"generation {self.generation}: edit of {best.name!r} rejected: {e}")
+            return []
+        t = Trial(best.schedule, self.generation, "llm-cuda", parent=best.name,
+                  label=f"llm-cuda-{self.generation}")
+        t.text = text
+        return [t]
 
     def _mutate(self, sched: Schedule) -> Schedule | None:
         knobs = sorted(self.relevant)
@@ -464,16 +485,20 @@ class Search:
     def _evaluate(self, t: Trial) -> None:
         from transpile.diagnostics import TranspileError
 
-        try:
-            key = (t.schedule.fuse, t.schedule.reassociate)
-            if key not in self.lowered_cache:
-                self.lowered_cache[key] = t.schedule.lower(self.module)
-            lowered = self.lowered_cache[key]
-            text = t.schedule.emit(lowered, self.source)
-        except (TranspileError, AssertionError, ValueError) as e:
-            t.status, t.stage, t.reason = "error", "emit", f"{type(e).__name__}: {e}"[:300]
-            self._learn(t)
-            return
+        lowered: ir.Module | None = None
+        if t.origin == "llm-cuda" and t.text is not None:
+            text = t.text  # an edited file: verified as it is, like any user's .cu
+        else:
+            try:
+                key = (t.schedule.fuse, t.schedule.reassociate)
+                if key not in self.lowered_cache:
+                    self.lowered_cache[key] = t.schedule.lower(self.module)
+                lowered = self.lowered_cache[key]
+                text = t.schedule.emit(lowered, self.source)
+            except (TranspileError, AssertionError, ValueError) as e:
+                t.status, t.stage, t.reason = "error", "emit", f"{type(e).__name__}: {e}"[:300]
+                self._learn(t)
+                return
         t.digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         if t.digest in self.by_digest:
             t.status, t.same_as = "duplicate", self.by_digest[t.digest]
@@ -484,11 +509,13 @@ class Search:
         t.resources = res.resources
         if not res.ok:
             t.status, t.stage, t.reason = "fail", res.stage, res.reason
-            self._learn(t)
+            if t.origin != "llm-cuda":
+                self._learn(t)
             return
         t.status = "pass" if res.verified else "unverified"
         t.measured_ms = res.measured_ms
-        self._model(t, lowered)
+        if lowered is not None:
+            self._model(t, lowered)
         spilled = [r for r in res.resources if r.get("spill_stores", 0) + r.get("spill_loads", 0)]
         if spilled and t.schedule.coarsen != self.s.base.coarsen:
             floor = t.schedule.coarsen[0] * t.schedule.coarsen[1]
@@ -678,6 +705,7 @@ class Outcome:
     verified: bool  # the text passed the verifier during the search (no need to verify it again)
     table: str = ""
     summary: str = ""
+    edited: bool = False  # the text is an LLM's verified edit, not the schedule's emitted CUDA
 
 
 def default_sizes(module: ir.Module) -> dict[str, int]:
@@ -698,6 +726,7 @@ def default_sizes(module: ir.Module) -> dict[str, int]:
 def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, function: str | None = None,
                     include_dirs: Sequence[str] = (), defines: Sequence[str] = (), cache: Cache | None = None,
                     propose: Callable[[Search], Iterable[str]] | None = None,
+                    edit: Callable[[Search, Trial], str] | None = None,
                     progress: Callable[[str, int, int], None] | None = None,
                     check: Check | None = None, device: str | None = None) -> Outcome:
     """Search (or take from ``cache``) the schedule of ``module``; the chosen schedule's output."""
@@ -711,14 +740,16 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
     if hit is not None:
         sched, data = hit
         lowered = sched.lower(module)
-        return Outcome(sched, lowered, sched.emit(lowered, source.name), cache_hit=True, verified=False,
-                       table=str(data.get("table", "")),
-                       summary=f"evolve: cache hit ({cache.root / (key + '.json')}): {sched.name()}")
+        edited = isinstance(data.get("cuda"), str)  # an LLM's edit: verified again by the caller, like all hits
+        text = data["cuda"] if edited else sched.emit(lowered, source.name)
+        return Outcome(sched, lowered, text, cache_hit=True, verified=False, table=str(data.get("table", "")),
+                       summary=f"evolve: cache hit ({cache.root / (key + '.json')}): "
+                               f"{data.get('chosen', sched.name())}", edited=edited)
     check = check or verify_candidate(source, gpu=gpu, sizes=settings.sizes, seed=settings.seed,
                                       function=function, include_dirs=include_dirs, defines=defines)
-    search = Search(module, source.name, check, settings, propose=propose, progress=progress)
+    search = Search(module, source.name, check, settings, propose=propose, edit=edit, progress=progress)
     best = search.run()
-    if best is None or best.text is None or best.lowered is None:
+    if best is None or best.text is None:
         raise TranspileError(None, f"--evolve: no candidate schedule passed verification ({search.stopped})\n"
                                    + search.table())
     default = next((t for t in search.trials if t.origin == "default"), None)
@@ -728,10 +759,13 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
     summary = (f"evolve: {best.name} chosen from {sum(t.status == 'pass' for t in search.trials)} verified of "
                f"{len(search.trials)} candidates in {search.generation} generation(s){gain}; {search.stopped}")
     table = search.table()
-    cache.put(key, {"schedule": best.name, "device": device, "sizes": settings.sizes, "summary": summary,
-                    "table": table, "trials": [t.row() for t in search.trials]})
-    return Outcome(best.schedule, best.lowered, best.text, cache_hit=False, verified=best.status == "pass",
-                   table=table, summary=summary)
+    entry = {"schedule": best.schedule.name(), "chosen": best.name, "device": device, "sizes": settings.sizes,
+             "summary": summary, "table": table, "trials": [t.row() for t in search.trials]}
+    if best.origin == "llm-cuda":
+        entry["cuda"] = best.text
+    cache.put(key, entry)
+    return Outcome(best.schedule, best.lowered or best.schedule.lower(module), best.text, cache_hit=False,
+                   verified=best.status == "pass", table=table, summary=summary, edited=best.origin == "llm-cuda")
 
 
 def _gpu_name() -> str:
@@ -739,3 +773,47 @@ def _gpu_name() -> str:
 
     info = gpu.detect()
     return info.name or "gpu"
+
+
+EDIT_PROMPT = """You optimise one CUDA file that the compiler transpile generated from this kernel (its IR):
+
+{ir}
+
+The file is a drop-in: keep every extern "C" function, its name and its signature, and keep the results
+those of the IR (you may reorder a sum only where the file already does). It will be compiled with nvcc
+-arch=sm_90, checked against the reference on fresh inputs, and timed on the GPU ({cost} ms now).
+
+```cuda
+{cuda}
+```
+
+Answer with the whole edited file in one ```cuda block and nothing else."""
+
+MAX_EDIT_BYTES = 400_000
+
+
+def llm_editor(client: Any) -> Callable[[Search, Trial], str]:
+    """Edits of the best candidate's CUDA from an LLM (``--evolve-llm`` with GPU timing).  The answer
+    must hold one fenced code block with every ``extern "C"`` function of the original (names
+    unchanged); anything else is a ValueError, recorded and skipped.  The file is then verified
+    like any other candidate (never trusted, never run outside the verifier)."""
+    from transpile import text as irtext
+
+    def edit(search: Search, best: Trial) -> str:
+        assert best.text is not None
+        prompt = EDIT_PROMPT.format(ir=irtext.show(search.module), cuda=best.text,
+                                    cost=f"{best.cost_ms:.4g}" if best.cost_ms is not None else "?")
+        answer = client.chat([{"role": "user", "content": prompt}], conversation="evolve-cuda")
+        blocks = re.findall(r"```[A-Za-z+]*\n(.*?)```", answer, flags=re.S)
+        if len(blocks) != 1:
+            raise ValueError(f"expected one fenced code block, got {len(blocks)}")
+        code = blocks[0]
+        if len(code.encode()) > MAX_EDIT_BYTES:
+            raise ValueError(f"edited file over {MAX_EDIT_BYTES} bytes")
+        wanted = set(re.findall(r'extern "C" \w+ (\w+)\(', best.text))
+        missing = wanted - set(re.findall(r'extern "C" \w+ (\w+)\(', code))
+        if missing:
+            raise ValueError(f"the edit drops extern \"C\" function(s) {sorted(missing)}")
+        return code
+
+    return edit
