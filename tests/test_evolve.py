@@ -371,3 +371,11 @@ def test_a_wrong_llm_edit_fails_the_real_verifier() -> None:
 
 def dataclasses_replace(obj: Any, **kw: Any) -> Any:
     return replace(obj, **kw)
+
+
+def test_cli_evolve_with_from_text_is_a_usage_error(tmp_path: Path) -> None:
+    spec = tmp_path / "s.txt"
+    spec.write_text("add two vectors")
+    proc = _transpile("--from-text", str(spec), "--evolve", "-o", str(tmp_path / "x.cu"), env=dict(os.environ))
+    assert proc.returncode == 2 and "--from-text" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.cu").exists()

@@ -129,6 +129,9 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_llm: bool = False, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
+        if evolve:
+            raise click.BadParameter("not supported with --from-text yet: compile the spec to .ir "
+                                     "(--emit ir), then run --evolve on the .ir file", param_hint="'--evolve'")
         from transpile.llm.fromtext import cli_from_text
 
         cli_from_text(file, from_text, output, emit, llm, verify=not no_verify, verify_each=verify_each,
