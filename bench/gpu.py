@@ -14,7 +14,10 @@ crashes its CUDA context cannot take the rest down):
   of ``--cu-dir`` (label ``[A-Za-z0-9_.=x-]+``, written by another tool; variant
   ``cand-<label>``) with ``nvcc -arch=sm_90 -O3 -shared`` (all builds in parallel
   at the start); the candidates run in a GPU child of their own after opt's, and
-  are reported in the "Candidates" section only (the table and summary are opt's);
+  are reported in the "Candidates" section only (the table and summary are opt's).
+  That child also times opt's library again (variant ``default-again``, shown as
+  opt-again), round-robin with the candidates sample by sample: their speedups are
+  over it, since two children time the same build differently;
 * correctness: ``K_device`` on inputs from tests/polybench.py's recipes
   (well-conditioned: SPD for cholesky, diagonally dominant for lu, ...) at
   ``EX`` (PolyBench EXTRALARGE; time steps cut where the CPU reference would
@@ -326,6 +329,40 @@ class Gpu:
                     break
         return samples
 
+    def time_round_robin(self, calls: dict[str, Any], *, before: Any = None, warmup: int, iters: int,
+                         budget_s: float) -> dict[str, list[float]]:
+        """``time`` for several builds at once, one sample of each per round (each round starts one
+        build further on): whatever drifts over the child (clocks, power, the host) reaches every
+        build alike.  ``budget_s`` is the whole group's; ``before(i)`` runs before every call of
+        round ``i``, so each build gets restored inputs."""
+        cp = self.cp
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        names = list(calls)
+        samples: dict[str, list[float]] = {v: [] for v in names}
+        start = time.perf_counter()
+        least = 3  # samples of each taken even past the budget
+        with self.stream:
+            for i in range(warmup + iters):
+                got = {}
+                for v in names[i % len(names):] + names[:i % len(names)]:
+                    if before is not None:
+                        before(i)
+                    self.flush()
+                    self.stream.synchronize()
+                    e0.record(self.stream)
+                    calls[v](i)
+                    e1.record(self.stream)
+                    e1.synchronize()
+                    got[v] = cp.cuda.get_elapsed_time(e0, e1)
+                if i == 0 and sum(got.values()) * 1e-3 > budget_s / 4:  # one round eats the budget
+                    return {v: [got[v]] for v in names}
+                if i >= warmup:
+                    for v in names:
+                        samples[v].append(got[v])
+                if i + 1 - warmup >= least and time.perf_counter() - start > budget_s:
+                    break
+        return samples
+
 
 class Build:
     """One loaded ``K_device``: a ctypes call on device arrays."""
@@ -386,6 +423,12 @@ def gpu_child(job: dict[str, Any]) -> int:
             builds[variant] = Build(kernel, Path(lib))
         except (OSError, AttributeError) as e:
             _emit(out, {"type": "error", "kernel": kernel, "variant": variant, "message": f"load: {e}"})
+    timed_builds = dict(builds)
+    if job.get("baseline"):  # opt's library again, timed only (opt's own child checked it)
+        try:
+            timed_builds = {R.BASELINE: Build(kernel, Path(job["baseline"]))} | builds
+        except (OSError, AttributeError) as e:
+            _emit(out, {"type": "error", "kernel": kernel, "variant": R.BASELINE, "message": f"load: {e}"})
     work = Path(job["work"])
     # Correctness: every check size, both builds, outputs saved for the parent's comparison.
     for label, sizes in job["checks"].items():
@@ -424,11 +467,11 @@ def gpu_child(job: dict[str, Any]) -> int:
     cp.get_default_memory_pool().free_all_blocks()
     # Timing at every timed size.
     timed = list(job["timed"].items())
-    configs = timing_configs(kernel, [label for label, _ in timed], len(builds), job.get("cublas", True))
+    configs = timing_configs(kernel, [label for label, _ in timed], len(timed_builds), job.get("cublas", True))
     state = {"done": 0, "configs": configs, "deadline": deadline}
     for label, sizes in timed:
         try:
-            _time_size(gpu, kernel, label, sizes, builds, job, out, state)
+            _time_size(gpu, kernel, label, sizes, timed_builds, job, out, state)
             cp.get_default_memory_pool().free_all_blocks()
         except Exception as e:  # noqa: BLE001 - reported; the parent goes on with the next kernel
             _emit(out, {"type": "error", "kernel": kernel, "label": label,
@@ -446,7 +489,8 @@ def timing_configs(kernel: str, labels: list[str], builds: int, cublas: bool = T
 
 def _time_size(gpu: Gpu, kernel: str, label: str, sizes: dict[str, int], builds: dict[str, Build],
                job: dict[str, Any], out: Path, state: dict[str, Any]) -> None:
-    """Time every build (and cuBLAS) of ``kernel`` at ``sizes``: one ``time`` record each."""
+    """Time every build (and cuBLAS) of ``kernel`` at ``sizes``: one ``time`` record each; one build
+    after another, or round-robin (``Gpu.time_round_robin``) when the job times the baseline."""
     cp = gpu.cp
     spec = SPECS[kernel]
     args = make_args(kernel, seed_of(job["seed"], kernel, "time-" + label), sizes)
@@ -464,30 +508,51 @@ def _time_size(gpu: Gpu, kernel: str, label: str, sizes: dict[str, int], builds:
     variants: list[tuple[str, Build | None]] = list(builds.items())
     if job.get("cublas", True) and kernel in R.MATMUL_LIKE and label == "EX":
         variants.append(("cublas", None))
+    calls: dict[str, Any] = {}
+    rets: dict[str, list[int]] = {}
     for variant, b in variants:
-        share = max(1.0, (state["deadline"] - time.perf_counter()) / max(1, state["configs"] - state["done"]))
-        rets: list[int] = []
+        rets[variant] = []
         if b is None:
-            calls = [_cublas_call(kernel, s, cp) for s in sets]
+            cublas = [_cublas_call(kernel, s, cp) for s in sets]
 
-            def call(i: int, calls: list[Any] = calls) -> None:
-                calls[i % len(calls)]()
+            def call(i: int, cublas: list[Any] = cublas) -> None:
+                cublas[i % len(cublas)]()
         else:
-            def call(i: int, b: Build = b, rets: list[int] = rets) -> None:
+            def call(i: int, b: Build = b, rets: list[int] = rets[variant]) -> None:
                 rets.append(b(args, sets[i % len(sets)], gpu.stream))
-        samples = gpu.time(call, before=restore, warmup=job["warmup"], iters=job["iters"], budget_s=share)
-        cp.cuda.runtime.deviceSynchronize()
-        state["done"] += 1
-        bad = [r for r in rets if r]
+        calls[variant] = call
+
+    def share(n: int) -> float:
+        """The next ``n`` timings' part of what is left of the child's budget."""
+        return n * max(1.0, (state["deadline"] - time.perf_counter()) / max(1, state["configs"] - state["done"]))
+
+    def emit(variant: str, samples: list[float], round_robin: bool) -> None:
+        bad = [r for r in rets[variant] if r]
         rec = {"type": "time", "kernel": kernel, "variant": variant, "label": label, "sizes": sizes,
                "ms": statistics.median(samples) if samples and not bad else None,
                "min_ms": min(samples) if samples else None, "samples": len(samples),
                "spread_pct": (100 * (max(samples) - min(samples)) / statistics.median(samples)
                               if len(samples) > 1 else None),
                "flops": R.flops(kernel, sizes), "bytes": R.nbytes(kernel, sizes)}
+        if round_robin:
+            rec["round_robin"] = True
         if bad:
             rec["error"] = f"{spec.function}_device returned {bad[0]}"
         _emit(out, rec)
+
+    if R.BASELINE in builds:  # the candidates' child: every build under the baseline's conditions
+        got = gpu.time_round_robin(calls, before=restore, warmup=job["warmup"], iters=job["iters"],
+                                   budget_s=share(len(calls)))
+        cp.cuda.runtime.deviceSynchronize()
+        state["done"] += len(calls)
+        for variant, samples in got.items():
+            emit(variant, samples, True)
+        return
+    for variant, call in calls.items():  # each record out as soon as it is taken: a later fault keeps it
+        samples = gpu.time(call, before=restore, warmup=job["warmup"], iters=job["iters"], budget_s=share(1))
+        cp.cuda.runtime.deviceSynchronize()
+        state["done"] += 1
+        emit(variant, samples, False)
 
 
 def _copy_bandwidth(gpu: Gpu, iters: int) -> tuple[float, int, int]:
@@ -525,7 +590,9 @@ def _dgemm(gpu: Gpu, m: int, k: int, nn: int, iters: int) -> dict[str, Any]:
 def fake_child(kind: str, job: dict[str, Any]) -> int:
     """``BENCH_FAKE_GPU=1``: stand-ins for the GPU children, so the parent's scheduling, comparisons and
     tables run on a machine without a GPU (tests, a rehearsal).  The "GPU" result is the gcc build's;
-    the times are the model's floor at 4 TB/s and 50 TFLOP/s.  Nothing here is a measurement."""
+    the times are the model's floor at 4 TB/s and 50 TFLOP/s, times ``BENCH_FAKE_DRIFT`` (environment,
+    default 1) in a child that times candidates: the drift between children that the baseline is
+    there to cancel.  Nothing here is a measurement."""
     out = Path(job["records"])
     if kind == "calibrate":
         _emit(out, {"type": "device", "device": "FAKE (BENCH_FAKE_GPU=1)", "date": "fake",
@@ -533,12 +600,14 @@ def fake_child(kind: str, job: dict[str, Any]) -> int:
         return 0
     kernel, work = job["kernel"], Path(job["work"])
     knobs = {}  # a build's .cu may steer its stand-in: BENCH_FAKE_WRONG (outputs off), BENCH_FAKE_SLOW=<x floor>
-    for variant in job["libs"]:
+    variants = [R.BASELINE] * bool(job.get("baseline")) + list(job["libs"])
+    for variant in variants:
         src = Path(job.get("sources", {}).get(variant, "/nonexistent"))
         text = src.read_text(errors="replace") if src.is_file() else ""
         slow = re.search(r"BENCH_FAKE_SLOW=([0-9.]+)", text)
         knobs[variant] = ("BENCH_FAKE_WRONG" in text,
                           float(slow.group(1)) if slow else {"default": 1.5, "naive": 6.0}.get(variant, 1.5))
+    drift = float(os.environ.get("BENCH_FAKE_DRIFT", "1")) if any(map(R.is_candidate, job["libs"])) else 1.0
     for label, sizes in job["checks"].items():
         args = make_args(kernel, seed_of(job["seed"], kernel, label), sizes)
         res, _ = call_c(kernel, build_c(kernel, CFLAGS, work), args)
@@ -552,12 +621,13 @@ def fake_child(kind: str, job: dict[str, Any]) -> int:
                         "ret": 0, "clobbered": [], "file": str(dest)})
     for label, sizes in job["timed"].items():
         floor = max(R.nbytes(kernel, sizes) / 4e12, R.flops(kernel, sizes) / 5e13) * 1e3
-        slows = [(v, knobs[v][1]) for v in job["libs"]]
+        slows = [(v, knobs[v][1]) for v in variants]
         if job.get("cublas", True) and kernel in R.MATMUL_LIKE and label == "EX":
             slows.append(("cublas", 1.2))
         for variant, slow in slows:
             _emit(out, {"type": "time", "kernel": kernel, "variant": variant, "label": label, "sizes": sizes,
-                        "ms": floor * slow, "samples": job["iters"]})
+                        "ms": floor * slow * drift, "samples": job["iters"]}
+                  | ({"round_robin": True} if job.get("baseline") else {}))
     return 0
 
 
@@ -740,9 +810,14 @@ def write_outputs(records: list[dict[str, Any]], out: Path, name: str, args: arg
     cands = R.candidates_table(records)
     cand_lines = ["## Candidates", "",
                   "Every `K.cand-<label>.cu` of `--cu-dir`, built, checked and timed as opt (`K.cu`) is, in a GPU "
-                  "child of its own after opt's. EX ms: the median at EXTRALARGE; 'vs opt': opt's time over "
-                  "the build's; 'check (worst)': its worst verdict over the kernel's check sizes ('-': not "
-                  "checked at one); 'fastest passing': the fastest build that passed every check.", "",
+                  "child of its own after opt's; that child also times opt's library again (opt-again, variant "
+                  f"`{R.BASELINE}`), round-robin with the candidates sample by sample. EX ms: the median at "
+                  "EXTRALARGE; 'vs opt': the baseline's time over the build's, the baseline named by 'against': "
+                  f"`{R.SAME_CHILD}` (same child: the one to trust) or `{R.OTHER_CHILD}` (opt's row; used only "
+                  "where no opt-again was timed, and biased by the drift between children); opt-again's own 'vs "
+                  "opt' is that drift (opt's time over it). 'check (worst)': its worst verdict over the "
+                  "kernel's check sizes ('-': not checked at one); 'fastest passing': the build with the best "
+                  "'vs opt' (opt 1x) that passed every check.", "",
                   cands, ""] if cands else []
     order = {k: i for i, k in enumerate(R.SIZES)}
     checks = sorted((r for r in records if r.get("type") == "check"),
@@ -828,7 +903,8 @@ def run(args: argparse.Namespace) -> int:
     if rc:
         add({"type": "error", "kernel": "", "message": f"calibration failed (exit {rc}): {tail}"})
     # One GPU child for opt (and naive), then one for the kernel's candidates, if any: a candidate that
-    # poisons its CUDA context cannot take opt's timings down with it.
+    # poisons its CUDA context cannot take opt's timings down with it.  The candidates' child also times
+    # opt's library again (R.BASELINE), round-robin with them: their speedups are over that time.
     groups = [(k, vs, cand) for k in kernels for cand in (False, True)
               if (vs := [v for v in files[k] if R.is_candidate(v) == cand])]
 
@@ -837,7 +913,7 @@ def run(args: argparse.Namespace) -> int:
         child's errors all count against the candidates, never against opt's row)."""
         for line in recf.read_text().splitlines() if recf.exists() else []:
             rec = json.loads(line)
-            if cand and rec["type"] == "error" and not R.is_candidate(rec.get("variant")):
+            if cand and rec["type"] == "error" and not R.candidates_side(rec.get("variant")):
                 rec["variant"] = R.CAND_PREFIX + "*"
             if rec["type"] == "gpu-run":
                 if rec.get("file"):
@@ -867,11 +943,14 @@ def run(args: argparse.Namespace) -> int:
                 libs[v] = str(lib)
         if libs:
             left = deadline - time.monotonic() - args.reserve
-            share = share_of(left, [len(g[1]) for g in groups[i:]])
+            share = share_of(left, [len(g[1]) + g[2] for g in groups[i:]])  # + the baseline's timing
             tag = ".cand" if cand else ""
             recf = work / f"records-{stem(k)}{tag}.jsonl"
             recf.unlink(missing_ok=True)
-            job = {"kernel": k, "libs": libs, "sources": {v: str(files[k][v]) for v in libs}, "cublas": not cand,
+            opt_lib = futs[(k, "default")].result()[0] if cand else None  # done: opt's child ran before
+            sources = {v: str(files[k][v]) for v in libs} | ({R.BASELINE: str(files[k]["default"])} if opt_lib else {})
+            job = {"kernel": k, "libs": libs, "sources": sources, "cublas": not cand,
+                   "baseline": str(opt_lib) if opt_lib else None,
                    "checks": p[k]["checks"], "timed": p[k]["timed"], "seed": args.seed, "work": str(work),
                    "records": str(recf), "intents": intents[k], "budget_s": share * 0.8, "iters": args.iters,
                    "warmup": args.warmup, "sets": args.sets}

@@ -209,19 +209,55 @@ def test_candidates_table_marks_the_fastest_passing_build() -> None:
         "opt", "cand-slow", "opt", "cand-b", "cand-bad+x", "cand-c", "cand-unchecked", "cand-wrong"]
     best = [ln for ln in lines if "**yes**" in ln]
     assert len(best) == 2  # one per kernel
-    assert _row(table, "gemm", "cand-b")[1:6] == ["cand-b", "0.8", "1.25x", "pass", "**yes**"]
-    assert _row(table, "gemm", "cand-wrong")[2:6] == ["0.4", "2.5x", "FAIL", ""]  # fastest, but wrong
-    assert _row(table, "gemm", "cand-unchecked")[4:6] == ["-", ""]  # not checked at off2
-    assert _row(table, "gemm", "opt")[1:6] == ["opt", "1", "1x", "pass", ""]
-    assert "bad candidate file name" in _row(table, "gemm", "cand-bad+x")[6]
-    assert _row(table, "atax", "opt")[4:6] == ["FAIL", ""]  # a slower passing candidate beats a failing opt
-    assert _row(table, "atax", "cand-slow")[3:6] == ["0.333x", "pass", "**yes**"]
+    # no opt-again timed (records from before it was): against opt's own time, with a note
+    assert _row(table, "gemm", "cand-b")[1:7] == ["cand-b", "0.8", "1.25x", R.OTHER_CHILD, "pass", "**yes**"]
+    assert "no opt-again timed" in _row(table, "gemm", "cand-b")[7]
+    assert _row(table, "gemm", "cand-wrong")[2:7] == ["0.4", "2.5x", R.OTHER_CHILD, "FAIL", ""]  # fastest, but wrong
+    assert _row(table, "gemm", "cand-unchecked")[5:7] == ["-", ""]  # not checked at off2
+    assert _row(table, "gemm", "opt")[1:8] == ["opt", "1", "1x", "", "pass", "", ""]
+    assert "bad candidate file name" in _row(table, "gemm", "cand-bad+x")[7]
+    assert _row(table, "gemm", "cand-bad+x")[3:5] == ["-", ""]  # untimed: no speedup, no baseline
+    assert _row(table, "atax", "opt")[5:7] == ["FAIL", ""]  # a slower passing candidate beats a failing opt
+    assert _row(table, "atax", "cand-slow")[3:7] == ["0.333x", R.OTHER_CHILD, "pass", "**yes**"]
+    assert not any(ln.startswith("| gemm | opt-again |") for ln in lines)  # only where it was timed
     assert R.candidates_table(_records()) == ""  # no candidates, no section
 
 
+def _again(recs: list[dict], baseline_ms: float, **cands: float) -> list[dict]:
+    """``recs`` plus gemm's opt-again at ``baseline_ms`` and candidates (name -> ms), as a candidates
+    child times them: opt's own time (1 ms, the first child's) stays as it was."""
+    g = {"ni": 2000, "nj": 2300, "nk": 2600}
+    out = [r for r in recs if not (r.get("kernel") == "gemm" and R.is_candidate(r.get("variant")))]
+    out.append({"type": "time", "kernel": "gemm", "variant": R.BASELINE, "label": "EX", "sizes": g,
+                "ms": baseline_ms, "round_robin": True})
+    for v, ms in cands.items():
+        out.append({"type": "time", "kernel": "gemm", "variant": f"cand-{v}", "label": "EX", "sizes": g, "ms": ms,
+                    "round_robin": True})
+        out += [{"type": "check", "kernel": "gemm", "variant": f"cand-{v}", "label": lab, "verdict": "pass"}
+                for lab in ("EX", "off2")]
+    return out
+
+
+def test_candidates_are_measured_against_the_same_child_baseline() -> None:
+    """The second child runs ~10% fast: opt-again (0.9 ms) and a candidate whose shape cannot matter
+    (0.9 ms) tie, and a 0.95 ms candidate, "faster" than opt's 1 ms from the first child, is slower."""
+    table = R.candidates_table(_again(_cand_records(), 0.9, same=0.9, slower=0.95, b=0.8))
+    names = [ln.split("|")[2].strip() for ln in table.splitlines()[2:] if ln.startswith("| gemm")]
+    assert names == ["opt", "opt-again", "cand-b", "cand-same", "cand-slower"]
+    assert _row(table, "gemm", "opt-again")[2:7] == ["0.9", "1.11x", R.OTHER_CHILD, "as opt", ""]  # the drift
+    assert _row(table, "gemm", "cand-same")[3:7] == ["1x", R.SAME_CHILD, "pass", ""]  # not 1.11x
+    assert _row(table, "gemm", "cand-slower")[3:7] == ["0.947x", R.SAME_CHILD, "pass", ""]  # not 1.05x
+    assert _row(table, "gemm", "cand-b")[3:7] == ["1.12x", R.SAME_CHILD, "pass", "**yes**"]  # 0.9/0.8, not 1.25x
+    assert _row(table, "gemm", "cand-b")[7] == ""  # no fallback note
+    # nothing beats opt in its own child: the tie goes to opt, not to the candidate that only looks 11% faster
+    tie = R.candidates_table(_again(_cand_records(), 0.9, same=0.9, slower=0.95))
+    assert _row(tie, "gemm", "opt")[6] == "**yes**" and _row(tie, "gemm", "cand-same")[6] == ""
+
+
 def test_candidates_and_missing_naive_leave_the_main_table_alone() -> None:
-    recs = _cand_records()
-    plain = [r for r in recs if not R.is_candidate(r.get("variant"))]
+    recs = _again(_cand_records(), 0.9, same=0.9)
+    plain = [r for r in recs if not R.candidates_side(r.get("variant"))]
+    assert any(r.get("variant") == R.BASELINE for r in recs) and R.candidates_side(R.BASELINE)
     ceil = R.ceilings(recs)
     assert R.markdown_table(R.rows(recs), ceil) == R.markdown_table(R.rows(plain), ceil)
     assert R.summary(R.rows(recs), ceil) == R.summary(R.rows(plain), ceil)
@@ -232,7 +268,9 @@ def test_candidates_and_missing_naive_leave_the_main_table_alone() -> None:
 
 
 def test_fake_run_with_candidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole parent on BENCH_FAKE_GPU stand-ins: discovery, builds, checks, timing, shares, report."""
+    """The whole parent on BENCH_FAKE_GPU stand-ins: discovery, builds, checks, timing, shares, report.
+    The candidates' child runs 10% fast (BENCH_FAKE_DRIFT): their speedups must come from the opt-again
+    timed there, not from opt's time in the first child (that would give 1.5 / 0.9 = 1.67x)."""
     import gpu
 
     cu, out, work = tmp_path / "cu", tmp_path / "out", tmp_path / "work"
@@ -243,6 +281,7 @@ def test_fake_run_with_candidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     (cu / "gemm.cand-bad+name.cu").write_text("// x\n")
     small, odd = {"ni": 20, "nj": 30, "nk": 40}, {"ni": 21, "nj": 23, "nk": 25}
     monkeypatch.setenv("BENCH_FAKE_GPU", "1")
+    monkeypatch.setenv("BENCH_FAKE_DRIFT", "0.9")
     monkeypatch.setattr(gpu, "plan", lambda kernels, args: {"gemm": {"checks": {"EX": small, "off2": odd},
                                                                      "timed": {"EX": small}}})
     monkeypatch.setattr(gpu, "nvcc_build", lambda c, d, cubin=False: (c, "") if c.exists() else (None, "no file"))
@@ -254,18 +293,118 @@ def test_fake_run_with_candidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     verdicts = {(r["variant"], r["label"]): r["verdict"] for r in recs if r["type"] == "check"}
     assert verdicts == {("default", "EX"): "pass", ("default", "off2"): "pass", ("cand-fast", "EX"): "pass",
                         ("cand-fast", "off2"): "pass", ("cand-wrong", "EX"): "FAIL", ("cand-wrong", "off2"): "FAIL"}
-    assert sorted(r["variant"] for r in recs if r["type"] == "time") == ["cand-fast", "cand-wrong", "cublas",
-                                                                         "default"]
+    times = {r["variant"]: r for r in recs if r["type"] == "time"}
+    assert sorted(times) == ["cand-fast", "cand-wrong", "cublas", "default", R.BASELINE]
+    assert times[R.BASELINE]["ms"] == pytest.approx(0.9 * times["default"]["ms"])  # timed in the second child
+    assert times[R.BASELINE].get("round_robin") and not times["default"].get("round_robin")
+    assert not any(r["type"] == "check" and r["variant"] == R.BASELINE for r in recs)  # timed only
     assert [r["file"] for r in recs if r["type"] == "error"] == ["gemm.cand-bad+name.cu"]
     main_job = json.loads((work / "job-gpu-gemm.json").read_text())
     cand_job = json.loads((work / "job-gpu-gemm.cand.json").read_text())
     assert list(main_job["libs"]) == ["default"] and main_job["cublas"]
     assert list(cand_job["libs"]) == ["cand-fast", "cand-wrong"] and not cand_job["cublas"]
+    assert cand_job["baseline"] == str(cu / "gemm.cu") and main_job.get("baseline") is None
     assert cand_job["budget_s"] > 2 * main_job["budget_s"]  # two builds to opt's one, and the last child
     md = (out / "t.md").read_text()
     section = md.split("## Candidates", 1)[1].split("## Correctness runs", 1)[0]
-    assert _row(section, "gemm", "cand-fast")[3:6] == ["1.5x", "pass", "**yes**"]
-    assert _row(section, "gemm", "cand-wrong")[4:6] == ["FAIL", ""]
-    assert "bad candidate file name" in _row(section, "gemm", "cand-bad+name")[6]
+    assert _row(section, "gemm", "cand-fast")[3:7] == ["1.5x", R.SAME_CHILD, "pass", "**yes**"]  # not 1.67x
+    assert _row(section, "gemm", "opt-again")[3:5] == ["1.11x", R.OTHER_CHILD]  # the drift, shown
+    assert _row(section, "gemm", "cand-wrong")[5:7] == ["FAIL", ""]
+    assert "bad candidate file name" in _row(section, "gemm", "cand-bad+name")[7]
     gemm = _row(md, "gemm", "ni=20 nj=30 nk=40")
     assert gemm[8:10] == ["-", "-"] and gemm[-1] == ""  # no naive; the candidates stay out of opt's row
+    assert float(gemm[2]) == pytest.approx(times["default"]["ms"], rel=1e-2)  # opt's own time, not opt-again's
+
+
+def test_round_robin_times_every_build_in_every_round() -> None:
+    """``Gpu.time_round_robin`` on a stand-in cupy whose clock speeds up 2% a call: builds alternate
+    (each round starting one further on), warm-up rounds are dropped, and two copies of one build get
+    the same median, where timing one after the other would not."""
+    import types
+
+    import gpu
+
+    clock = {"calls": 0, "ms": 0.0}
+    order: list[str] = []
+
+    class Event:
+        def record(self, stream: object) -> None:
+            pass
+
+        def synchronize(self) -> None:
+            pass
+
+    class Stream:
+        def __enter__(self) -> Stream:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def synchronize(self) -> None:
+            pass
+
+    g = gpu.Gpu.__new__(gpu.Gpu)  # no cupy here: only what time_round_robin touches
+    g.cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: clock["ms"]))
+    g.stream = Stream()
+    g.flush_buf = types.SimpleNamespace(fill=lambda v: None)
+
+    def build(name: str, ms: float) -> object:
+        def call(i: int) -> None:
+            order.append(name)
+            clock["ms"] = ms * 0.98 ** clock["calls"]
+            clock["calls"] += 1
+        return call
+
+    calls = {"a": build("a", 1.0), "a2": build("a2", 1.0), "b": build("b", 2.0)}
+    restored: list[int] = []
+    got = g.time_round_robin(calls, before=restored.append, warmup=1, iters=5, budget_s=100.0)
+    assert order[:9] == ["a", "a2", "b", "a2", "b", "a", "b", "a", "a2"]
+    assert len(order) == 18 and restored == [i for i in range(6) for _ in range(3)]  # restored before each call
+    assert {v: len(s) for v, s in got.items()} == {"a": 5, "a2": 5, "b": 5}
+    import statistics
+
+    ma, ma2 = statistics.median(got["a"]), statistics.median(got["a2"])
+    assert abs(ma / ma2 - 1) < 0.03  # one build after the other, a2 would be 0.98**6: 11% faster
+    assert statistics.median(got["b"]) / ma == pytest.approx(2.0, rel=0.05)
+    # one round past a quarter of the budget: that round is the only sample
+    order.clear()
+    assert g.time_round_robin(calls, warmup=2, iters=5, budget_s=0.001) == {
+        v: [pytest.approx(x)] for v, x in zip(("a", "a2", "b"), (0.98 ** 18, 0.98 ** 19, 2 * 0.98 ** 20))}
+
+
+def test_evolve_speedups_use_the_same_child_baseline(tmp_path: Path) -> None:
+    """bench/evolve.py: a candidate's speedup is the baseline's time over its own, both from the
+    candidates' child; opt's own time (first child) only where no baseline was timed."""
+    import evolve
+
+    def jsonl(recs: list[dict]) -> Path:
+        f = tmp_path / f"t{len(list(tmp_path.iterdir()))}.jsonl"
+        f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+        return f
+
+    def time(v: str, ms: float) -> dict:
+        return {"type": "time", "kernel": "gemm", "variant": v, "label": "EX", "ms": ms}
+
+    recs = [time("default", 1.0), time(R.BASELINE, 0.9), time("cand-a", 0.9), time("cand-b", 0.85),
+            {"type": "check", "kernel": "gemm", "variant": "default", "label": "EX", "verdict": "pass"}]
+    manifest = {"kernels": {"gemm": {"variants": {"default": "default", "a": "cand-a", "b": "cand-b"}}}}
+    model = {("gemm", "default"): 3.0, ("gemm", "cand-a"): 1.0, ("gemm", "cand-b"): 2.0}
+    times = evolve.measured(jsonl(recs))
+    assert times[("gemm", R.BASELINE)] == 0.9
+    [row] = evolve.picks(manifest, model, times)
+    assert row["baseline"] == "same child" and row["default_ms"] == 1.0
+    assert row["model_pick"] == "cand-a" and row["model_pick_speedup"] == pytest.approx(1.0)  # not 1.11
+    assert row["fastest"] == "cand-b" and row["fastest_speedup"] == pytest.approx(0.9 / 0.85)  # not 1.18
+    c = evolve.correlations(manifest, model, times, ["gemm"])
+    assert c["family"]["matmul-like"]["pairs"] == 3
+    # where the candidates tie the baseline, the default's position among them follows its own child
+    tie = evolve.measured(jsonl(recs[:2] + [time("cand-a", 0.9), time("cand-b", 0.9)] + recs[4:]))
+    [row] = evolve.picks(manifest, model, tie)
+    assert row["fastest"] == "default" and row["fastest_speedup"] == 1.0
+    # timings from before the baseline: opt's own time, labelled
+    [row] = evolve.picks(manifest, model, evolve.measured(jsonl([r for r in recs if r.get("variant") != R.BASELINE])))
+    assert row["baseline"] == "other child" and row["fastest_speedup"] == pytest.approx(1 / 0.85)
+    # the baseline is opt's library: it fails with opt
+    failed = recs + [{"type": "check", "kernel": "gemm", "variant": "default", "label": "off1", "verdict": "FAIL"}]
+    assert ("gemm", R.BASELINE) not in evolve.measured(jsonl(failed))
