@@ -174,6 +174,17 @@ def discover(cu_dir: Path, kernels: list[str], *, naive: bool = True
     return files, errors
 
 
+def same_code(files: dict[str, dict[str, Path]]) -> list[dict[str, Any]]:
+    """A ``same-code`` record for each kernel whose opt and naive files are byte-identical (nothing
+    to optimise was found: a difference in their times is noise, never "slower than naive")."""
+    out = []
+    for k, builds in files.items():
+        opt, naive = builds.get("default"), builds.get("naive")
+        if opt and naive and opt.is_file() and naive.is_file() and opt.read_bytes() == naive.read_bytes():
+            out.append({"type": "same-code", "kernel": k, "variants": ["default", "naive"]})
+    return out
+
+
 def nvcc_build(cu: Path, dest_dir: Path, *, cubin: bool = False) -> tuple[Path | None, str]:
     """nvcc the file into a shared library (or a cubin, with the ptxas report), cached by content."""
     from transpile.verify.stages import nvcc
@@ -892,6 +903,8 @@ def run(args: argparse.Namespace) -> int:
     log(f"{len(cpu_jobs)} CPU reference job(s) started ({args.cpu_jobs} at a time)")
     files, bad_names = discover(cu_dir, kernels, naive=not args.skip_naive)
     for rec in bad_names:
+        add(rec)
+    for rec in same_code(files):
         add(rec)
     builds = ThreadPoolExecutor(max(1, args.build_jobs))
     futs = {(k, v): builds.submit(nvcc_build, cu, work / "so") for k in kernels for v, cu in files[k].items()}

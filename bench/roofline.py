@@ -283,6 +283,7 @@ class Row:
     cpu_estimated: bool = False
     checks: dict[str, str] | None = None
     note: str = ""
+    same_code: bool = False  # opt and naive are the same file: their time difference is noise
 
     @property
     def flops(self) -> float:
@@ -316,6 +317,7 @@ def rows(records: list[Mapping[str, Any]]) -> list[Row]:
     checks: dict[str, dict[str, str]] = {}
     cpu: dict[tuple[str, str], Mapping[str, Any]] = {}
     notes: dict[str, list[str]] = {}
+    same = {r["kernel"] for r in records if r.get("type") == "same-code"}
     for r in records:
         t = r.get("type")
         if t == "time" and r.get("ms") is not None and r.get("variant") != BASELINE:
@@ -338,6 +340,7 @@ def rows(records: list[Mapping[str, Any]]) -> list[Row]:
             by[(kernel, "EX")] = Row(kernel, "EX", dict(SIZES[kernel][0]))
     for (kernel, label), row in by.items():
         row.checks = checks.get(kernel, {})
+        row.same_code = kernel in same
         row.note = "; ".join(notes.get(kernel, []))
         row.cpu_s, row.cpu_estimated = _cpu_seconds(kernel, label, row.sizes, cpu)
     order = {k: i for i, k in enumerate(SIZES)}
@@ -386,7 +389,8 @@ def markdown_table(rs: list[Row], ceil: Ceilings) -> str:
             f"| {_fmt(r.gbs(), '.4g')} | {_fmt(r.gflops(), '.4g')}{' int' if integer else ''} "
             f"| {'mem' if mem else 'fp64'} | {_fmt(roof, '.1f', '%')} "
             f"| {_fmt(cpu, '.3g', 'x')}{' (est)' if r.cpu_estimated and cpu else ''} "
-            f"| {_fmt(r.naive_ms, '.4g') or '-'} | {_fmt(vs_naive, '.3g', 'x') or '-'} | {_fmt(vs_cublas, '.2f')} "
+            f"| {_fmt(r.naive_ms, '.4g') or '-'} | {_fmt(vs_naive, '.3g', 'x') or '-'}"
+            f"{' (same code)' if r.same_code and vs_naive else ''} | {_fmt(vs_cublas, '.2f')} "
             f"| {correct} | {r.samples or ''} "
             f"| {r.note.replace('|', '/')} |")
     return "\n".join(lines)
@@ -403,7 +407,8 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
     ex = [r for r in rs if r.label == "EX"]
     g_naive = geomean(r.naive_ms / r.ms for r in ex if r.naive_ms and r.ms)
     g_cpu = geomean(r.cpu_s * 1e3 / r.ms for r in ex if r.cpu_s and r.ms)
-    slower = [r.kernel for r in ex if r.naive_ms and r.ms and r.ms > r.naive_ms]
+    slower = [r.kernel for r in ex if r.naive_ms and r.ms and r.ms > r.naive_ms and not r.same_code]
+    same = sorted({r.kernel for r in ex if r.same_code})
     failed = sorted({r.kernel for r in rs for v in (r.checks or {}).values() if v not in ("pass", "-", "no-ref")})
     unchecked = sorted({f"{r.kernel} {lab}" for r in rs for lab, v in (r.checks or {}).items() if v == "no-ref"})
     untimed = sorted({r.kernel for r in ex if not r.ms})
@@ -414,7 +419,9 @@ def summary(rs: list[Row], ceil: Ceilings) -> str:
         f"(datasheet fp64 tensor: {SPEC_FP64_TENSOR / 1e12:.0f} TFLOP/s).",
         (f"- Geomean speedup over the naive mapping at EXTRALARGE: {_fmt(g_naive, '.2f', 'x') or 'n/a'} over "
          f"{sum(1 for r in ex if r.naive_ms and r.ms)} kernels; "
-         f"slower than naive: {', '.join(slower) or 'none'}." if any(r.naive_ms for r in rs) else
+         f"slower than naive: {', '.join(slower) or 'none'}"
+         + (f" (the same code as naive, so equal up to noise: {', '.join(same)})" if same else "") + "."
+         if any(r.naive_ms for r in rs) else
          "- Speedup over the naive mapping: not measured (no naive times: --skip-naive, or its builds failed)."),
         f"- Geomean speedup over gcc -O3 on one core at EXTRALARGE: {_fmt(g_cpu, '.3g', 'x') or 'n/a'}.",
         f"- Kernels with a correctness check not passed: {', '.join(failed) or 'none'}; not checked (the CPU "

@@ -408,3 +408,33 @@ def test_evolve_speedups_use_the_same_child_baseline(tmp_path: Path) -> None:
     # the baseline is opt's library: it fails with opt
     failed = recs + [{"type": "check", "kernel": "gemm", "variant": "default", "label": "off1", "verdict": "FAIL"}]
     assert ("gemm", R.BASELINE) not in evolve.measured(jsonl(failed))
+
+
+def test_same_code_as_naive_is_never_slower_than_naive(tmp_path: Path) -> None:
+    import gpu
+
+    g = {"ni": 2000, "nj": 2300, "nk": 2600}
+    recs = _records() + [
+        {"type": "time", "kernel": "jacobi-1d", "variant": "default", "label": "EX",
+         "sizes": {"tsteps": 1000, "n": 4000}, "ms": 8.1, "samples": 20},
+        {"type": "time", "kernel": "jacobi-1d", "variant": "naive", "label": "EX",
+         "sizes": {"tsteps": 1000, "n": 4000}, "ms": 7.8, "samples": 20},
+        {"type": "time", "kernel": "2mm", "variant": "default", "label": "EX", "sizes": {**g, "nl": 2400},
+         "ms": 2.0, "samples": 20},
+        {"type": "time", "kernel": "2mm", "variant": "naive", "label": "EX", "sizes": {**g, "nl": 2400},
+         "ms": 1.0, "samples": 20},
+    ]
+    (tmp_path / "jacobi_1d.cu").write_text("same")
+    (tmp_path / "jacobi_1d.naive.cu").write_text("same")
+    (tmp_path / "2mm.cu").write_text("tiled")
+    (tmp_path / "2mm.naive.cu").write_text("naive")
+    files, _ = gpu.discover(tmp_path, ["jacobi-1d", "2mm"])
+    marks = gpu.same_code(files)
+    assert marks == [{"type": "same-code", "kernel": "jacobi-1d", "variants": ["default", "naive"]}]
+    rs = R.rows(recs + marks)
+    summ = R.summary(rs, R.ceilings(recs))
+    slower = next(ln for ln in summ.splitlines() if "slower than naive" in ln)
+    assert "slower than naive: 2mm (the same code as naive, so equal up to noise: jacobi-1d)." in slower
+    table = R.markdown_table(rs, R.ceilings(recs))
+    assert "(same code)" in next(ln for ln in table.splitlines() if ln.startswith("| jacobi-1d"))
+    assert "(same code)" not in next(ln for ln in table.splitlines() if ln.startswith("| 2mm"))
