@@ -399,8 +399,11 @@ class _Model:
                     x_var = red.var
         work = self._work(body, inner_env, x_var, red_var, coop)
         tpb = math.prod(block)
+        # Row coarsening (plain launches): each thread runs ``rows`` iterations of the y loop, so
+        # there are fewer blocks and longer chains; the rows a stencil shares are not priced.
+        rows = self.tiling.rows if shape == "plain" and any(lp_.par == "y" for lp_, _ in chain) else 1
         blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols") else (
-            _padded_blocks(chain, block))
+            _padded_blocks(chain, block, rows))
         launched = blocks * tpb
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(launched, occ * d.threads_per_sm * d.sms))
@@ -417,7 +420,7 @@ class _Model:
         compute_s = flops / (d.fp64 * min(1.0, resident / d.fp64_lanes))
         # A serial chain's accesses wait longer on a crowded SM (its warps share the load pipes).
         warps_per_sm = min(math.ceil(blocks / d.sms) * math.ceil(tpb / WARP), occ * d.threads_per_sm / WARP)
-        chain_s = work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps)
+        chain_s = rows * (work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps))
         latency_s = waves * chain_s
         if shape in ("block", "rows", "cols") and coop > 1:
             latency_s += math.log2(coop) * d.access_s  # the tree combine
@@ -594,12 +597,14 @@ def _par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For,
     return chain, body, cur
 
 
-def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...]) -> float:
-    """Blocks of a plain launch: each par dimension rounded up to the block's extent in it."""
+def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1) -> float:
+    """Blocks of a plain launch: each par dimension rounded up to the block's extent in it (times
+    ``rows`` iterations per thread along y)."""
     n = 1.0
     for loop, e in chain:
         axis = "xyz".index(loop.par or "x")
-        n *= math.ceil(trips(loop, e) / block[axis]) if axis < len(block) else trips(loop, e)
+        per = block[axis] * (rows if loop.par == "y" else 1) if axis < len(block) else 1
+        n *= math.ceil(trips(loop, e) / per)
     return n
 
 

@@ -113,6 +113,7 @@ class Options:
     mma: bool | None = None
     mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
     blocks: tuple[tuple[int, int, int], ...] = DEFAULT_BLOCKS
+    rows: int = 1  # plain launches: consecutive iterations of the y par loop per thread
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -128,6 +129,8 @@ class Options:
             return f"tile {bm}x{bn} with micro-tile {tm}x{tn} gives {threads} threads per block (need 32..1024)"
         if (bm + 1) * 8 > SHARED_LIMIT // 2 or (bn + 1) * 8 > SHARED_LIMIT // 2:
             return f"tile {bm}x{bn} is too large for shared memory"
+        if not 1 <= self.rows <= 16:
+            return f"rows per thread {self.rows} must be 1..16"
         if len(self.blocks) != 3 or any(len(b) != 3 or min(b) < 1 for b in self.blocks):
             return f"block shapes {self.blocks} must be three positive (x, y, z) triples"
         for dims, b in enumerate(self.blocks, 1):

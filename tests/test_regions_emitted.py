@@ -31,6 +31,7 @@ _NO_MMA = {"mma": False} if "mma" in {f.name for f in dataclasses.fields(tile.Op
 VARIANTS: dict[str, tuple[bool, tile.Options | None]] = {
     "default": (False, None), "naive": (True, None),
     "no-shared": (False, tile.Options(shared=False)), "no-mma": (False, tile.Options(**_NO_MMA)),
+    "rows-3": (False, tile.Options(rows=3, blocks=((128, 1, 1), (32, 4, 1), (32, 2, 4)))),
 }
 
 #: Label -> a token of the clean text that must lie inside a span of that label.

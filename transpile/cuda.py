@@ -278,6 +278,8 @@ class StmtPrinter(ir.Visitor):
         self.depth = depth
         self.lines: list[str] = []
         self.loop_vars: list[str] = []  # IR names of the loops around the statement being printed
+        self.rows = 1  # consecutive iterations of the ``y`` par loop per thread (plain launches)
+        self.pending_rows: tuple[str, str, str, str, int] | None = None  # the y loop's, for the x loop
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
         """Render ``stmts`` at the current depth; returns all lines so far."""
@@ -416,17 +418,46 @@ class StmtPrinter(ir.Visitor):
         v = self.expr.ident(s.var)
         counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_g")
         hi = self.bound(s.hi, f"{s.var}_hi")
+        rows = self.rows if a == "y" else 1
+        scale = f" * {rows}" if rows > 1 else ""
         start = f"({counter_t}){BLOCK_IDX}.{a} * {BLOCK_DIM}.{a} + {THREAD_IDX}.{a}"
+        if rows > 1:
+            start = f"({start}){scale}"
         if not _is_zero(s.lo):
             start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
-        stride = f"({counter_t}){GRID_DIM}.{a} * {BLOCK_DIM}.{a}"
+        stride = f"({counter_t}){GRID_DIM}.{a} * {BLOCK_DIM}.{a}{scale}"
         init = self.mark("index", f"{counter_t} {counter} = {start}")
         test = self.mark("guard", f"{counter} < {hi}")
         step = self.mark("index", f"{counter} += {stride}")
         self.line(f"for ({init}; {test}; {step}) {{")
+        if rows > 1:
+            # Row coarsening: this thread's ``rows`` consecutive iterations run inside the x loop
+            # below, unrolled, so that the compiler can keep the rows a stencil shares in registers.
+            assert len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par == "x", \
+                f"row coarsening needs the x par loop directly inside y: {s!r}"
+            self.pending_rows = (counter, counter_t, f"const {ctype(s.ty)} {v} = ({ctype(s.ty)})", hi, rows)
+            self.block(s.body)
+            self.line("}")
+            return
         if counter != v:
             self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
-        self.block(s.body)
+        pending, self.pending_rows = self.pending_rows, None
+        if pending is None:
+            self.block(s.body)
+        else:
+            y_counter, y_t, y_def, y_hi, rows = pending
+            r = self.namer.fresh("r")
+            row = self.namer.fresh("row")
+            self.line("  #pragma unroll")
+            self.line(f"  for ({self.mark('index', f'int {r} = 0; {r} < {rows}; ++{r}')}) {{")
+            self.line("    " + self.mark("index", f"const {y_t} {row} = {y_counter} + {r};"))
+            self.line(f"    if ({self.mark('guard', f'{row} < {y_hi}')}) {{")
+            self.depth += 2
+            self.line("  " + self.mark("index", f"{y_def}{row};"))
+            self.block(s.body)
+            self.depth -= 2
+            self.line("    }")
+            self.line("  }")
         self.line("}")
 
 
@@ -752,12 +783,20 @@ class _KernelEmitter:
             quals, body, config = shaped
             return ({"name": name, "params": params, "body": body, "qualifiers": quals},
                     {"kind": "launch", "kernel": name, "args": args, **config})
-        body = StmtPrinter(self.expr, namer).emit(launch.body)
+        printer = StmtPrinter(self.expr, namer)
+        printer.rows = self._rows(chain)
+        body = printer.emit(launch.body)
         threads = math.prod(self._block(len(chain))) if chain else 1
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
                                      "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
         return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
                         **self._config(chain)}
+
+    def _rows(self, chain: list[ir.For]) -> int:
+        """Iterations of the ``y`` par loop per thread in a plain launch (``tile.Options.rows``)."""
+        if self.tiling is None or not any(loop.par == "y" for loop in chain):
+            return 1
+        return self.tiling.rows
 
     def _block(self, dims: int) -> tuple[int, int, int]:
         """Threads per block of a plain launch with ``dims`` par loops."""
@@ -779,7 +818,8 @@ class _KernelEmitter:
             else:
                 expr = f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
             trips.append({"name": t, "expr": expr})
-            grid[a] = f"{GRID_FN}({t}, {shape[a]}u, {GRID_CAPS[a]}u)"
+            per = shape[a] * (self._rows(chain) if loop.par == "y" else 1)
+            grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
         return {"trips": trips, "guard": " && ".join(f"{t['name']} > 0" for t in trips),
                 "grid": grid, "block": [f"{b}u" for b in shape]}
 

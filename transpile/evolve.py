@@ -63,7 +63,7 @@ STUCK_ROUNDS = 2
 PARENTS = 2
 CHILDREN = 3
 #: Bumped when the knob space or the search changes (part of the cache key).
-SEARCH_VERSION = 1
+SEARCH_VERSION = 2
 
 # ---------------------------------------------------------------------------
 # Schedules
@@ -84,6 +84,7 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "block1": ((256, 1, 1), (128, 1, 1), (512, 1, 1), (1024, 1, 1), (64, 1, 1)),
     "block2": ((32, 8, 1), (32, 4, 1), (32, 16, 1), (64, 4, 1), (128, 2, 1), (16, 16, 1), (256, 1, 1)),
     "block3": ((32, 4, 2), (32, 8, 1), (32, 2, 4), (64, 4, 1), (16, 8, 2)),
+    "rows": (1, 2, 4, 8),
 }
 
 
@@ -102,13 +103,14 @@ class Schedule:
     block1: Block = tiles.DEFAULT_BLOCKS[0]
     block2: Block = tiles.DEFAULT_BLOCKS[1]
     block3: Block = tiles.DEFAULT_BLOCKS[2]
+    rows: int = 1
     reassociate: bool = True  # not searched: --no-reassociate is the user's constraint (it also forbids mma)
 
     def options(self) -> tiles.Options:
         """The emitter's options (:mod:`passes.tile`)."""
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
-                            blocks=(self.block1, self.block2, self.block3))
+                            blocks=(self.block1, self.block2, self.block3), rows=self.rows)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
@@ -165,6 +167,8 @@ class Schedule:
 def _show(v: Any) -> str:
     if isinstance(v, bool):
         return "on" if v else "off"
+    if isinstance(v, int):
+        return str(v)
     return "x".join(map(str, v))
 
 
@@ -174,6 +178,10 @@ def _value(key: str, text: str) -> Any:
         if text not in ("on", "off"):
             raise ValueError(f"{key}={text}: expected on or off")
         return text == "on"
+    if isinstance(default, int):
+        if not re.fullmatch(r"\d{1,4}", text) or int(text) < 1:
+            raise ValueError(f"{key}={text}: expected a positive integer")
+        return int(text)
     if not re.fullmatch(r"\d{1,4}(x\d{1,4})*", text):
         raise ValueError(f"{key}={text}: expected {len(default)} positive integers joined by x")
     parts = tuple(int(p) for p in text.split("x"))
