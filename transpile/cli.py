@@ -92,6 +92,11 @@ def main() -> None:
               help="Output tile of a block in matmul-like launches, rows x columns (default 64x64).")
 @click.option("--coarsen", metavar="TMxTN", default=None, callback=lambda c, p, v: _pair(v, "--coarsen"),
               help="Outputs per thread in matmul-like launches, rows x columns (default 4x4).")
+@click.option("--rows", "rows", type=click.IntRange(1, 16), default=None,
+              help="Plain 2-D/3-D launches: consecutive iterations of the y loop per thread, unrolled (default 1).")
+@click.option("--block", "blocks", multiple=True, metavar="X[xY[xZ]]", callback=lambda c, p, v: _blocks(v),
+              help="Threads per block of plain launches with as many parallel loops as the shape has numbers "
+                   "(repeatable; defaults 256, 32x8, 32x4x2).")
 @click.option("--no-shared", is_flag=True,
               help="Matmul-like launches: no shared-memory staging (coarsened threads read global memory).")
 @click.option("--no-mma", is_flag=True,
@@ -126,7 +131,8 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
                 no_mma: bool = False, evolve: bool = False, evolve_rounds: int = 4, evolve_time: float = 900.0,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
-                evolve_llm: bool = False, **llm: object) -> None:
+                evolve_llm: bool = False, rows: int | None = None,
+                blocks: tuple[tuple[int, int, int], ...] | None = None, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         if evolve:
@@ -142,24 +148,46 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     defaults = tile.Options()
     tiling = tile.Options(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen,
                           shared=not no_shared, enabled=not naive,
-                          mma=False if no_mma or no_reassociate or tile_shape or coarsen else None)
+                          mma=False if no_mma or no_reassociate or tile_shape or coarsen else None,
+                          rows=rows or defaults.rows, blocks=blocks or defaults.blocks)
     problem = tiling.problem()
     if problem is not None:
-        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen'")
+        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows'")
     for wid in silence_ids:
         silence(wid)
     evolving = None
     if evolve:
         if naive or emit != "cuda" or dump_ir is not None:
             raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
+        given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
-                                    ("mma", no_mma or no_reassociate)) if given}
+                                    ("mma", no_mma or no_reassociate), ("rows", rows),
+                                    ("block1", 1 in given_blocks), ("block2", 2 in given_blocks),
+                                    ("block3", 3 in given_blocks)) if given}
         evolving = {"rounds": evolve_rounds, "time": evolve_time, "seed": evolve_seed, "sizes": evolve_sizes,
                     "measure": evolve_measure, "fixed": fixed, "llm": llm if evolve_llm else None,
                     "tiling": tiling}
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
                             reassociate=not no_reassociate, evolving=evolving))
+
+
+def _blocks(values: tuple[str, ...]) -> tuple[tuple[int, int, int], ...] | None:
+    """``--block`` values (``256``, ``32x4``, ``32x4x2``) as ``tile.Options.blocks``: each sets the
+    block of launches with as many parallel loops as it has numbers."""
+    if not values:
+        return None
+    from passes import tile
+
+    out = list(tile.DEFAULT_BLOCKS)
+    for value in values:
+        parts = value.lower().split("x")
+        if not (1 <= len(parts) <= 3 and all(p.strip().isdigit() and int(p) > 0 for p in parts)):
+            raise click.BadParameter(f"expected X, XxY or XxYxZ with positive integers, not {value!r}",
+                                     param_hint="'--block'")
+        dims = [int(p) for p in parts]
+        out[len(dims) - 1] = (dims + [1, 1])[:3]  # type: ignore[call-overload]
+    return tuple(tuple(b) for b in out)  # type: ignore[misc]
 
 
 def _pair(value: str | None, option: str) -> tuple[int, int] | None:
