@@ -71,8 +71,10 @@ def family_of(kernel: str) -> str:
 # Generation
 
 
-def search_one(kernel: str, rounds: int, seed: int) -> dict[str, Any]:
-    """The model-ranked search of one kernel at its EX sizes (run in a worker process)."""
+def search_one(kernel: str, rounds: int, seed: int, include: Sequence[str] = ()) -> dict[str, Any]:
+    """The model-ranked search of one kernel at its EX sizes (run in a worker process), plus the
+    ``include`` schedules (verified and recorded like the others: what a GPU run should time even
+    if the model does not rank it)."""
     from transpile import evolve, frontend
 
     src = KERNELS / f"{stem(kernel)}.c"
@@ -82,6 +84,13 @@ def search_one(kernel: str, rounds: int, seed: int) -> dict[str, Any]:
     search = evolve.Search(module, src.name, check, evolve.Settings(rounds=rounds, sizes=sizes, seed=seed))
     t0 = time.monotonic()
     search.run()
+    for text in include:
+        sched = evolve.Schedule.parse(text)
+        if sched.name() not in search.by_name:
+            trial = evolve.Trial(sched, search.generation, "include")
+            search._add(trial)
+            search._evaluate(trial)
+    search._rank()
     best = search.best()
     return {"kernel": kernel, "sizes": sizes, "seconds": time.monotonic() - t0, "stopped": search.stopped,
             "relevant": sorted(search.relevant), "best": best.name if best else None,
@@ -89,11 +98,12 @@ def search_one(kernel: str, rounds: int, seed: int) -> dict[str, Any]:
             "texts": {t.name: t.text for t in search.trials if t.status == "pass" and t.text is not None}}
 
 
-def generate(kernels: Sequence[str], out: Path, *, rounds: int, seed: int, cap: int, jobs: int) -> None:
+def generate(kernels: Sequence[str], out: Path, *, rounds: int, seed: int, cap: int, jobs: int,
+             include: Sequence[str] = ()) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {"kernels": {}, "rounds": rounds, "seed": seed, "cap": cap}
+    manifest: dict[str, Any] = {"kernels": {}, "rounds": rounds, "seed": seed, "cap": cap, "include": list(include)}
     with ProcessPoolExecutor(jobs) as ex:
-        futs = {k: ex.submit(search_one, k, rounds, seed) for k in kernels}
+        futs = {k: ex.submit(search_one, k, rounds, seed, include) for k in kernels}
         for k, f in futs.items():
             try:
                 r = f.result()
@@ -104,7 +114,8 @@ def generate(kernels: Sequence[str], out: Path, *, rounds: int, seed: int, cap: 
             texts = r.pop("texts")
             passing = sorted((t for t in r["trials"] if t["status"] == "pass"),
                              key=lambda t: (t["schedule"] != "default", t["rank"] or 0))
-            chosen = passing[: cap + 1]
+            chosen = [t for t in passing if t["origin"] != "include"][: cap + 1]
+            chosen += [t for t in passing if t["origin"] == "include"]
             if r["best"] and r["best"] not in [t["schedule"] for t in chosen]:
                 chosen.append(next(t for t in passing if t["schedule"] == r["best"]))
             files = {}
@@ -328,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max", type=int, default=7, help="candidates per kernel besides the default")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--include", default="", metavar="S;S",
+                    help="schedules to verify and write for every kernel besides the search's, ';'-separated "
+                         "(e.g. 'rows=4;block2=32x4x1 rows=4'); duplicates of another candidate's CUDA are dropped")
     ap.add_argument("--report", type=Path, metavar="MANIFEST")
     ap.add_argument("--timings", type=Path, metavar="JSONL")
     ap.add_argument("--fit", action="store_true")
@@ -335,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.generate:
         generate(R.parse_kernels(args.kernels), args.generate, rounds=args.rounds, seed=args.seed, cap=args.max,
-                 jobs=args.jobs)
+                 jobs=args.jobs, include=[s for s in args.include.split(";") if s.strip()])
         return 0
     if args.report and args.timings:
         text = report(args.report, args.timings, do_fit=args.fit)

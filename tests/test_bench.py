@@ -438,3 +438,19 @@ def test_same_code_as_naive_is_never_slower_than_naive(tmp_path: Path) -> None:
     table = R.markdown_table(rs, R.ceilings(recs))
     assert "(same code)" in next(ln for ln in table.splitlines() if ln.startswith("| jacobi-1d"))
     assert "(same code)" not in next(ln for ln in table.splitlines() if ln.startswith("| 2mm"))
+
+
+def test_evolve_generate_writes_the_search_and_the_included_schedules(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import evolve as E
+
+    E.generate(["jacobi-2d"], tmp_path, rounds=1, seed=1, cap=1, jobs=1, include=["rows=4", "rows=1"])
+    manifest = json.loads((tmp_path / "evolve.json").read_text())
+    entry = manifest["kernels"]["jacobi-2d"]
+    assert entry["variants"]["default"] == "default" and (tmp_path / "jacobi_2d.cu").exists()
+    assert entry["variants"]["rows=4"] == "cand-rows=4" and (tmp_path / "jacobi_2d.cand-rows=4.cu").exists()
+    # "rows=1" is the default schedule: already tried, not written twice
+    assert [t["schedule"] for t in entry["trials"]].count("default") == 1
+    included = [t for t in entry["trials"] if t["origin"] == "include"]
+    assert [t["schedule"] for t in included] == ["rows=4"] and included[0]["status"] == "pass"
+    assert "#pragma unroll" in (tmp_path / "jacobi_2d.cand-rows=4.cu").read_text()
