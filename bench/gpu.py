@@ -441,7 +441,37 @@ def gpu_child(job: dict[str, Any]) -> int:
         except (OSError, AttributeError) as e:
             _emit(out, {"type": "error", "kernel": kernel, "variant": R.BASELINE, "message": f"load: {e}"})
     work = Path(job["work"])
-    # Correctness: every check size, both builds, outputs saved for the parent's comparison.
+    timed = list(job["timed"].items())
+    configs = timing_configs(kernel, [label for label, _ in timed], len(timed_builds), job.get("cublas", True))
+    state = {"done": 0, "configs": configs, "deadline": deadline}
+    # The opt build is checked and timed before naive is even run: a naive build too slow for the
+    # time share (symm, nussinov and seidel-2d at EXTRALARGE) must not cost opt its timing.  A
+    # candidates' child times its builds round-robin with the baseline, so it checks them all first.
+    if job.get("baseline") or "default" not in builds:
+        groups = [(builds, timed_builds, job.get("cublas", True))]
+    else:
+        groups = [({v: b}, {v: b}, job.get("cublas", True) and v == "default") for v, b in builds.items()]
+    for checked, timed_here, cublas in groups:
+        rc = _check_builds(gpu, kernel, spec, checked, job, work, out)
+        if rc:
+            return rc
+        cp.get_default_memory_pool().free_all_blocks()
+        for label, sizes in timed:
+            try:
+                _time_size(gpu, kernel, label, sizes, timed_here, {**job, "cublas": cublas}, out, state)
+                cp.get_default_memory_pool().free_all_blocks()
+            except Exception as e:  # noqa: BLE001 - reported; the parent goes on with the next kernel
+                _emit(out, {"type": "error", "kernel": kernel, "label": label,
+                            "message": f"timing: {type(e).__name__}: {e}"[:300]})
+                return 2
+    return 0
+
+
+def _check_builds(gpu: Gpu, kernel: str, spec: Any, builds: dict[str, Build], job: dict[str, Any], work: Path,
+                  out: Path) -> int:
+    """Correctness runs: every check size, each of ``builds``; outputs saved for the parent's
+    comparison.  2 when a CUDA error poisoned the context (reported), else 0."""
+    cp = gpu.cp
     for label, sizes in job["checks"].items():
         args = make_args(kernel, seed_of(job["seed"], kernel, label), sizes)
         keep = outputs_of(kernel, job.get("intents"))
@@ -475,19 +505,6 @@ def gpu_child(job: dict[str, Any]) -> int:
                 _emit(out, rec)
                 return 2
             _emit(out, rec)
-    cp.get_default_memory_pool().free_all_blocks()
-    # Timing at every timed size.
-    timed = list(job["timed"].items())
-    configs = timing_configs(kernel, [label for label, _ in timed], len(timed_builds), job.get("cublas", True))
-    state = {"done": 0, "configs": configs, "deadline": deadline}
-    for label, sizes in timed:
-        try:
-            _time_size(gpu, kernel, label, sizes, timed_builds, job, out, state)
-            cp.get_default_memory_pool().free_all_blocks()
-        except Exception as e:  # noqa: BLE001 - reported; the parent goes on with the next kernel
-            _emit(out, {"type": "error", "kernel": kernel, "label": label,
-                        "message": f"timing: {type(e).__name__}: {e}"[:300]})
-            return 2
     return 0
 
 

@@ -454,3 +454,36 @@ def test_evolve_generate_writes_the_search_and_the_included_schedules(tmp_path: 
     included = [t for t in entry["trials"] if t["origin"] == "include"]
     assert [t["schedule"] for t in included] == ["rows=4"] and included[0]["status"] == "pass"
     assert "#pragma unroll" in (tmp_path / "jacobi_2d.cand-rows=4.cu").read_text()
+
+
+def test_opt_is_checked_and_timed_before_naive_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A naive build too slow for its time share (symm at EXTRALARGE) must not cost opt its timing:
+    # the opt/naive child finishes opt (checks, timing, cuBLAS) before it runs naive at all.
+    import gpu
+
+    calls: list[tuple[str, ...]] = []
+
+    class Pool:
+        def free_all_blocks(self) -> None:
+            pass
+
+    class FakeGpu:
+        def __init__(self) -> None:
+            self.cp = type("cp", (), {"get_default_memory_pool": staticmethod(lambda: Pool())})
+
+    monkeypatch.setattr(gpu, "Gpu", FakeGpu)
+    monkeypatch.setattr(gpu, "Build", lambda kernel, lib: f"build:{Path(lib).name}")
+    monkeypatch.setattr(gpu, "_check_builds", lambda g, k, spec, builds, job, work, out:
+                        calls.append(("check", *builds)) or 0)
+    monkeypatch.setattr(gpu, "_time_size", lambda g, k, label, sizes, builds, job, out, state:
+                        calls.append(("time", label, *builds, f"cublas={job['cublas']}")))
+    job = {"kernel": "gemm", "records": str(tmp_path / "r.jsonl"), "budget_s": 60, "work": str(tmp_path),
+           "libs": {"default": "opt.so", "naive": "naive.so"}, "checks": {"EX": {}, "off1": {}},
+           "timed": {"EX": {}}, "seed": 1}
+    assert gpu.gpu_child(job) == 0
+    assert calls == [("check", "default"), ("time", "EX", "default", "cublas=True"),
+                     ("check", "naive"), ("time", "EX", "naive", "cublas=False")]
+    calls.clear()
+    cands = {**job, "libs": {"cand-a": "a.so", "cand-b": "b.so"}, "baseline": "opt.so", "cublas": False}
+    assert gpu.gpu_child(cands) == 0
+    assert calls == [("check", "cand-a", "cand-b"), ("time", "EX", gpu.R.BASELINE, "cand-a", "cand-b", "cublas=False")]
