@@ -85,12 +85,7 @@ def search_one(kernel: str, rounds: int, seed: int, include: Sequence[str] = ())
     t0 = time.monotonic()
     search.run()
     for text in include:
-        sched = evolve.Schedule.parse(text)
-        if sched.name() not in search.by_name:
-            trial = evolve.Trial(sched, search.generation, "include")
-            search._add(trial)
-            search._evaluate(trial)
-    search._rank()
+        search.include(evolve.Schedule.parse(text))
     best = search.best()
     return {"kernel": kernel, "sizes": sizes, "seconds": time.monotonic() - t0, "stopped": search.stopped,
             "relevant": sorted(search.relevant), "best": best.name if best else None,

@@ -378,6 +378,17 @@ class Search:
         elif not self.relevant:
             self.stopped = "no knob changes this kernel's CUDA"
 
+    def include(self, sched: Schedule, origin: str = "include") -> Trial:
+        """Try ``sched`` outside the generations (a schedule a caller wants measured whatever the
+        ranking says), then rank again; an already tried schedule is returned as it was."""
+        if sched.name() in self.by_name:
+            return self.by_name[sched.name()]
+        trial = Trial(sched, self.generation, origin)
+        self._add(trial)
+        self._evaluate(trial)
+        self._rank()
+        return trial
+
     def best(self) -> Trial | None:
         ranked = [t for t in self.trials if t.status == "pass" and t.rank is not None]
         if not ranked:
