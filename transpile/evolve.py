@@ -200,7 +200,7 @@ class Trial:
 
     schedule: Schedule
     generation: int
-    origin: str  # "default", "probe", "mutation", "llm" (a proposed schedule), "llm-cuda" (an edited file)
+    origin: str  # "default", "probe", "mutation", "llm" (a proposed schedule), "llm-cuda" (an edited file), "include"
     parent: str | None = None
     status: str = "pending"  # pass, fail, error, duplicate, unverified
     same_as: str | None = None
