@@ -379,3 +379,23 @@ def test_cli_evolve_with_from_text_is_a_usage_error(tmp_path: Path) -> None:
     proc = _transpile("--from-text", str(spec), "--evolve", "-o", str(tmp_path / "x.cu"), env=dict(os.environ))
     assert proc.returncode == 2 and "--from-text" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "x.cu").exists()
+
+
+def test_cli_evolve_command_shares_a_budget_and_reports_each_file(tmp_path: Path) -> None:
+    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    bad = ROOT / "tests" / "bad" / "switch.c"
+    args = ["evolve", str(KERNELS / "jacobi_1d.c"), str(KERNELS / "durbin.c"), str(bad), "-o", str(out),
+            "--rounds", "1", "--measure", "model", "--json"]
+    first = _transpile(*args, env=env)
+    assert first.returncode == 1, first.stderr  # the bad file fails, the others are written
+    assert f"{bad}:4:5: error:" in first.stderr and "Traceback" not in first.stderr
+    lines = [json.loads(ln) for ln in first.stdout.splitlines()]
+    assert [ln["status"] for ln in lines] == ["ok", "ok", "error"]
+    assert sorted(p.name for p in out.iterdir()) == ["durbin.cu", "jacobi_1d.cu"]
+    assert all(ln["generations"] == 1 and not ln["cache_hit"] for ln in lines[:2])
+    again = _transpile(*args[:3], "-o", str(out), "--rounds", "1", "--measure", "model", "--json", env=env)
+    assert again.returncode == 0, again.stderr
+    assert [json.loads(ln)["cache_hit"] for ln in again.stdout.splitlines()] == [True, True]
+    same = _transpile("evolve", str(KERNELS / "gemm.c"), str(tmp_path / "gemm.c"), "-o", str(out), env=env)
+    assert same.returncode == 1 and "both write gemm.cu" in same.stderr

@@ -364,6 +364,7 @@ def _register_subcommands() -> None:
     from transpile.datasetcmd import dataset_cmd
     from transpile.depscmd import deps_cmd
     from transpile.evaluate import evaluate_cmd
+    from transpile.evolvecmd import evolve_cmd
     from transpile.llm.repair import repair_cmd
     from transpile.verify.cli import verify_cmd
 
@@ -372,6 +373,7 @@ def _register_subcommands() -> None:
     main.add_command(evaluate_cmd)
     main.add_command(dataset_cmd)
     main.add_command(repair_cmd)
+    main.add_command(evolve_cmd)
 
 
 _register_subcommands()

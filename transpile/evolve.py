@@ -751,26 +751,49 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
     """Search (or take from ``cache``) the schedule of ``module``; the chosen schedule's output."""
     from transpile.diagnostics import TranspileError
 
-    gpu = settings.measure == "gpu"
-    device = device or ("model:" + costmodel.H200.name if not gpu else _gpu_name())
+    device = device or device_name(settings)
     cache = cache or Cache()
     key = Cache.key(module, settings, device)
-    hit = cache.get(key, settings.base)
+    hit = cached(cache, key, module, source, settings)
     if hit is not None:
-        sched, data = hit
-        lowered = sched.lower(module)
-        edited = isinstance(data.get("cuda"), str)  # an LLM's edit: verified again by the caller, like all hits
-        text = data["cuda"] if edited else sched.emit(lowered, source.name)
-        return Outcome(sched, lowered, text, cache_hit=True, verified=False, table=str(data.get("table", "")),
-                       summary=f"evolve: cache hit ({cache.root / (key + '.json')}): "
-                               f"{data.get('chosen', sched.name())}", edited=edited)
-    check = check or verify_candidate(source, gpu=gpu, sizes=settings.sizes, seed=settings.seed,
-                                      function=function, include_dirs=include_dirs, defines=defines)
+        return hit
+    check = check or verify_candidate(source, gpu=settings.measure == "gpu", sizes=settings.sizes,
+                                      seed=settings.seed, function=function, include_dirs=include_dirs,
+                                      defines=defines)
     search = Search(module, source.name, check, settings, propose=propose, edit=edit, progress=progress)
-    best = search.run()
-    if best is None or best.text is None:
+    search.run()
+    outcome = finish(search, cache, key, device)
+    if outcome is None:
         raise TranspileError(None, f"--evolve: no candidate schedule passed verification ({search.stopped})\n"
                                    + search.table())
+    return outcome
+
+
+def device_name(settings: Settings) -> str:
+    """What the cache key calls the measuring device: the GPU's name, or the model's."""
+    return _gpu_name() if settings.measure == "gpu" else "model:" + costmodel.H200.name
+
+
+def cached(cache: Cache, key: str, module: ir.Module, source: Path, settings: Settings) -> Outcome | None:
+    """The cached choice for ``key`` as an outcome (its text to be verified again), or None."""
+    hit = cache.get(key, settings.base)
+    if hit is None:
+        return None
+    sched, data = hit
+    lowered = sched.lower(module)
+    edited = isinstance(data.get("cuda"), str)  # an LLM's edit: verified again by the caller, like all hits
+    text = data["cuda"] if edited else sched.emit(lowered, source.name)
+    return Outcome(sched, lowered, text, cache_hit=True, verified=False, table=str(data.get("table", "")),
+                   summary=f"evolve: cache hit ({cache.root / (key + '.json')}): "
+                           f"{data.get('chosen', sched.name())}", edited=edited)
+
+
+def finish(search: Search, cache: Cache, key: str, device: str) -> Outcome | None:
+    """A finished search's outcome (cached under ``key``), or None when nothing passed."""
+    best = search.best()
+    if best is None or best.text is None:
+        return None
+    gpu = search.s.measure == "gpu"
     default = next((t for t in search.trials if t.origin == "default"), None)
     gain = (f", {default.cost_ms / best.cost_ms:.2f}x the default's "
             f"{'measured time' if gpu else 'estimate'}"
@@ -778,12 +801,12 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
     summary = (f"evolve: {best.name} chosen from {sum(t.status == 'pass' for t in search.trials)} verified of "
                f"{len(search.trials)} candidates in {search.generation} generation(s){gain}; {search.stopped}")
     table = search.table()
-    entry = {"schedule": best.schedule.name(), "chosen": best.name, "device": device, "sizes": settings.sizes,
+    entry = {"schedule": best.schedule.name(), "chosen": best.name, "device": device, "sizes": search.s.sizes,
              "summary": summary, "table": table, "trials": [t.row() for t in search.trials]}
     if best.origin == "llm-cuda":
         entry["cuda"] = best.text
     cache.put(key, entry)
-    return Outcome(best.schedule, best.lowered or best.schedule.lower(module), best.text, cache_hit=False,
+    return Outcome(best.schedule, best.lowered or best.schedule.lower(search.module), best.text, cache_hit=False,
                    verified=best.status == "pass", table=table, summary=summary, edited=best.origin == "llm-cuda")
 
 
