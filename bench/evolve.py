@@ -213,7 +213,7 @@ def correlations(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], fl
                 ys.append(math.log(relative(times, k, v) or 1.0))
     fam: dict[str, dict[str, Any]] = {}
     for f in FAMILIES:
-        rs = [per_kernel[k] for k in kernels if family_of(k) == f and per_kernel.get(k) is not None]
+        rs = [r for k in kernels if family_of(k) == f and (r := per_kernel.get(k)) is not None]
         xs, ys = pooled.get(f, ([], []))
         fam[f] = {"kernels": len(rs), "mean": statistics.mean(rs) if rs else None,
                   "pooled": spearman(xs, ys), "pairs": len(xs)}

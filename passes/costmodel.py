@@ -456,7 +456,7 @@ class _Model:
         tpb = math.prod(li.block)
         smem = plan.shared_bytes if shape == "tiled" else 0
         occ = self._occupancy(li.kernel, tpb, smem)
-        tiles = math.ceil(m / bm) * math.ceil(n / bn)
+        tiles: float = math.ceil(m / bm) * math.ceil(n / bn)
         if plan.triangular:
             tiles = tiles / 2 + math.ceil(m / bm) / 2
         body = _Work()

@@ -281,7 +281,8 @@ def verify_candidate(source: Path, *, gpu: bool, sizes: Mapping[str, int], seed:
                 fail = rep.failure
                 return Checked(False, fail.key if fail else None, rep.reason, resources=res)
         times = [rep.timing.get("median_ms") for rep in reports]
-        ms = sum(times) if times and all(isinstance(t, (int, float)) for t in times) else None
+        ms = sum(float(t) for t in times if isinstance(t, (int, float))) \
+            if times and all(isinstance(t, (int, float)) for t in times) else None
         return Checked(True, resources=res, measured_ms=ms,
                        verified=all(rep.verdict == "pass" for rep in reports))
 
