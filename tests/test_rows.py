@@ -78,3 +78,20 @@ def test_cli_rows_and_block_flags(tmp_path: Path) -> None:
         out.unlink(missing_ok=True)
         proc = subprocess.run(cmd + bad, capture_output=True, text=True)
         assert proc.returncode == 2 and why in proc.stderr and not out.exists(), proc.stderr
+
+
+def test_evolve_keeps_the_rows_and_blocks_the_user_set(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "j.cu"
+    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "transpile.cli", str(KERNELS / "jacobi_2d.c"), "--evolve", "--evolve-rounds", "1",
+           "--evolve-measure", "model", "--rows", "4", "--block", "32x4", "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "dim3(32u, 4u, 1u)" in text and "gridDim.y * blockDim.y * 4" in text
+    rows = [ln for ln in proc.stderr.splitlines() if ln.startswith("  0 ")]
+    assert len(rows) >= 2 and all("block2=32x4x1" in ln and "rows=4" in ln for ln in rows)  # fixed: not searched

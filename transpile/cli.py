@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -164,9 +166,9 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                     ("mma", no_mma or no_reassociate), ("rows", rows),
                                     ("block1", 1 in given_blocks), ("block2", 2 in given_blocks),
                                     ("block3", 3 in given_blocks)) if given}
-        evolving = {"rounds": evolve_rounds, "time": evolve_time, "seed": evolve_seed, "sizes": evolve_sizes,
-                    "measure": evolve_measure, "fixed": fixed, "llm": llm if evolve_llm else None,
-                    "tiling": tiling}
+        evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,
+                               measure=evolve_measure, fixed=frozenset(fixed), llm=llm if evolve_llm else None,
+                               tiling=tiling)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
                             reassociate=not no_reassociate, evolving=evolving))
@@ -179,15 +181,15 @@ def _blocks(values: tuple[str, ...]) -> tuple[tuple[int, int, int], ...] | None:
         return None
     from passes import tile
 
-    out = list(tile.DEFAULT_BLOCKS)
+    out: list[tuple[int, int, int]] = list(tile.DEFAULT_BLOCKS)
     for value in values:
         parts = value.lower().split("x")
         if not (1 <= len(parts) <= 3 and all(p.strip().isdigit() and int(p) > 0 for p in parts)):
             raise click.BadParameter(f"expected X, XxY or XxYxZ with positive integers, not {value!r}",
                                      param_hint="'--block'")
-        dims = [int(p) for p in parts]
-        out[len(dims) - 1] = (dims + [1, 1])[:3]  # type: ignore[call-overload]
-    return tuple(tuple(b) for b in out)  # type: ignore[misc]
+        x, y, z = ([int(p) for p in parts] + [1, 1])[:3]
+        out[len(parts) - 1] = (x, y, z)
+    return tuple(out)
 
 
 def _pair(value: str | None, option: str) -> tuple[int, int] | None:
@@ -208,7 +210,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: dict[str, object] | None = None) -> None:
+             evolving: _EvolveArgs | None = None) -> None:
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
@@ -244,54 +246,77 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     write_atomic(dest, result)
 
 
-def _evolve(module: object, file: Path, ev: dict[str, object], reassociate: bool, function: str | None,
-            include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> object:
+class _Bars:
+    """One click progress bar per search generation, on stderr."""
+
+    def __init__(self) -> None:
+        self.label: str | None = None
+        self.bar: Any = None
+        self.done = 0
+
+    def progress(self, label: str, done: int, total: int) -> None:
+        if label != self.label:
+            self.close()
+            self.label, self.done = label, 0
+            self.bar = click.progressbar(length=max(total, 1), label=f"evolve {label}", file=sys.stderr)
+        if done > self.done:
+            self.bar.update(done - self.done)
+            self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+            self.bar = None
+
+
+@dataclass(frozen=True)
+class _EvolveArgs:
+    """The compile command's ``--evolve*`` options (and the tiling the other flags fixed)."""
+
+    rounds: int
+    time: float
+    seed: int
+    sizes: tuple[str, ...]
+    measure: str
+    fixed: frozenset[str]
+    llm: dict[str, object] | None
+    tiling: Any
+
+
+def _evolve(module: Any, file: Path, ev: _EvolveArgs, reassociate: bool, function: str | None,
+            include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> Any:
     """``--evolve``: the search (transpile.evolve), with a progress bar and the final table on stderr."""
     from dataclasses import replace
 
     from transpile import evolve
     from transpile.verify.cli import parse_sizes
 
-    tiling = ev["tiling"]
-    base = replace(evolve.Schedule(reassociate=reassociate), tile=tiling.tile, coarsen=tiling.coarsen,  # type: ignore[attr-defined]
-                   shared=tiling.shared, mma=tiling.mma is not False)  # type: ignore[attr-defined]
-    measure = str(ev["measure"])
+    tiling = ev.tiling
+    # The base schedule carries every knob the user set (those knobs are fixed for the search).
+    base = replace(evolve.Schedule(reassociate=reassociate), tile=tiling.tile, coarsen=tiling.coarsen,
+                   shared=tiling.shared, mma=tiling.mma is not False, rows=tiling.rows,
+                   block1=tiling.blocks[0], block2=tiling.blocks[1], block3=tiling.blocks[2])
+    measure = ev.measure
     if measure == "auto":
         from transpile.verify import gpu
 
         measure = "gpu" if gpu.detect().available else "model"
-    sizes = {**evolve.default_sizes(module), **parse_sizes(ev["sizes"])}  # type: ignore[arg-type]
-    settings = evolve.Settings(rounds=int(ev["rounds"]), time_budget=float(ev["time"]),  # type: ignore[arg-type]
-                               seed=int(ev["seed"]), sizes=sizes, measure=measure,  # type: ignore[call-overload]
-                               fixed=frozenset(ev["fixed"]), base=base)  # type: ignore[arg-type]
+    sizes = {**evolve.default_sizes(module), **parse_sizes(ev.sizes)}
+    settings = evolve.Settings(rounds=ev.rounds, time_budget=ev.time, seed=ev.seed, sizes=sizes, measure=measure,
+                               fixed=ev.fixed, base=base)
     propose = edit = None
-    if ev["llm"] is not None:
+    if ev.llm is not None:
         from transpile.llm.client import LLMClient
         from transpile.llm.options import config
 
-        cfg = config(ev["llm"])  # type: ignore[arg-type]
+        cfg = config(ev.llm)
         cfg.require_endpoint()
         client = LLMClient(cfg)
         propose, edit = evolve.llm_proposer(client), evolve.llm_editor(client)
-    bar: dict[str, object] = {}
-
-    def progress(label: str, done: int, total: int) -> None:
-        if label != bar.get("label"):
-            if bar.get("obj") is not None:
-                bar["obj"].render_finish()  # type: ignore[attr-defined]
-            bar["label"] = label
-            bar["obj"] = click.progressbar(length=max(total, 1), label=f"evolve {label}", file=sys.stderr)
-            bar["done"] = 0
-        step = done - int(bar["done"])  # type: ignore[call-overload]
-        if step > 0:
-            bar["obj"].update(step)  # type: ignore[attr-defined]
-            bar["done"] = done
-
-    outcome = evolve.compile_evolved(module, file, settings, function=function,  # type: ignore[arg-type]
-                                     include_dirs=include_dirs, defines=defines, propose=propose,
-                                     edit=edit, progress=progress)
-    if bar.get("obj") is not None:
-        bar["obj"].render_finish()  # type: ignore[attr-defined]
+    bar = _Bars()
+    outcome = evolve.compile_evolved(module, file, settings, function=function, include_dirs=include_dirs,
+                                     defines=defines, propose=propose, edit=edit, progress=bar.progress)
+    bar.close()
     if not outcome.cache_hit:
         click.echo(outcome.table, err=True)
     click.echo(outcome.summary, err=True)
