@@ -435,3 +435,22 @@ def test_nvcc_cache_is_keyed_by_content_not_directory(tmp_path: Path, monkeypatc
     second.write_text(text + "// changed\n")
     with pytest.raises(AssertionError, match="nvcc ran again"):
         stages.stage_b(Report("k", str(second), "ref", 1), second)
+
+
+def test_a_child_writes_through_its_own_stdio_objects() -> None:
+    # A parent thread inside a write to sys.stderr (a progress line) holds the buffer's lock; a child
+    # forked at that moment inherits the lock held, and its first print would hang until the timeout.
+    # So the child must not use the parent's stdio objects: it gets fresh ones on fds 1 and 2.
+    import sys
+    from typing import Any
+
+    from transpile.verify.proc import fork_stream
+
+    parent = (id(sys.stdout), id(sys.stderr))
+
+    def child(send: Any) -> tuple[bool, bool, int, int]:
+        print("to stderr", file=sys.stderr)
+        return id(sys.stdout) != parent[0], id(sys.stderr) != parent[1], sys.stdout.fileno(), sys.stderr.fileno()
+
+    _, result, error = fork_stream(child, timeout=30, what="the child")
+    assert error is None and result == (True, True, 1, 2), error

@@ -20,6 +20,7 @@ import faulthandler
 import multiprocessing
 import os
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -58,6 +59,12 @@ def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int, g
         os.setpgid(0, 0)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
+    # NOTE: fresh stdio objects.  The inherited sys.stdout/sys.stderr carry their buffer locks as
+    # they were at the fork: if another thread of the parent was writing (a progress line), the
+    # lock is held for ever here, and this child's first print or warning would hang until the
+    # parent's timeout.
+    sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115 - lives until os._exit
+    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
     if faulthandler.is_enabled():  # its report of a crash goes to the captured output too
         faulthandler.enable(file=2)
     try:
