@@ -391,11 +391,20 @@ class Search:
         return trial
 
     def best(self) -> Trial | None:
+        """The tournament's winner; but the default schedule when the winner is not clearly faster
+        (within the tournament's tie margin of the default: ties in a round robin are not
+        transitive, so a candidate can outscore the default without beating it)."""
+        from transpile import rewards
+
         ranked = [t for t in self.trials if t.status == "pass" and t.rank is not None]
         if not ranked:
             return None
-        return min(ranked, key=lambda t: (t.rank, t.cost_ms if t.cost_ms is not None else math.inf,
-                                          self.trials.index(t)))
+        top = min(ranked, key=lambda t: (t.rank, t.cost_ms if t.cost_ms is not None else math.inf,
+                                         self.trials.index(t)))
+        default = next((t for t in ranked if t.origin == "default"), None)
+        if default is not None and top is not default and rewards.compare(top.record(), default.record()) != 1:
+            return default
+        return top
 
     # -- candidates
 
