@@ -180,7 +180,7 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     or when one side is constant."""
     if len(xs) != len(ys) or len(xs) < 3:
         return None
-    rx, ry = _ranks(xs), _ranks(ys)
+    rx, ry = ranks(xs), ranks(ys)
     mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
     sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
     sxx = sum((a - mx) ** 2 for a in rx)
@@ -188,7 +188,8 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
 
 
-def _ranks(xs: Sequence[float]) -> list[float]:
+def ranks(xs: Sequence[float]) -> list[float]:
+    """1-based ranks of ``xs`` in ascending order; tied values share the average of their ranks."""
     order = sorted(range(len(xs)), key=lambda i: xs[i])
     ranks = [0.0] * len(xs)
     i = 0
@@ -522,7 +523,7 @@ class _Model:
                 self._stmt_work(t, w, env, x_var, red_var=red_var, coop=coop)
 
     def _expr_work(self, e: ir.Expr, w: _Work, env: dict[str, float], x_var: str | None) -> None:
-        for x in _exprs(e):
+        for x in ir.walk(e):
             if isinstance(x, ir.Index):
                 self._access(x, w, env, x_var)
             elif isinstance(x, ir.Binary) and x.ty.is_float and x.op in ("+", "-", "*", "/"):
@@ -608,26 +609,6 @@ def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[in
     return n
 
 
-def _exprs(e: ir.Expr) -> Iterable[ir.Expr]:
-    yield e
-    for child in _children(e):
-        yield from _exprs(child)
-
-
-def _children(e: ir.Expr) -> tuple[ir.Expr, ...]:
-    if isinstance(e, ir.Index):
-        return e.indices
-    if isinstance(e, ir.Unary | ir.Cast):
-        return (e.operand,)
-    if isinstance(e, ir.Binary):
-        return (e.lhs, e.rhs)
-    if isinstance(e, ir.Select):
-        return (e.cond, e.then, e.orelse)
-    if isinstance(e, ir.Call):
-        return e.args
-    return ()
-
-
 def _names(e: ir.Expr) -> set[str]:
-    return {x.name for x in _exprs(e) if isinstance(x, ir.Var)}
+    return {x.name for x in ir.walk(e) if isinstance(x, ir.Var)}
 
