@@ -150,14 +150,7 @@ def tournament(reports: Sequence[Any]) -> list[tuple[float, float]]:
             c = compare(recs[i], recs[j])
             score[i] += (1.0 if c > 0 else 0.5 if c == 0 else 0.0)
             score[j] += (1.0 if c < 0 else 0.5 if c == 0 else 0.0)
-    order = sorted(range(n), key=lambda i: -score[i])
-    rank = [0.0] * n
-    pos = 0
-    while pos < n:
-        end = pos
-        while end + 1 < n and score[order[end + 1]] == score[order[pos]]:
-            end += 1
-        for i in order[pos:end + 1]:
-            rank[i] = (pos + end) / 2 + 1
-        pos = end + 1
+    from passes.costmodel import ranks
+
+    rank = ranks([-s for s in score])  # rank 1: the highest score
     return [(rank[i], (n - rank[i]) / (n - 1) if n > 1 else 1.0) for i in range(n)]
