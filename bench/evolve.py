@@ -169,10 +169,9 @@ def prepare(manifest: Mapping[str, Any]) -> list[tuple[str, str, Any, list[Any],
         for name, variant in entry["variants"].items():
             sched = evolve.Schedule.parse(name)
             lowered = sched.lower(module)
-            infos = cuda.launches(lowered, tiling=sched.options())
+            infos = cuda.launches_by_kernel(lowered, tiling=sched.options())
             for kern in lowered.kernels:
-                mine = [li for li in infos if li.kernel.startswith(f"{kern.name}_kernel")]
-                out.append((k, variant, kern, mine, entry["sizes"], sched.options()))
+                out.append((k, variant, kern, infos[kern.name], entry["sizes"], sched.options()))
     return out
 
 

@@ -932,12 +932,17 @@ class LaunchInfo:
 
 def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:
     """Every launch of the mapped ``module`` as :func:`emit` would emit it, in emission order."""
+    return [li for infos in launches_by_kernel(module, tiling=tiling).values() for li in infos]
+
+
+def launches_by_kernel(module: ir.Module, *, tiling: tile.Options | None = None) -> dict[str, list[LaunchInfo]]:
+    """:func:`launches`, grouped by the IR kernel they belong to (kernel name -> its launches)."""
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
-    out: list[LaunchInfo] = []
+    out: dict[str, list[LaunchInfo]] = {}
     for k in module.kernels:
         e = _KernelEmitter(k, module_names, tiling)
         e.context()
-        out += e.launch_log
+        out[k.name] = e.launch_log
     return out
 
 

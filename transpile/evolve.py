@@ -554,14 +554,13 @@ class Search:
     def _model(self, t: Trial, lowered: ir.Module) -> None:
         from transpile import cuda
 
-        infos = cuda.launches(lowered, tiling=t.schedule.options())
+        infos = cuda.launches_by_kernel(lowered, tiling=t.schedule.options())
         res = {r.get("kernel", ""): costmodel.Resources(r.get("registers", 32), r.get("smem", 0),
                                                          r.get("spill_stores", 0) + r.get("spill_loads", 0))
                for r in t.resources}
         total = ideal = 0.0
         for k in lowered.kernels:
-            mine = [li for li in infos if li.kernel.startswith(f"{k.name}_kernel")]
-            est = costmodel.estimate(k, mine, self.s.sizes, tiling=t.schedule.options(), resources=res)
+            est = costmodel.estimate(k, infos[k.name], self.s.sizes, tiling=t.schedule.options(), resources=res)
             total += est.seconds
             ideal += est.ideal_seconds
         t.model_ms, t.ideal_ms = total * 1e3, ideal * 1e3
