@@ -296,11 +296,7 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, reassociate: bool, functio
     base = replace(evolve.Schedule(reassociate=reassociate), tile=tiling.tile, coarsen=tiling.coarsen,
                    shared=tiling.shared, mma=tiling.mma is not False, rows=tiling.rows,
                    block1=tiling.blocks[0], block2=tiling.blocks[1], block3=tiling.blocks[2])
-    measure = ev.measure
-    if measure == "auto":
-        from transpile.verify import gpu
-
-        measure = "gpu" if gpu.detect().available else "model"
+    measure = evolve.resolve_measure(ev.measure)
     sizes = {**evolve.default_sizes(module), **parse_sizes(ev.sizes)}
     settings = evolve.Settings(rounds=ev.rounds, time_budget=ev.time, seed=ev.seed, sizes=sizes, measure=measure,
                                fixed=ev.fixed, base=base)

@@ -778,6 +778,15 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
     return outcome
 
 
+def resolve_measure(measure: str) -> str:
+    """``auto`` as ``gpu`` when a GPU can run the verifier's stages, else ``model``."""
+    if measure != "auto":
+        return measure
+    from transpile.verify import gpu
+
+    return "gpu" if gpu.detect().available else "model"
+
+
 def device_name(settings: Settings) -> str:
     """What the cache key calls the measuring device: the GPU's name, or the model's."""
     return _gpu_name() if settings.measure == "gpu" else "model:" + costmodel.H200.name

@@ -56,10 +56,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
     twice = sorted({s for s in stems if stems.count(s) > 1})
     if twice:
         raise TranspileError(None, f"two inputs would both write {twice[0]}.cu; rename one")
-    if measure == "auto":
-        from transpile.verify import gpu
-
-        measure = "gpu" if gpu.detect().available else "model"
+    measure = evolve.resolve_measure(measure)
     extra = parse_sizes(sizes)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
