@@ -183,24 +183,30 @@ def _blocks(values: tuple[str, ...]) -> tuple[tuple[int, int, int], ...] | None:
 
     out: list[tuple[int, int, int]] = list(tile.DEFAULT_BLOCKS)
     for value in values:
-        parts = value.lower().split("x")
-        if not (1 <= len(parts) <= 3 and all(p.strip().isdigit() and int(p) > 0 for p in parts)):
+        dims = _dims(value)
+        if dims is None or not 1 <= len(dims) <= 3 or min(dims) < 1:
             raise click.BadParameter(f"expected X, XxY or XxYxZ with positive integers, not {value!r}",
                                      param_hint="'--block'")
-        x, y, z = ([int(p) for p in parts] + [1, 1])[:3]
-        out[len(parts) - 1] = (x, y, z)
+        x, y, z = (dims + [1, 1])[:3]
+        out[len(dims) - 1] = (x, y, z)
     return tuple(out)
+
+
+def _dims(value: str) -> list[int] | None:
+    """``"64x32"`` / ``"32x4x2"`` as its integers (any count), None unless every part is digits."""
+    parts = value.lower().split("x")
+    return [int(p) for p in parts] if all(p.strip().isdigit() for p in parts) else None
 
 
 def _pair(value: str | None, option: str) -> tuple[int, int] | None:
     """``"64x32"`` as ``(64, 32)``; a malformed value is a usage error (exit 2, no traceback)."""
     if value is None:
         return None
-    rows, x, cols = value.lower().partition("x")
-    if not (x and rows.strip().isdigit() and cols.strip().isdigit()):
+    dims = _dims(value)
+    if dims is None or len(dims) != 2:
         raise click.BadParameter(f"expected ROWSxCOLS with positive integers, e.g. 64x64, not {value!r}",
                                  param_hint=f"'{option}'")
-    pair = int(rows), int(cols)
+    pair = dims[0], dims[1]
     if min(pair) < 1:
         raise click.BadParameter(f"sizes must be positive, not {value!r}", param_hint=f"'{option}'")
     return pair
