@@ -64,12 +64,15 @@ class Candidate:
 
     def tiling(self) -> Any:
         """The :class:`passes.tile.Options` of this candidate, built as the compile command builds them."""
-        from passes import tile
+        import dataclasses
 
-        d = tile.Options()
-        # NOTE: as in cli.compile_cmd: --no-reassociate implies --no-mma (tensor cores reorder the sums).
-        return tile.Options(tile=self.tile or d.tile, coarsen=self.coarsen or d.coarsen, shared=self.shared,
-                            enabled=not self.naive, mma=None if self.mma and self.reassociate else False)
+        from transpile.evolve import Schedule
+
+        # The same schedule --evolve would name (no reassociation means no tensor cores either).
+        d = Schedule()
+        sched = Schedule(tile=self.tile or d.tile, coarsen=self.coarsen or d.coarsen, shared=self.shared,
+                         mma=self.mma, reassociate=self.reassociate)
+        return dataclasses.replace(sched.options(), enabled=not self.naive)
 
     def options(self) -> dict[str, Any]:
         """The options as recorded (``candidates[].options``)."""
