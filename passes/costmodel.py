@@ -109,7 +109,7 @@ class LaunchCost:
     kernel: str
     shape: str
     count: float = 0.0  # launches (host loops multiply)
-    threads: float = 0.0  # threads per launch (average)
+    threads: float = 0.0  # threads of one launch (the last one priced, for host-loop launches)
     occupancy: float = 0.0  # resident threads per SM / the SM's limit
     flops: float = 0.0
     dram_bytes: float = 0.0
