@@ -421,3 +421,10 @@ def test_the_default_stays_unless_a_candidate_clearly_beats_it() -> None:
     s.run()
     best = s.best()
     assert best is not None and best.origin != "default" and best.measured_ms == 0.5
+
+
+def test_measure_auto_follows_the_gpu_detection() -> None:
+    from transpile.verify import gpu
+
+    assert evolve.resolve_measure("auto") == ("gpu" if gpu.detect().available else "model")
+    assert evolve.resolve_measure("model") == "model" and evolve.resolve_measure("gpu") == "gpu"
