@@ -138,10 +138,12 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("mode", ["auto", "staged", "register"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    # 256-byte staging chunks: a 100-element array crosses in 4 chunks through both buffers,
-    # each chunk copied in two slices, by the caller and a helper thread.
+    # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
+    # several chunks that wrap around the ring, copied by the caller and helper threads (as many as
+    # the machine has hardware threads, up to 3 in all).
     # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.
-    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=256", "-DTRANSPILE_STAGE_THREADS=3",
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_STAGE_SLOTS=3",
+             "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=16", "-DTRANSPILE_STAGE_THREADS=3",
              "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
     lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
@@ -152,7 +154,7 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
         got = _call(lib, n, rng)
         for name, want in _expected(n, got["A"]).items():
             np.testing.assert_array_equal(got[name], want, err_msg=f"{name} (n={n}, {mode})")
-    assert lib.live_allocations() == (2 if mode != "register" else 0)  # the two staging buffers
+    assert lib.live_allocations() == (1 if mode != "register" else 0)  # the staging ring
     lib.call("partial_release", restype=None)
     assert lib.live_allocations() == 0 and lib.findings().ok
     got = _call(lib, 37, rng)  # usable again after a release
@@ -288,7 +290,7 @@ def test_bench_report_from_records() -> None:
 
     out = "\n".join(['{"init_ms": 90.0, "first_ms": 12.5}', '{"kernel_ms": [1.0, 1.0]}', "noise",
                      '{"mode": "auto", "times": [4.0, 3.0, 5.0]}', '{"mode": "staged", "times": [6.0, 6.0]}',
-                     '{"mode": "register", "times": [4.5, 4.5]}'])
+                     '{"mode": "register", "times": [4.5, 4.5]}', '{"mode": "pinned", "times": [3.3, 3.3]}'])
     res = dropin.merge_lines(out)
     assert res["modes"]["auto"] == [4.0, 3.0, 5.0] and res["kernel_ms"] == [1.0, 1.0] and res["first_ms"] == 12.5
     probe = {"sizes": [{"bytes": 1 << 20, "h2d_pageable_GBps": 10.0, "d2h_pageable_GBps": 10.0,
@@ -298,7 +300,9 @@ def test_bench_report_from_records() -> None:
                        {"bytes": 512 << 20, "h2d_pageable_GBps": 12.0, "d2h_pageable_GBps": 12.0,
                         "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 40.0, "register_unregister_ms": 5.0,
                         "h2d_registered_GBps": 30.0, "host_memcpy_GBps": 12.0, "memcpy_to_pinned_GBps": 12.0,
-                        "cudaMalloc_free_ms": 1.0, "pool_alloc_free_ms": 0.01}]}
+                        "cudaMalloc_free_ms": 1.0, "pool_alloc_free_ms": 0.01}],
+             "threads": [{"threads": 1, "to_pinned_GBps": 5.0, "from_pinned_GBps": 5.0},
+                         {"threads": 8, "to_pinned_GBps": 25.0, "from_pinned_GBps": 10.0}]}
     rec_bytes = {"h2d": 100_000_000, "d2h": 40_000_000, "arrays": 120_000_000}
     assert dropin.floor_ms(rec_bytes, probe) == pytest.approx(2.0 + 1.0)  # peak pinned bandwidths
     rec = {"kernel": "gemm", "size": "EXTRALARGE", "bytes": rec_bytes, **res}
@@ -306,9 +310,12 @@ def test_bench_report_from_records() -> None:
     rec["kernel_median_ms"] = 1.0
     rec["floor_ms"] = dropin.floor_ms(rec_bytes, probe) + 1.0
     rec["ratio"] = {m: v / rec["floor_ms"] for m, v in rec["median_ms"].items()}
+    # the host copies' best rates (25 and 10 GB/s) bound each way: 4 + 4 ms, plus the kernel
+    assert dropin.host_floor_ms(rec_bytes, probe) == pytest.approx(8.0)
+    rec["host_floor_ms"] = 9.0
     args = argparse.Namespace(reps=7)
     md = dropin.report([rec, {"kernel": "lu", "size": "EXTRALARGE", "error": "timed out"}], probe, args)
-    assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 1 | 4 | 1.00 | ok |" in md
+    assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 3.3 | 1 | 4 | 1.00 | ok | 0.82 | 9 | 0.44 |" in md
     assert "| lu | EXTRALARGE | timed out |" in md and "1/1 within 1.5x" in md
 
 
@@ -322,14 +329,17 @@ void bump(int n, char a[n], char b[n])
 
 
 @needs_gxx
-def test_staging_slices_cover_odd_chunks(tmp_path: Path) -> None:
-    # 259-byte chunks in 4 slices (the caller and 3 helpers): no slice boundary falls on the chunk's end.
+@pytest.mark.parametrize("stream", [0, 1])
+def test_staging_slices_cover_odd_chunks(tmp_path: Path, stream: int) -> None:
+    # 259-byte slots, so chunks of an odd size (the last one shorter), 2 slots: the ring wraps many times.
+    # With streaming stores, the copies start and end off the 16-byte grid.
     src = tmp_path / "bump.c"
     src.write_text(BYTES)
     cu = tmp_path / "bump.cu"
     cu.write_text(cuda.emit(pipeline.lower(frontend.load(src)), source=src.name))
-    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=259", "-DTRANSPILE_STAGE_THREADS=4",
-             "-DTRANSPILE_PARALLEL_MIN_BYTES=16")
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=259", "-DTRANSPILE_STAGE_SLOTS=2",
+             "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=259", "-DTRANSPILE_STAGE_THREADS=4", "-DTRANSPILE_PARALLEL_MIN_BYTES=16",
+             f"-DTRANSPILE_STAGE_STREAM_STORES={stream}")
     lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
     a = np.random.default_rng(3).integers(-100, 100, 600).astype(np.int8)
@@ -354,7 +364,7 @@ def test_refused_registration_falls_back_to_staging(partial_cu: Path, tmp_path: 
     # (CUDA refuses overlapping registrations) and the rest of E is staged.
     cu = tmp_path / "partial_pre.cu"
     cu.write_text(partial_cu.read_text() + HELPERS)
-    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_CHUNK_BYTES=256", "-DTRANSPILE_PAGE_BYTES=64",
+    flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_PAGE_BYTES=64",
              "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
     lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
@@ -370,5 +380,5 @@ def test_refused_registration_falls_back_to_staging(partial_cu: Path, tmp_path: 
     for name, want in _expected(n, a).items():
         np.testing.assert_array_equal(arrays[name], want, err_msg=name)
     assert lib.call("pre_unregister", ctypes.c_void_p(middle)) == 0
-    assert lib.live_allocations() == 2  # the staging buffers: E's tail was staged
+    assert lib.live_allocations() == 1  # the staging ring: E's tail was staged
     lib.call("partial_release", restype=None)

@@ -387,26 +387,35 @@ extern "C" cudaError_t kernel_gemm_device(int ni, int nj, int nk, double alpha, 
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
-// Bytes of each of the two pinned staging buffers: a pageable range is copied
-// chunk by chunk, the copy into one buffer overlapping the DMA from the other.
-// A range is cut into about 16 chunks (the first copy and the last DMA do not
-// overlap anything), of at least TRANSPILE_STAGE_MIN_CHUNK_BYTES.
-#ifndef TRANSPILE_STAGE_CHUNK_BYTES
-#define TRANSPILE_STAGE_CHUNK_BYTES ((size_t)16 << 20)
+// Pageable ranges are staged through a ring of pinned slots: helper threads
+// copy chunks into (or out of) the slots while the DMA engine drains (or fills)
+// the slots copied before, so host copies and DMA overlap continuously.  The
+// ring: TRANSPILE_STAGE_SLOTS slots of TRANSPILE_STAGE_SLOT_BYTES, one pinned
+// allocation made on first use.  A range is cut into chunks of about
+// 1 / (4 x threads) of it, at least TRANSPILE_STAGE_MIN_CHUNK_BYTES and at most
+// one slot.
+#ifndef TRANSPILE_STAGE_SLOT_BYTES
+#define TRANSPILE_STAGE_SLOT_BYTES ((size_t)2 << 20)
+#endif
+#ifndef TRANSPILE_STAGE_SLOTS
+#define TRANSPILE_STAGE_SLOTS 16
 #endif
 #ifndef TRANSPILE_STAGE_MIN_CHUNK_BYTES
-#define TRANSPILE_STAGE_MIN_CHUNK_BYTES ((size_t)2 << 20)
+#define TRANSPILE_STAGE_MIN_CHUNK_BYTES ((size_t)256 << 10)
 #endif
-// Host threads that copy one chunk into (or out of) a staging buffer together:
-// one thread's memcpy is slower than the DMA, so several keep the link busy.
+// Host threads that copy chunks (the caller included, capped at the machine's
+// hardware threads): one thread's memcpy is slower than the DMA, so several
+// keep the link busy.
 #ifndef TRANSPILE_STAGE_THREADS
 #define TRANSPILE_STAGE_THREADS 8
 #endif
-// Chunks smaller than this are copied by the calling thread alone.
+// Ranges smaller than this are copied by the calling thread alone.
 #ifndef TRANSPILE_PARALLEL_MIN_BYTES
 #define TRANSPILE_PARALLEL_MIN_BYTES ((size_t)1 << 20)
 #endif
@@ -430,53 +439,115 @@ extern "C" cudaError_t kernel_gemm_device(int ni, int nj, int nk, double alpha, 
 #define TRANSPILE_PAGE_BYTES 0
 #endif
 
-// Helper threads for the staging copies: the caller copies the first slice of
-// a chunk and waits for the helpers' slices.  Workers only run memcpy (no CUDA
-// calls).  A copier belongs to the process that made it (after fork() its
-// threads do not exist: the child makes a new one).
+// Waits in the copy loops: a short spin, then yielding (more spinning threads
+// than cores must not starve the one that makes progress).
+[[maybe_unused]] static inline void transpile_relax(unsigned *spins)
+{
+  if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+// One staged range: chunk i lives in slot (i % slots).  Host to device, the
+// copiers fill chunks whose slot is free (i < limit) and set flag[i]; the
+// caller starts each filled chunk's DMA in order.  Device to host, the caller
+// starts DMAs into free slots in order; the copiers drain chunks that have
+// landed (i < limit) and set flag[i].
+struct transpile_job {
+  bool to_device;
+  unsigned char *host;   // the range's host side
+  unsigned char *slots;  // the ring
+  size_t len, chunk, count;
+  std::atomic<size_t> next;   // the next chunk a copier takes
+  std::atomic<size_t> limit;  // to the device: chunks below it have a free slot; to the host: have landed
+  std::atomic<unsigned char> *flag;  // per chunk: filled (to the device) or drained (to the host)
+};
+
+[[maybe_unused]] static size_t transpile_job_bytes(const transpile_job *j, size_t i)
+{
+  return j->len - i * j->chunk < j->chunk ? j->len - i * j->chunk : j->chunk;
+}
+
+// Copies chunk i between the host range and its slot.
+[[maybe_unused]] static void transpile_job_copy(transpile_job *j, size_t i)
+{
+  unsigned char *slot = j->slots + (i % TRANSPILE_STAGE_SLOTS) * TRANSPILE_STAGE_SLOT_BYTES;
+  unsigned char *host = j->host + i * j->chunk;
+  const size_t n = transpile_job_bytes(j, i);
+  if (j->to_device) {
+    memcpy(slot, host, n);
+  } else {
+    memcpy(host, slot, n);
+  }
+  j->flag[i].store(1, std::memory_order_release);
+}
+
+// A helper's share of a job: takes chunks in order until none is left, waiting for each one's slot
+// (to the device) or DMA (to the host).
+[[maybe_unused]] static void transpile_job_help(transpile_job *j)
+{
+  for (;;) {
+    const size_t i = j->next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= j->count) {
+      return;
+    }
+    unsigned spins = 0;
+    while (j->limit.load(std::memory_order_acquire) <= i) {
+      transpile_relax(&spins);
+    }
+    transpile_job_copy(j, i);
+  }
+}
+
+// The caller's share: takes the next chunk only if it is ready now (the caller must not wait: it
+// starts the DMAs that the waiting would need).
+[[maybe_unused]] static bool transpile_job_try(transpile_job *j)
+{
+  size_t i = j->next.load(std::memory_order_relaxed);
+  if (i >= j->count || i >= j->limit.load(std::memory_order_acquire) ||
+      !j->next.compare_exchange_strong(i, i + 1, std::memory_order_relaxed)) {
+    return false;
+  }
+  transpile_job_copy(j, i);
+  return true;
+}
+
+// Helper threads for the staging copies.  They only run memcpy (the caller
+// makes every CUDA call), sleep between jobs and spin within one.  A copier
+// belongs to the process that made it (after fork() its threads do not exist:
+// the child makes a new one).
 struct transpile_copier {
   std::mutex lock;
-  std::condition_variable go, done;
+  std::condition_variable go;
   std::thread *workers[TRANSPILE_STAGE_THREADS > 1 ? TRANSPILE_STAGE_THREADS - 1 : 1];
   int count;
   pid_t pid;
-  unsigned job;  // bumped for every copy
-  int pending;   // slices not copied yet
+  unsigned job;            // bumped for every job
   bool stop;
-  unsigned char *dst;
-  const unsigned char *src;
-  size_t n;
+  transpile_job *current;  // the job of number `job`
+  std::atomic<int> active; // helpers not done with the current job
 };
 
-// Slice i of `parts` of n bytes: its offset (*off) and length.
-[[maybe_unused]] static size_t transpile_slice(size_t n, int parts, int i, size_t *off)
+[[maybe_unused]] static void transpile_copier_work(transpile_copier *c)
 {
-  const size_t each = ((n + (size_t)parts - 1) / (size_t)parts + 63) / 64 * 64;  // cache lines; parts * each >= n
-  *off = each * (size_t)i < n ? each * (size_t)i : n;
-  const size_t end = *off + each < n ? *off + each : n;
-  return end - *off;
-}
-
-[[maybe_unused]] static void transpile_copier_work(transpile_copier *c, int index)
-{
-  std::unique_lock<std::mutex> held(c->lock);
   unsigned seen = 0;  // the copier posts its first job after making every worker
   for (;;) {
-    c->go.wait(held, [&] { return c->stop || c->job != seen; });
-    if (c->stop) {
-      return;
+    transpile_job *j = NULL;
+    {
+      std::unique_lock<std::mutex> held(c->lock);
+      c->go.wait(held, [&] { return c->stop || c->job != seen; });
+      if (c->stop) {
+        return;
+      }
+      seen = c->job;
+      j = c->current;
     }
-    seen = c->job;
-    size_t off = 0;
-    const size_t len = transpile_slice(c->n, c->count + 1, index + 1, &off);
-    unsigned char *dst = c->dst;
-    const unsigned char *src = c->src;
-    held.unlock();
-    memcpy(dst + off, src + off, len);
-    held.lock();
-    if (--c->pending == 0) {
-      c->done.notify_one();
-    }
+    transpile_job_help(j);
+    c->active.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -485,8 +556,11 @@ struct transpile_copier {
   transpile_copier *c = new transpile_copier();
   c->pid = getpid();
   c->count = 0;
-  for (int i = 0; i + 1 < TRANSPILE_STAGE_THREADS; ++i) {
-    c->workers[i] = new std::thread(transpile_copier_work, c, i);
+  c->active.store(0);
+  const unsigned hw = std::thread::hardware_concurrency();
+  const int threads = hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? (int)hw : TRANSPILE_STAGE_THREADS;
+  for (int i = 0; i + 1 < threads; ++i) {
+    c->workers[i] = new std::thread(transpile_copier_work, c);
     c->count = i + 1;
   }
   return c;
@@ -509,31 +583,36 @@ struct transpile_copier {
   delete c;
 }
 
-// memcpy(dst, src, n) with the copier's threads taking a slice each.
-[[maybe_unused]] static void transpile_copy(transpile_copier **cp, unsigned char *dst, const unsigned char *src,
-                                            size_t n)
+// Hands `j` to every helper of `*cp` (made on first use); returns how many took it.
+[[maybe_unused]] static int transpile_copier_post(transpile_copier **cp, transpile_job *j)
 {
-  if (TRANSPILE_STAGE_THREADS <= 1 || n < TRANSPILE_PARALLEL_MIN_BYTES) {
-    memcpy(dst, src, n);
-    return;
+  if (TRANSPILE_STAGE_THREADS <= 1 || j->len < TRANSPILE_PARALLEL_MIN_BYTES || j->count < 2) {
+    return 0;
   }
   if (*cp == NULL || (*cp)->pid != getpid()) {
     *cp = transpile_copier_new();  // (a copier inherited through fork() is abandoned)
   }
   transpile_copier *c = *cp;
-  std::unique_lock<std::mutex> held(c->lock);
-  c->dst = dst;
-  c->src = src;
-  c->n = n;
-  c->pending = c->count;
-  ++c->job;
+  if (c->count == 0) {
+    return 0;
+  }
+  {
+    std::lock_guard<std::mutex> held(c->lock);
+    c->current = j;
+    c->active.store(c->count, std::memory_order_relaxed);
+    ++c->job;
+  }
   c->go.notify_all();
-  held.unlock();
-  size_t off = 0;
-  const size_t len = transpile_slice(n, c->count + 1, 0, &off);
-  memcpy(dst + off, src + off, len);
-  held.lock();
-  c->done.wait(held, [&] { return c->pending == 0; });
+  return c->count;
+}
+
+// Waits until every helper has left the job (then `j` may go out of scope).
+[[maybe_unused]] static void transpile_copier_join(transpile_copier *c, int helpers)
+{
+  unsigned spins = 0;
+  while (helpers != 0 && c->active.load(std::memory_order_acquire) != 0) {
+    transpile_relax(&spins);
+  }
 }
 
 // What one drop-in keeps between calls.  Guarded by `lock`: concurrent calls
@@ -545,9 +624,9 @@ struct transpile_dropin {
   int device;               // the current device when opened
   cudaStream_t stream;      // every copy and launch of a call, in order
   cudaMemPool_t pool;       // device buffers, kept between calls (release threshold: all)
-  unsigned char *stage[2];  // pinned staging buffers (allocated on first use)
-  cudaEvent_t staged[2];    // the last copy from or into stage[i] has completed
-  unsigned next;            // the staging buffer the next chunk uses
+  unsigned char *ring;      // TRANSPILE_STAGE_SLOTS pinned staging slots (allocated on first use)
+  cudaEvent_t slot_done[TRANSPILE_STAGE_SLOTS];  // the last DMA from or into the slot has completed
+  bool slot_busy[TRANSPILE_STAGE_SLOTS];         // slot_done is recorded and not yet seen complete
   transpile_copier *copier; // helper threads for the staging copies (made on first use)
 };
 
@@ -572,12 +651,12 @@ struct transpile_array {
     return;
   }
   (void)cudaStreamSynchronize(s->stream);
-  for (int i = 0; i < 2; ++i) {
-    if (s->stage[i] != NULL) {
-      (void)cudaFreeHost(s->stage[i]);
-      (void)cudaEventDestroy(s->staged[i]);
-      s->stage[i] = NULL;
+  if (s->ring != NULL) {
+    (void)cudaFreeHost(s->ring);
+    for (int i = 0; i < TRANSPILE_STAGE_SLOTS; ++i) {
+      (void)cudaEventDestroy(s->slot_done[i]);
     }
+    s->ring = NULL;
   }
   transpile_copier_delete(s->copier);
   s->copier = NULL;
@@ -620,8 +699,7 @@ struct transpile_array {
   transpile_check(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), kernel,
                   "cudaMemPoolSetAttribute");
   transpile_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
-  s->stage[0] = s->stage[1] = NULL;
-  s->next = 0;
+  s->ring = NULL;
   s->device = device;
   s->open = true;
   if (!s->exit_hook) {
@@ -747,23 +825,107 @@ struct transpile_array {
   }
 }
 
-[[maybe_unused]] static void transpile_dropin_buffers(transpile_dropin *s, const char *kernel)
+// The ring, allocated on first use, with every slot free: a DMA of an earlier range still in flight
+// is waited for.
+[[maybe_unused]] static void transpile_dropin_ring(transpile_dropin *s, const char *kernel, const char *what)
 {
-  for (int i = 0; i < 2; ++i) {
-    if (s->stage[i] == NULL) {
-      transpile_check(cudaMallocHost((void **)&s->stage[i], TRANSPILE_STAGE_CHUNK_BYTES), kernel,
-                      "cudaMallocHost staging buffer");
-      transpile_check(cudaEventCreateWithFlags(&s->staged[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
+  if (s->ring == NULL) {
+    transpile_check(cudaMallocHost((void **)&s->ring, (size_t)TRANSPILE_STAGE_SLOTS * TRANSPILE_STAGE_SLOT_BYTES),
+                    kernel, "cudaMallocHost staging ring");
+    for (int i = 0; i < TRANSPILE_STAGE_SLOTS; ++i) {
+      transpile_check(cudaEventCreateWithFlags(&s->slot_done[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
+      s->slot_busy[i] = false;
+    }
+  }
+  for (int i = 0; i < TRANSPILE_STAGE_SLOTS; ++i) {
+    if (s->slot_busy[i]) {
+      transpile_check(cudaEventSynchronize(s->slot_done[i]), kernel, what);
+      s->slot_busy[i] = false;
     }
   }
 }
 
-// The chunk size for staging `len` bytes.
-[[maybe_unused]] static size_t transpile_dropin_chunk(size_t len)
+// Whether slot `k`'s last DMA has completed (errors other than "not yet" abort).
+[[maybe_unused]] static bool transpile_dropin_landed(transpile_dropin *s, size_t k, const char *kernel,
+                                                     const char *what)
 {
-  size_t chunk = (len / 16 + 4095) / 4096 * 4096;
+  const cudaError_t e = cudaEventQuery(s->slot_done[k]);
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  transpile_check(e, kernel, what);
+  s->slot_busy[k] = false;
+  return true;
+}
+
+// Stages [off, off + len) of `a` through the ring, either way (see transpile_job).
+[[maybe_unused]] static void transpile_dropin_stage(transpile_dropin *s, transpile_array *a, size_t off, size_t len,
+                                                   bool to_device, const char *kernel, const char *what)
+{
+  transpile_dropin_ring(s, kernel, what);
+  const unsigned hw = std::thread::hardware_concurrency();
+  const size_t threads = hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? hw : TRANSPILE_STAGE_THREADS;
+  size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
   chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
-  return chunk < TRANSPILE_STAGE_CHUNK_BYTES ? chunk : TRANSPILE_STAGE_CHUNK_BYTES;
+  chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
+  transpile_job j;
+  j.to_device = to_device;
+  j.host = a->host + off;
+  j.slots = s->ring;
+  j.len = len;
+  j.chunk = chunk;
+  j.count = (len + chunk - 1) / chunk;
+  j.next.store(0);
+  j.limit.store(to_device ? (j.count < TRANSPILE_STAGE_SLOTS ? j.count : TRANSPILE_STAGE_SLOTS) : 0);
+  std::unique_ptr<std::atomic<unsigned char>[]> flag(new std::atomic<unsigned char>[j.count]());
+  j.flag = flag.get();
+  const int helpers = transpile_copier_post(&s->copier, &j);
+  size_t issued = 0;  // chunks whose DMA has started
+  size_t landed = 0;  // chunks whose DMA has completed
+  size_t drained = 0; // to the host: chunks copied out, in order
+  unsigned spins = 0;
+  while (to_device ? issued < j.count : drained < j.count) {
+    bool moved = false;
+    if (to_device) {
+      while (issued < j.count && j.flag[issued].load(std::memory_order_acquire)) {
+        const size_t k = issued % TRANSPILE_STAGE_SLOTS;
+        transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
+                                        transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->stream), kernel, what);
+        transpile_check(cudaEventRecord(s->slot_done[k], s->stream), kernel, what);
+        s->slot_busy[k] = true;
+        ++issued;
+        moved = true;
+      }
+    } else {
+      while (drained < j.count && j.flag[drained].load(std::memory_order_acquire)) {
+        ++drained;
+      }
+      while (issued < j.count && issued < drained + TRANSPILE_STAGE_SLOTS) {  // its slot is drained
+        const size_t k = issued % TRANSPILE_STAGE_SLOTS;
+        transpile_check(cudaMemcpyAsync(s->ring + k * TRANSPILE_STAGE_SLOT_BYTES, a->dev + off + issued * chunk,
+                                        transpile_job_bytes(&j, issued), cudaMemcpyDeviceToHost, s->stream), kernel, what);
+        transpile_check(cudaEventRecord(s->slot_done[k], s->stream), kernel, what);
+        s->slot_busy[k] = true;
+        ++issued;
+        moved = true;
+      }
+    }
+    while (landed < issued && transpile_dropin_landed(s, landed % TRANSPILE_STAGE_SLOTS, kernel, what)) {
+      ++landed;
+      const size_t limit = to_device ? landed + TRANSPILE_STAGE_SLOTS : landed;
+      j.limit.store(limit < j.count ? limit : j.count, std::memory_order_release);
+      moved = true;
+    }
+    if (!moved && !transpile_job_try(&j)) {
+      transpile_relax(&spins);
+    } else {
+      spins = 0;
+    }
+  }
+  if (helpers != 0) {
+    transpile_copier_join(s->copier, helpers);
+  }
 }
 
 // Host to device, elements [lo, hi) of `a`.
@@ -787,19 +949,7 @@ struct transpile_array {
       return;
     }
   }
-  transpile_dropin_buffers(s, kernel);
-  const size_t chunk = transpile_dropin_chunk(len);
-  for (size_t done = 0; done < len;) {
-    const size_t n = len - done < chunk ? len - done : chunk;
-    const unsigned b = s->next;
-    s->next ^= 1u;
-    transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);  // its previous copy is done
-    transpile_copy(&s->copier, s->stage[b], a->host + off + done, n);
-    transpile_check(cudaMemcpyAsync(a->dev + off + done, s->stage[b], n, cudaMemcpyHostToDevice, s->stream), kernel,
-                    what);
-    transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
-    done += n;
-  }
+  transpile_dropin_stage(s, a, off, len, true, kernel, what);
 }
 
 // Device to host, elements [lo, hi) of `a`; staged chunks land before it returns, direct ones at the final sync.
@@ -823,28 +973,7 @@ struct transpile_array {
       return;
     }
   }
-  transpile_dropin_buffers(s, kernel);
-  const size_t chunk = transpile_dropin_chunk(len);
-  const size_t count = (len + chunk - 1) / chunk;
-  unsigned buf[2] = {0, 0};
-  for (size_t c = 0; c <= count; ++c) {
-    if (c < count) {  // start chunk c's copy into a free buffer
-      const size_t n = len - c * chunk < chunk ? len - c * chunk : chunk;
-      const unsigned b = s->next;
-      s->next ^= 1u;
-      buf[c & 1] = b;
-      transpile_check(cudaMemcpyAsync(s->stage[b], a->dev + off + c * chunk, n, cudaMemcpyDeviceToHost, s->stream),
-                      kernel, what);
-      transpile_check(cudaEventRecord(s->staged[b], s->stream), kernel, what);
-    }
-    if (c > 0) {  // while it runs, drain chunk c - 1
-      const size_t p = c - 1;
-      const size_t n = len - p * chunk < chunk ? len - p * chunk : chunk;
-      const unsigned b = buf[p & 1];
-      transpile_check(cudaEventSynchronize(s->staged[b]), kernel, what);
-      transpile_copy(&s->copier, a->host + off + p * chunk, s->stage[b], n);
-    }
-  }
+  transpile_dropin_stage(s, a, off, len, false, kernel, what);
 }
 
 // Ends a call: device buffers back to the pool, wait for the stream, unregister.
