@@ -8,9 +8,12 @@ with ``group=True``): a task that crashes (a segfault in a candidate's host
 code) or runs past ``timeout`` is killed with everything it started (nvcc,
 the simulator) and reported, never taking the evaluator down.
 
-* ``backend="local"``: ``jobs`` threads (``concurrent.futures``), each waiting
-  on one child at a time.  Tasks that need the GPU stages take turns on this
-  machine's GPU (the verifier times on the default device).
+* ``backend="local"``: up to ``jobs`` children at once, all forked and watched
+  by the calling thread, which starts no other (a fork copies only the forking
+  thread: a lock another thread held at that moment would stay held for ever in
+  the child, which then hangs until its timeout).  Tasks that need the GPU
+  stages take turns on this machine's GPU (the verifier times on the default
+  device).
 * ``backend="ray"``: one Ray task per submission (``num_cpus=1``; ``num_gpus=1``
   for GPU tasks, so each GPU of each node runs one at a time), with the same
   isolation inside it, results streamed back with ``ray.wait``.  ``address``
@@ -34,14 +37,11 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait as _wait
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +89,14 @@ def resolve(spec: str) -> Callable[..., Any]:
 def preload(fns: Iterable[str] = ()) -> None:
     """Import, in the calling thread, every module a task may import, before any child is forked.
 
-    NOTE: children are forked from pool threads.  A fork while another thread
-    of this process holds a module's import lock (importing it for the first
-    time) leaves that lock held for ever in the child, which then blocks on its
-    first import of the module: a hang until the task's timeout (seen once in a
-    dataset export).  With every module of ``transpile`` and ``passes`` (and
-    the task functions' modules) imported up front, no thread imports them
-    while children are forked.
+    NOTE: a fork while another thread of this process holds a module's import
+    lock (importing it for the first time) leaves that lock held for ever in
+    the child, which then blocks on its first import of the module: a hang
+    until the task's timeout (seen once in a dataset export, when children were
+    forked from pool threads).  The local backend now forks from the calling
+    thread only, but a caller may run threads of its own (and Ray workers do):
+    with every module of ``transpile`` and ``passes`` (and the task functions'
+    modules) imported up front, no thread imports them while children are forked.
     """
     _preload_packages()
     for fn in set(fns):
@@ -125,6 +126,15 @@ def run_isolated(task: Task, timeout: float, started: Callable[[int], None] | No
     from transpile.verify.proc import fork_stream
 
     t0 = time.perf_counter()
+    child = _task_child(task)
+    if isinstance(child, Outcome):
+        return child
+    _, text, err = fork_stream(child, timeout=timeout, what=f"task {task.key}", group=True, started=started)
+    return _outcome(task, text, err, time.perf_counter() - t0)
+
+
+def _task_child(task: Task) -> Callable[[Any], str] | Outcome:
+    """What the child of ``task`` runs (its value as JSON text), or the error outcome of a bad name."""
     try:
         fn = resolve(task.fn)  # here, so a bad name is an error outcome and the child needs no import
     except Exception as e:  # ImportError, ValueError: the caller's mistake, reported per task
@@ -133,8 +143,11 @@ def run_isolated(task: Task, timeout: float, started: Callable[[int], None] | No
     def child(send: Any) -> str:
         return json.dumps(fn(**task.args))  # JSON here: a value that is not JSON-able is this task's error
 
-    _, text, err = fork_stream(child, timeout=timeout, what=f"task {task.key}", group=True, started=started)
-    seconds = time.perf_counter() - t0
+    return child
+
+
+def _outcome(task: Task, text: Any, err: Any, seconds: float) -> Outcome:
+    """The outcome of ``task`` from its child's result (JSON text) or :class:`~transpile.verify.proc.ChildError`."""
     if err is not None:
         error = err.message + (f"\n{err.output[-3000:]}" if err.kind == "error" and err.output else "")
         return Outcome(task.key, False, None, error, seconds, err.kind)
@@ -160,59 +173,49 @@ def run_tasks(tasks: Iterable[Task], *, jobs: int = 1, timeout: float = 600.0, b
 
 
 def _run_local(tasks: list[Task], jobs: int, timeout: float, gpu: bool) -> Iterator[Outcome]:
-    live: set[int] = set()  # process groups of the children running now
-    lock = threading.Lock()
-    closing = False
-    one_gpu: threading.Semaphore | None = None
+    from transpile.verify.proc import POLL, Forked
+
+    one_gpu = False
     if any(gpu if t.gpu is None else t.gpu for t in tasks):
         from transpile.verify import gpu as gpu_stages
 
-        if gpu_stages.detect().available:  # in a helper process; the answer is inherited by the children
-            one_gpu = threading.Semaphore(1)
+        one_gpu = gpu_stages.detect().available  # in a helper process; the answer is inherited by the children
 
-    def isolated(task: Task) -> Outcome:
-        mine: list[int] = []
+    def on_gpu(task: Task) -> bool:
+        return one_gpu and (gpu if task.gpu is None else task.gpu)
 
-        def started(pid: int) -> None:
-            with lock:
-                if not closing:
-                    live.add(pid)
-                    mine.append(pid)
-                    return
-            _killpg(pid)  # forked while the stream was being closed
-
-        try:
-            return run_isolated(task, timeout, started)
-        finally:
-            with lock:
-                live.difference_update(mine)
-
-    def one(task: Task) -> Outcome:
-        if one_gpu is not None and (gpu if task.gpu is None else task.gpu):
-            with one_gpu:
-                return isolated(task)
-        return isolated(task)
-
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="transpile-evaluate")
+    # NOTE: one thread forks and watches every child (module docstring): no pool threads.
+    waiting = list(tasks)
+    running: dict[Forked, tuple[Task, float]] = {}
     try:
-        futures = [pool.submit(one, t) for t in tasks]
-        for done in as_completed(futures):
-            yield done.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        with lock:
-            closing = True
-            given_up = list(live)
-        for pgid in given_up:  # so that their threads return at once
-            _killpg(pgid)
-        pool.shutdown(wait=True)
-
-
-def _killpg(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:  # finished meanwhile
-        pass
+        while waiting or running:
+            gpu_busy = any(on_gpu(t) for t, _ in running.values())
+            for task in list(waiting):  # in order; a GPU task waits for the GPU, CPU tasks after it go ahead
+                if len(running) >= jobs:
+                    break
+                if gpu_busy and on_gpu(task):
+                    continue
+                waiting.remove(task)
+                t0 = time.perf_counter()
+                fn = _task_child(task)
+                if isinstance(fn, Outcome):
+                    yield fn
+                    continue
+                child = Forked(fn, timeout=timeout, what=f"task {task.key}", group=True)
+                running[child] = (task, t0)  # before start: closed below even if the fork fails
+                child.start()
+                gpu_busy = gpu_busy or on_gpu(task)
+            if not running:
+                continue
+            soonest = min(c.deadline for c in running) - time.monotonic()
+            _wait([w for c in running for w in c.waitables()], max(0.0, min(soonest, POLL)))
+            for child in [c for c in running if c.check()]:
+                task, t0 = running.pop(child)
+                child.close()
+                yield _outcome(task, child.result, child.error, time.perf_counter() - t0)
+    finally:  # closing the stream early: what runs is killed with its group, what waits never starts
+        for child in running:
+            child.close()
 
 
 def import_ray() -> Any:

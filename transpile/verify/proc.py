@@ -11,7 +11,24 @@ the compilers and simulators it started die with it (how
 
 Forking is safe here because the verifier's parent process never initialises
 CUDA (the GPU stages run in a separately started interpreter, see
-:mod:`transpile.verify.gpu`).
+:mod:`transpile.verify.gpu`), and because of what is done about other threads
+of the parent: a fork copies only the forking thread, so a lock another thread
+holds at that moment stays held for ever in the child.  Three rules:
+
+* The parent's side of a fork (the pipe, the output file, the fork itself,
+  closing the parent's copy of the write end) is done under one lock,
+  ``_FORK_LOCK``: two threads never fork at once, a child never inherits
+  another child's pipe (so a child's death is seen as EOF), and no thread is
+  inside ``tempfile`` or a first import of :mod:`multiprocessing` here while
+  another forks.
+* A fork handler gives the child fresh copies of the locks known to be taken
+  in the child (``_FORK_LOCK``, ``tempfile``'s one-time set-up lock: a child
+  hung on it until the 600 s timeout in the ``verify --group`` test).  The
+  stdio objects are made afresh in :func:`_child`.
+* Every wait of the parent is bounded: the child's ``timeout``, then a short
+  grace to exit after it reported, closed its pipe or was killed.
+
+:mod:`transpile.evaluate` also forks from one thread only, and starts no other.
 """
 
 from __future__ import annotations
@@ -22,13 +39,35 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import wait as _wait
 from typing import Any
 
 _DONE = "__done__"
+POLL = 0.1  # seconds between looks at the child's exit status while nothing else comes
+GRACE = 5.0  # seconds a child has to exit after it reported, closed its pipe or was killed
+_FORK_LOCK = threading.Lock()  # held by the parent's side of every fork made here (module docstring)
+
+
+def _after_fork_in_child() -> None:
+    """Fresh locks in a child of any fork: a lock held by another thread of the parent at the fork
+    (that thread is not in the child) would be held for ever.  The child has one thread, so a new
+    lock is what the old one would be once its holder released it."""
+    global _FORK_LOCK
+    _FORK_LOCK = threading.Lock()
+    # NOTE: tempfile takes _once_lock on the first gettempdir() and the first mkstemp()/mkdtemp()
+    # of a process; the parent's threads may be in the first while a child runs the second.
+    once = getattr(tempfile, "_once_lock", None)
+    if once is not None:  # a plain lock in CPython 3.11-3.13
+        fresh = threading.RLock() if isinstance(once, type(threading.RLock())) else threading.Lock()
+        tempfile._once_lock = fresh  # type: ignore[attr-defined]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass
@@ -77,6 +116,126 @@ def _child(conn: Any, fn: Callable[[Callable[[Any], None]], Any], out_fd: int, g
     os._exit(0)  # skip atexit handlers inherited from the parent (pytest, multiprocessing)
 
 
+class Forked:
+    """A child running ``fn(send)`` (see :func:`fork_stream`), watched without blocking.
+
+    :meth:`start` forks it; :meth:`check` takes what it sent and says whether it
+    is finished, waiting at most the seconds asked (never past ``timeout``);
+    then ``messages``, ``result`` and ``error`` are :func:`fork_stream`'s answer.
+    :meth:`close` kills it (with its group) if it is not finished.  Several are
+    watched from one thread by waiting on all their :meth:`waitables`.
+    """
+
+    def __init__(self, fn: Callable[[Callable[[Any], None]], Any], *, timeout: float, what: str = "the child",
+                 group: bool = False) -> None:
+        self.fn, self.timeout, self.what, self.group = fn, timeout, what, group
+        self.messages: list[Any] = []
+        self.result: Any = None
+        self.error: ChildError | None = None
+        self.done = False
+        self.pid: int | None = None
+        self.deadline = float("inf")
+        self._eof = False  # the pipe is closed: only the child's exit is left to wait for
+        self._reaped = False
+
+    def start(self) -> int:
+        """Fork the child; its pid (with ``group``, its process group's id)."""
+        ctx = multiprocessing.get_context("fork")
+        with _FORK_LOCK:
+            recv, send = ctx.Pipe(duplex=False)
+            out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            try:
+                proc = ctx.Process(target=_child, args=(send, self.fn, out.fileno(), self.group))
+                proc.start()
+            except BaseException:
+                recv.close()
+                out.close()
+                raise
+            finally:
+                send.close()
+        self._recv, self._out, self._proc = recv, out, proc
+        pid = proc.pid
+        assert pid is not None, "a started process has a pid"
+        if self.group:
+            try:  # also here, so that a kill right after start finds the group
+                os.setpgid(pid, pid)
+            except OSError:  # the child got there first, or is gone already
+                pass
+        self.pid = pid
+        self.deadline = time.monotonic() + self.timeout
+        return pid
+
+    def waitables(self) -> list[Any]:
+        """What becomes ready when there is news: the pipe (until EOF) and the child's exit."""
+        return [self._proc.sentinel] if self._eof else [self._recv, self._proc.sentinel]
+
+    def check(self, wait: float = 0.0) -> bool:
+        """Take what the child sent, waiting up to ``wait`` seconds for it to finish; True once it has."""
+        until = time.monotonic() + wait
+        while not self.done:
+            now = time.monotonic()
+            if now >= self.deadline and not self._reaped:
+                # NOTE: killed first, then what it sent is read: a result that was waiting in the pipe
+                # (this process looked late: a caller busy between two checks) is not a timeout.
+                self._reap(kill=True)
+            if not self._eof and self._recv.poll(0):
+                try:
+                    msg = self._recv.recv()
+                except EOFError:
+                    self._eof = True
+                    continue
+                self._take(msg)
+                continue
+            # NOTE: a child that dies is not always seen as EOF, nor its sentinel as ready (a process it
+            # forked, or a fork from a thread outside _FORK_LOCK, may hold their write ends: hence the
+            # POLL), and EOF is not always a death (a child can close its pipe and go on): its exit is
+            # what counts, or else the timeout.
+            if self._proc.exitcode is not None or self._reaped:
+                if not self._eof and self._recv.poll(0):  # what it sent before dying comes first
+                    continue
+                self._finish("timeout" if now >= self.deadline else "crash")
+                break
+            if now >= until:
+                return False
+            _wait(self.waitables(), min(self.deadline, until, now + POLL) - now)
+        return True
+
+    def _take(self, msg: Any) -> None:
+        if isinstance(msg, tuple) and msg and msg[0] == _DONE:
+            self.result = msg[1]
+            self._finish(None)
+        elif isinstance(msg, tuple) and msg and msg[0] == "__error__":
+            self._finish(None)
+            self.error = ChildError("error", f"{self.what} raised {msg[1]}", msg[2])
+        else:
+            self.messages.append(msg)
+
+    def _reap(self, *, kill: bool = False) -> None:
+        if not self._reaped:  # once: after the leader is reaped its group id may be reused
+            self._reaped = True
+            _reap(self._proc, self.group, kill=kill)
+
+    def _finish(self, kind: str | None) -> None:
+        self._reap()
+        if kind == "timeout":
+            self.error = ChildError("timeout", f"{self.what} did not finish within {self.timeout:g} s",
+                                    _tail(self._out))
+        elif kind == "crash":
+            self.error = ChildError("crash", f"{self.what} died ({_describe(self._proc.exitcode)})",
+                                    _tail(self._out))
+        self.done = True
+
+    def close(self) -> None:
+        """Kill the child with its group if it is not finished (a caller giving up); free the pipe
+        and the output file."""
+        if not hasattr(self, "_proc"):
+            return
+        if not self.done:
+            self._reap(kill=True)
+        self._recv.close()
+        self._out.close()
+
+
 def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
                 what: str = "the child", group: bool = False,
                 started: Callable[[int], None] | None = None) -> tuple[list[Any], Any, ChildError | None]:
@@ -89,60 +248,16 @@ def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
     child runs (with ``group``, its pid is the group id: a caller that gives
     up early kills it with ``os.killpg``).
     """
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    messages: list[Any] = []
-    with tempfile.TemporaryFile() as out:
-        proc = ctx.Process(target=_child, args=(send, fn, out.fileno(), group))
-        proc.start()
-        send.close()
-        pid = proc.pid
-        assert pid is not None, "a started process has a pid"
-        if group:
-            try:  # also here, so that a kill right after start finds the group
-                os.setpgid(pid, pid)
-            except OSError:  # the child got there first, or is gone already
-                pass
+    child = Forked(fn, timeout=timeout, what=what, group=group)
+    try:
+        pid = child.start()
         if started is not None:
             started(pid)
-        deadline = time.monotonic() + timeout
-        error: ChildError | None = None
-        result: Any = None
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    _reap(proc, group, kill=True)
-                    error = ChildError("timeout", f"{what} did not finish within {timeout:g} s", _tail(out))
-                    break
-                if not recv.poll(min(left, 0.1)):
-                    # NOTE: a child that dies is not always seen as EOF: a sibling forked by another
-                    # thread at the same moment inherits this pipe's write end and keeps it open.
-                    if proc.exitcode is not None and not recv.poll(0):
-                        _reap(proc, group)
-                        error = ChildError("crash", f"{what} died ({_describe(proc.exitcode)})", _tail(out))
-                        break
-                    continue
-                try:
-                    msg = recv.recv()
-                except EOFError:
-                    _reap(proc, group)
-                    error = ChildError("crash", f"{what} died ({_describe(proc.exitcode)})", _tail(out))
-                    break
-                if isinstance(msg, tuple) and msg and msg[0] == _DONE:
-                    result = msg[1]
-                    _reap(proc, group)
-                    break
-                if isinstance(msg, tuple) and msg and msg[0] == "__error__":
-                    _reap(proc, group)
-                    error = ChildError("error", f"{what} raised {msg[1]}", msg[2])
-                    break
-                messages.append(msg)
-        finally:
-            recv.close()
-            if proc.exitcode is None:  # left by an exception in this process
-                _reap(proc, group, kill=True)
-    return messages, result, error
+        while not child.check(timeout + GRACE):
+            pass
+    finally:
+        child.close()  # kills it only if left by an exception in this process
+    return child.messages, child.result, child.error
 
 
 def _reap(proc: Any, group: bool, *, kill: bool = False) -> None:
@@ -150,13 +265,20 @@ def _reap(proc: Any, group: bool, *, kill: bool = False) -> None:
 
     Reaping the leader first keeps its own exit status (a crash's signal); the
     group id cannot be reused meanwhile, since Linux keeps a pid while a
-    process group of that id has members.
+    process group of that id has members.  Every wait is bounded: a child that
+    does not exit within ``GRACE`` after it finished is killed, and one that
+    still does not (stuck in the kernel) is left behind rather than waited for.
     """
     if kill and proc.exitcode is None:
         if group:
             _killpg(proc.pid)
         proc.kill()
-    proc.join()
+    proc.join(GRACE)
+    if proc.exitcode is None:  # reported, or closed its pipe, yet goes on
+        if group:
+            _killpg(proc.pid)
+        proc.kill()
+        proc.join(GRACE)
     if group:
         _killpg(proc.pid)
 
