@@ -310,6 +310,28 @@ def test_ptxas_report_parsing() -> None:
                  "spill_stores": 4, "spill_loads": 4, "registers": 40, "smem": 2048, "cmem": 400, "barriers": 1}
 
 
+def test_ptxas_report_device_functions_and_static_report_agree() -> None:
+    # A device function that is not inlined gets a properties block of its own, after the kernel's
+    # "Used" line: its stack frame and spills are not the kernel's, and it is not a kernel.
+    from transpile.static_report import KernelResources
+    from transpile.static_report import parse_ptxas as static_parse
+
+    out = ("ptxas info    : Compiling entry function '_Z2k0Pd' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z2k0Pd\n"
+           "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n"
+           "ptxas info    : Function properties for _Z6helperd\n"
+           "    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+           "ptxas info    : Function properties for _Z2k1Pd\n"  # a block before its entry line
+           "    32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Compiling entry function '_Z2k1Pd' for 'sm_90'\n"
+           "ptxas info    : Used 30 registers, 1024 bytes smem, 360 bytes cmem[0]\n")
+    k0, k1 = parse_ptxas(out)
+    assert (k0["kernel"], k0["stack"], k0["spill_stores"], k0["registers"]) == ("k0", 0, 0, 12)
+    assert (k1["kernel"], k1["stack"], k1["registers"], k1["smem"]) == ("k1", 32, 30, 1024)
+    assert static_parse(out) == [KernelResources("k0", 12, 0, 0, 0, 0), KernelResources("k1", 30, 1024, 32, 0, 0)]
+
+
 def test_child_processes_report_crashes_and_hangs() -> None:
     import os
     import signal

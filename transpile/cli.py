@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -146,12 +146,16 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                       dump_ir=dump_ir, guard=_guard, write=write_atomic)
         return
     from passes import tile
+    from transpile.evolve import Schedule
 
     defaults = tile.Options()
-    tiling = tile.Options(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen,
-                          shared=not no_shared, enabled=not naive,
-                          mma=False if no_mma or no_reassociate or tile_shape or coarsen else None,
-                          rows=rows or defaults.rows, blocks=blocks or defaults.blocks)
+    b1, b2, b3 = blocks or defaults.blocks
+    # Also the schedule --evolve starts from, carrying every knob the user set.  Tensor cores are
+    # off with --no-mma, --no-reassociate, and --tile/--coarsen (which shape the FMA tiles instead).
+    schedule = Schedule(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen, shared=not no_shared,
+                        mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
+                        rows=rows or defaults.rows, reassociate=not no_reassociate)
+    tiling = replace(schedule.options(), enabled=not naive)
     problem = tiling.problem()
     if problem is not None:
         raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows'")
@@ -168,7 +172,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                     ("block3", 3 in given_blocks)) if given}
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,
                                measure=evolve_measure, fixed=frozenset(fixed), llm=llm if evolve_llm else None,
-                               tiling=tiling)
+                               schedule=schedule)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
                             reassociate=not no_reassociate, evolving=evolving))
@@ -230,7 +234,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
 
         suffix = ".cu"
         if evolving is not None:
-            outcome = _evolve(module, file, evolving, reassociate, function, include_dirs, defines)
+            outcome = _evolve(module, file, evolving, function, include_dirs, defines)
             lowered, result = outcome.lowered, outcome.text
             verify = verify and not outcome.verified  # the search verified what it chose
         else:
@@ -286,22 +290,16 @@ class _EvolveArgs:
     measure: str
     fixed: frozenset[str]
     llm: dict[str, object] | None
-    tiling: Any
+    schedule: Any  # evolve.Schedule: the base of the search
 
 
-def _evolve(module: Any, file: Path, ev: _EvolveArgs, reassociate: bool, function: str | None,
+def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
             include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> Any:
     """``--evolve``: the search (transpile.evolve), with a progress bar and the final table on stderr."""
-    from dataclasses import replace
-
     from transpile import evolve
     from transpile.verify.cli import parse_sizes
 
-    tiling = ev.tiling
-    # The base schedule carries every knob the user set (those knobs are fixed for the search).
-    base = replace(evolve.Schedule(reassociate=reassociate), tile=tiling.tile, coarsen=tiling.coarsen,
-                   shared=tiling.shared, mma=tiling.mma is not False, rows=tiling.rows,
-                   block1=tiling.blocks[0], block2=tiling.blocks[1], block3=tiling.blocks[2])
+    base = ev.schedule
     measure = evolve.resolve_measure(ev.measure)
     sizes = {**evolve.default_sizes(module), **parse_sizes(ev.sizes)}
     settings = evolve.Settings(rounds=ev.rounds, time_budget=ev.time, seed=ev.seed, sizes=sizes, measure=measure,

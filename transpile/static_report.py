@@ -18,10 +18,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_PROPS = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
 _GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s+)?(?:void\s+)?(\w+)\s*\(")
 
 
@@ -49,30 +45,12 @@ class StaticInfo:
     error: str = ""
 
 
-def _plain(name: str) -> str:
-    """``kernel_gemm_kernel0`` for the Itanium-mangled ``_Z19kernel_gemm_kernel0iiidd...``."""
-    m = re.match(r"_Z(\d+)(\w+)", name)
-    return m.group(2)[: int(m.group(1))] if m and len(m.group(2)) >= int(m.group(1)) else name
-
-
 def parse_ptxas(text: str) -> list[KernelResources]:
-    """Per-entry resources from ``nvcc -Xptxas -v`` output."""
-    out: dict[str, KernelResources] = {}
-    current: KernelResources | None = None
-    for line in text.splitlines():
-        m = _ENTRY.search(line) or _PROPS.search(line)
-        if m:
-            name = _plain(m.group(1))
-            current = out.setdefault(name, KernelResources(name))
-            continue
-        if current is None:
-            continue
-        if f := _FRAME.search(line):
-            current.stack, current.spill_stores, current.spill_loads = (int(x) for x in f.groups())
-        elif u := _USED.search(line):
-            current.registers = int(u.group(1))
-            current.smem = int(u.group(2) or 0)
-    return list(out.values())
+    """Per-entry resources from ``nvcc -Xptxas -v`` output (:func:`transpile.verify.stages.parse_ptxas`)."""
+    from transpile.verify.stages import parse_ptxas as parse
+
+    return [KernelResources(r["kernel"], r.get("registers", 0), r.get("smem", 0), r.get("stack", 0),
+                            r.get("spill_stores", 0), r.get("spill_loads", 0)) for r in parse(text)]
 
 
 def analyse(cu_text: str, source: str, *, nvcc: str | None = None) -> StaticInfo:

@@ -187,23 +187,37 @@ def _demangle(name: str) -> str:
     return name
 
 
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_PROPS = re.compile(r"Function properties for (\S+)")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"Used (\d+) registers")
+
+
 def parse_ptxas(text: str) -> list[dict[str, Any]]:
-    """Per-kernel resources from ``-Xptxas -v`` output."""
-    out: list[dict[str, Any]] = []
+    """Per-kernel resources from ``-Xptxas -v`` output, in the order ptxas compiled the entries.
+
+    Each record: ``kernel`` (demangled), ``mangled``, and what ptxas said of it: ``registers``,
+    ``smem``, ``stack``, ``spill_stores``, ``spill_loads``, ``cmem``, ``barriers``.  A "Function
+    properties" block names the function its stack and spill line belongs to: an entry's, or a
+    device function's (not inlined), which is not a kernel and is left out.
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    props: dict[str, dict[str, Any]] = {}  # blocks seen before their entry line (or of device functions)
     cur: dict[str, Any] | None = None
     for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        if m:
-            cur = {"kernel": _demangle(m.group(1)), "mangled": m.group(1)}
-            out.append(cur)
+        if m := _PTXAS_ENTRY.search(line):
+            name = m.group(1)
+            cur = entries.setdefault(name, {"kernel": _demangle(name), "mangled": name, **props.pop(name, {})})
+            continue
+        if m := _PTXAS_PROPS.search(line):
+            name = m.group(1)
+            cur = entries[name] if name in entries else props.setdefault(name, {})
             continue
         if cur is None:
             continue
-        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m:
+        if m := _PTXAS_FRAME.search(line):
             cur.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
-        m = re.search(r"Used (\d+) registers", line)
-        if m:
+        if m := _PTXAS_USED.search(line):
             cur["registers"] = int(m.group(1))
             sm = re.search(r"(\d+) bytes smem", line)
             cur["smem"] = int(sm.group(1)) if sm else 0
@@ -213,7 +227,7 @@ def parse_ptxas(text: str) -> list[dict[str, Any]]:
             bm = re.search(r"used (\d+) barriers", line)
             if bm:
                 cur["barriers"] = int(bm.group(1))
-    return out
+    return list(entries.values())
 
 
 def stage_b(report: Report, cu: Path) -> None:
