@@ -69,6 +69,9 @@ extern "C" cudaError_t gemm_device(int ni, int nj, int nk, double alpha, double 
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -121,6 +124,36 @@ extern "C" cudaError_t gemm_device(int ni, int nj, int nk, double alpha, double 
 #define TRANSPILE_PAGE_BYTES 0
 #endif
 
+// Staging copies with non-temporal (streaming) stores: they skip reading the
+// destination's lines into the cache before writing them.  Off by default.
+#ifndef TRANSPILE_STAGE_STREAM_STORES
+#define TRANSPILE_STAGE_STREAM_STORES 0
+#endif
+
+[[maybe_unused]] static void transpile_stage_memcpy(unsigned char *dst, const unsigned char *src, size_t n)
+{
+#if TRANSPILE_STAGE_STREAM_STORES && defined(__SSE2__)
+  size_t head = (16 - ((uintptr_t)dst & 15)) & 15;  // up to the first 16-byte boundary of dst
+  head = head < n ? head : n;
+  memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+    const __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+    const __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+    _mm_stream_si128((__m128i *)(dst + i), a);
+    _mm_stream_si128((__m128i *)(dst + i + 16), b);
+    _mm_stream_si128((__m128i *)(dst + i + 32), c);
+    _mm_stream_si128((__m128i *)(dst + i + 48), d);
+  }
+  memcpy(dst + i, src + i, n - i);
+  _mm_sfence();  // the streamed lines are visible before the chunk is flagged
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
 // Waits in the copy loops: a short spin, then yielding (more spinning threads
 // than cores must not starve the one that makes progress).
 [[maybe_unused]] static inline void transpile_relax(unsigned *spins)
@@ -161,9 +194,9 @@ struct transpile_job {
   unsigned char *host = j->host + i * j->chunk;
   const size_t n = transpile_job_bytes(j, i);
   if (j->to_device) {
-    memcpy(slot, host, n);
+    transpile_stage_memcpy(slot, host, n);
   } else {
-    memcpy(host, slot, n);
+    transpile_stage_memcpy(host, slot, n);
   }
   j->flag[i].store(1, std::memory_order_release);
 }
