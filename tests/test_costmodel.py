@@ -110,6 +110,11 @@ def test_every_kernel_gets_a_finite_positive_estimate(path: Path) -> None:
     assert math.isfinite(est.seconds) and est.seconds > 0
     assert {c.kernel for c in est.launches} <= {li.kernel for li in infos}
     assert "total" in est.table()
+    # The search prices what it emitted: one rendering gives the text and the same launches.
+    for tiling in (None, tile.Options(shared=False, mma=False, rows=2, blocks=((64, 1, 1), (32, 4, 1), (8, 8, 4)))):
+        text, by_kernel = cuda.emit_with_launches(lowered, source=path.name, tiling=tiling)
+        assert text == cuda.emit(lowered, source=path.name, tiling=tiling)
+        assert by_kernel == cuda.launches_by_kernel(lowered, tiling=tiling)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

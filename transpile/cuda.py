@@ -946,14 +946,29 @@ def launches_by_kernel(module: ir.Module, *, tiling: tile.Options | None = None)
     return out
 
 
+def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options | None = None
+                       ) -> tuple[str, dict[str, list[LaunchInfo]]]:
+    """:func:`emit`'s text and :func:`launches_by_kernel` of the same emission (one rendering)."""
+    text, launches = _render_logged(module, source=source, tiling=tiling)
+    return regions.clean(text), launches
+
+
 def _render(module: ir.Module, *, source: str, tiling: tile.Options | None) -> str:
     """The translation unit with region markers (:mod:`transpile.regions`)."""
+    return _render_logged(module, source=source, tiling=tiling)[0]
+
+
+def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | None
+                   ) -> tuple[str, dict[str, list[LaunchInfo]]]:
+    """:func:`_render`, and each kernel's launches as its emitter logged them."""
     assert "\n" not in source, f"bad source name {source!r}"
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
     generated |= {f"{k.name}_kernel{n}" for k in module.kernels
                   for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
-    kernels = [_KernelEmitter(k, module_names | generated, tiling).context() for k in module.kernels]
+    emitters = [_KernelEmitter(k, module_names | generated, tiling) for k in module.kernels]
+    kernels = [e.context() for e in emitters]
     funcs = [_func(f) for f in module.funcs]
-    return environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)
+    text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)
+    return text, {k.name: e.launch_log for k, e in zip(module.kernels, emitters)}

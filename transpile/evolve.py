@@ -127,6 +127,12 @@ class Schedule:
 
         return cuda.emit(lowered, source=source, tiling=self.options())
 
+    def emit_with_launches(self, lowered: ir.Module, source: str) -> tuple[str, dict[str, Any]]:
+        """:meth:`emit`, and each kernel's launches as the emitter made them (for the cost model)."""
+        from transpile import cuda
+
+        return cuda.emit_with_launches(lowered, source=source, tiling=self.options())
+
     def knobs(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name in SPACE}
 
@@ -515,6 +521,7 @@ class Search:
         from transpile.diagnostics import TranspileError
 
         lowered: ir.Module | None = None
+        launches: dict[str, Any] = {}  # per kernel, what the emitter made (for the cost model)
         if t.origin == "llm-cuda" and t.text is not None:
             text = t.text  # an edited file: verified as it is, like any user's .cu
         else:
@@ -523,7 +530,7 @@ class Search:
                 if key not in self.lowered_cache:
                     self.lowered_cache[key] = t.schedule.lower(self.module)
                 lowered = self.lowered_cache[key]
-                text = t.schedule.emit(lowered, self.source)
+                text, launches = t.schedule.emit_with_launches(lowered, self.source)
             except (TranspileError, AssertionError, ValueError) as e:
                 t.status, t.stage, t.reason = "error", "emit", f"{type(e).__name__}: {e}"[:300]
                 self._learn(t)
@@ -544,17 +551,14 @@ class Search:
         t.status = "pass" if res.verified else "unverified"
         t.measured_ms = res.measured_ms
         if lowered is not None:
-            self._model(t, lowered)
+            self._model(t, lowered, launches)
         spilled = [r for r in res.resources if r.get("spill_stores", 0) + r.get("spill_loads", 0)]
         if spilled and t.schedule.coarsen != self.s.base.coarsen:
             floor = t.schedule.coarsen[0] * t.schedule.coarsen[1]
             self.spill_floor = floor if self.spill_floor is None else min(self.spill_floor, floor)
             t.feedback = f"spills in {spilled[0].get('kernel')}: micro-tiles of {floor}+ outputs are taboo"
 
-    def _model(self, t: Trial, lowered: ir.Module) -> None:
-        from transpile import cuda
-
-        infos = cuda.launches_by_kernel(lowered, tiling=t.schedule.options())
+    def _model(self, t: Trial, lowered: ir.Module, infos: Mapping[str, Any]) -> None:
         res = {r.get("kernel", ""): costmodel.Resources(r.get("registers", 32), r.get("smem", 0),
                                                          r.get("spill_stores", 0) + r.get("spill_loads", 0))
                for r in t.resources}
