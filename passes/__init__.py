@@ -6,10 +6,11 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import distribute, fuse, interchange, map_gpu, privatize, reduce_gpu, wavefront
+from passes import distribute, fuse, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
 
 REGISTRY: dict = {
     "privatize": privatize,
+    "snapshot": snapshot,
     "distribute": distribute,
     "interchange": interchange,
     "fuse": fuse,

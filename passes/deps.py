@@ -76,6 +76,31 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     return g
 
 
+def entry_reads(kernel: ir.Kernel) -> dict[str, list[ir.Index]]:
+    """Per array the kernel writes, its element reads that only ever see the array's values at entry.
+
+    A read is listed when no instance of any write to that array, anywhere in
+    ``kernel``, precedes an instance of the read and touches its element (no
+    flow dependence into it, loop-carried or not).  Exact for affine subscripts
+    and bounds; where the test over-approximates (a non-affine subscript) a
+    flow is assumed, so a listed read is always one.  The reads are the IR
+    nodes themselves (compare by identity).
+    """
+    stmts = acc_mod.analyze(kernel)
+    params = sorted(acc_mod.parameters(kernel))
+    writes = [(s, a) for s in stmts for a in s.writes() if not a.is_scalar]
+    written = {a.name for _, a in writes}
+    domains: dict[tuple[int, str], _Domain] = {}
+    out: dict[str, list[ir.Index]] = {}
+    for t in stmts:
+        for b in t.reads():
+            if b.is_scalar or b.name not in written or not isinstance(b.node, ir.Index):
+                continue
+            if all(not _dependences(s, a, t, b, params, 0, domains) for s, a in writes if a.name == b.name):
+                out.setdefault(b.name, []).append(b.node)
+    return out
+
+
 def _loop_ids(stmts: list[StmtInfo]) -> dict[int, str]:
     return {id(s.node): s.id for s in stmts if s.kind == "bounds"}
 

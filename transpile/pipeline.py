@@ -28,7 +28,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     the fusion pass (a schedule knob of ``--evolve``: fewer launches are not
     always faster).
     """
-    from passes import distribute, interchange, map_gpu, privatize, reduce_gpu, wavefront
+    from passes import distribute, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
     from passes import fuse as fusion
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
@@ -42,6 +42,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.
     module = step("privatize", module, privatize.run)
+    # NOTE: snapshot after privatize (its parallelism test must see privatised scalars) and before
+    # distribute: a read turned into a read of the entry copy drops anti dependences, which can free
+    # an outer loop that distribution and interchange would otherwise build around (trmm's i).
+    module = step("snapshot", module, snapshot.run)
     module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.
