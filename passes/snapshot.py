@@ -55,7 +55,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     if before is None:
         return kernel
     taken: list[tuple[str, str, ir.ArrayType]] = []  # (array, snapshot, type)
-    used = _names(kernel)
+    used = ir.identifiers(kernel)
     for array in sorted(reads):
         ty = _array_type(kernel, array)
         if ty is None:
@@ -90,21 +90,6 @@ def _array_type(kernel: ir.Kernel, name: str) -> ir.ArrayType | None:
         if isinstance(s, ir.Alloc) and s.name == name:
             return s.ty
     return None
-
-
-def _names(kernel: ir.Kernel) -> set[str]:
-    """Every name the kernel declares or uses (parameters, locals, loop variables, arrays)."""
-    names = {p.name for p in kernel.params}
-    for n in ir.walk(kernel):
-        if isinstance(n, (ir.Decl, ir.Alloc)):
-            names.add(n.name)
-        elif isinstance(n, ir.For):
-            names.add(n.var)
-        elif isinstance(n, ir.Var):
-            names.add(n.name)
-        elif isinstance(n, ir.Index):
-            names.add(n.array)
-    return names
 
 
 def _fresh(base: str, used: set[str]) -> str:

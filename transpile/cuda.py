@@ -518,18 +518,6 @@ def _assigned(node: ir.Node) -> set[str]:
     return {n.target.name for n in ir.walk(node) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
 
 
-def _identifiers(node: ir.Node) -> set[str]:
-    out: set[str] = set()
-    for n in ir.walk(node):
-        if isinstance(n, (ir.Var, ir.Decl, ir.Param, ir.Alloc)):
-            out.add(n.name)
-        elif isinstance(n, ir.For):
-            out.add(n.var)
-        elif isinstance(n, ir.Index):
-            out.add(n.array)
-    return out
-
-
 def _par_chain(launch: ir.Launch) -> list[ir.For]:
     """The leading perfect nest of ``par`` loops of ``launch``, outermost first."""
     chain: list[ir.For] = []
@@ -670,7 +658,7 @@ class _KernelEmitter:
         self.k = kernel
         self.tiling = tiling
         self.name = kernel.name
-        used = _identifiers(kernel)
+        used = ir.identifiers(kernel)
         namer = Namer(used | module_names | RESERVED)
         self.rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
         self.namer = namer
@@ -877,7 +865,7 @@ class _KernelEmitter:
 
 
 def _func(f: ir.Func) -> dict[str, object]:
-    used = _identifiers(f)
+    used = ir.identifiers(f)
     namer = Namer(used | RESERVED)
     rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
     expr = ExprPrinter(rename=rename)

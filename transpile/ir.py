@@ -396,6 +396,19 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(list(children(n))))
 
 
+def identifiers(node: Node) -> set[str]:
+    """Every name declared or used under ``node``: variables, parameters, locals, loop variables, arrays."""
+    out: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, (Var, Decl, Param, Alloc)):
+            out.add(n.name)
+        elif isinstance(n, For):
+            out.add(n.var)
+        elif isinstance(n, Index):
+            out.add(n.array)
+    return out
+
+
 class Visitor:
     """Dispatches ``visit(node)`` to ``visit_<ClassName>``, else ``generic_visit``."""
 
