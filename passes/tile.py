@@ -35,8 +35,19 @@ with ``LO_J``/``HI_J`` each ``invariant`` or ``i + invariant`` (the ``j``
 loop need not have been proven parallel: the argument above proves it), plus
 an optional last ``X[j][i] = X[i][j]`` (*mirror*, needs ``j >= i``) and
 statements ``X[i][i] = e`` before the ``j`` loop (*diag*, need ``j >= i + 1``).
-gemm, 2mm, 3mm, syrk, syr2k, covariance and correlation match; symm and trmm
-(``k`` bounds read ``i``), doitgen (1-D) do not.
+gemm, 2mm, 3mm, syrk, syr2k, covariance and correlation match; trmm and
+symm's second launch match in the triangular-k form below; symm's first
+launch (a local reduction scalar) and doitgen (1-D) do not.
+
+*Triangular k*: in the rectangular form, ``LO_K``/``HI_K`` may each be
+``invariant`` or ``i + invariant`` (trmm after :mod:`passes.snapshot`:
+``for k in i + 1..m``).  Each micro-tile row then applies ``f`` only for the
+``k`` of its own range (a guard per row and ``k``), in increasing order as
+before; a block's ``k`` loop covers the union of its rows' ranges, one
+interval (see :func:`_unit_affine`); a row operand element is loaded only
+inside its own row's range (an element outside it need not exist), a column
+operand's ``k`` lies in some row's range.  No tensor cores: an MMA cannot skip
+a row's terms.
 
 **The plan.**  A block computes a ``bm x bn`` tile of the ``(i, j)`` space
 with ``(bm/tm) x (bn/tn)`` threads; each thread owns a ``tm x tn`` micro-tile
@@ -178,6 +189,7 @@ class Plan:
     mirror: bool = False  # also store X[j][i] = X[i][j] at the end
     diag: tuple[ir.Assign, ...] = ()  # X[i][i] = e before the j loop (triangular, j >= i + 1)
     mma: tuple[int, int, int, int, int, int] | None = None  # tensor-core shape, if allowed (Options.mma)
+    k_tri: bool = False  # k's bounds read i (rectangular form only): each row's k range is its own
 
     @property
     def threads(self) -> tuple[int, int]:
@@ -221,10 +233,16 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
         return None
     # Bounds read no array and no loop variable, except that a triangular j's
     # bounds may be i + invariant (unit coefficient: see _unit_affine).
+    # (or, in the rectangular form, k's bounds: trmm's k in i + 1..m, see *Triangular k*).
     for b in (row.lo, row.hi, col.lo, col.hi, red.lo, red.hi):
-        if _reads(b) or _vars(b) & {j, k} or (i in _vars(b) and not (triangular and b in (col.lo, col.hi))):
+        if _reads(b) or _vars(b) & {j, k}:
+            return None
+        if i in _vars(b) and not (b in (col.lo, col.hi) if triangular else b in (red.lo, red.hi)):
             return None
     if triangular and not (_unit_affine(col.lo, i) and _unit_affine(col.hi, i)):
+        return None
+    k_tri = not triangular and bool(i in _vars(red.lo) or i in _vars(red.hi))
+    if k_tri and not (_unit_affine(red.lo, i) and _unit_affine(red.hi, i)):
         return None
     if not isinstance(update, ir.Assign) or not isinstance(update.target, ir.Index):
         return None
@@ -271,8 +289,11 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     bk = DEFAULT_BK
     p = Plan(row, col, red, update, pre, post, operands, bm, bn, bk, tm, tn, opts.shared,  # type: ignore[arg-type]
              triangular, mirror, diag,  # type: ignore[arg-type]
-             None if opts.mma is False or not opts.shared
-             else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape)
+             # NOTE: no tensor cores with a triangular k: an MMA cannot skip a row's terms, and a
+             # zero operand is not a skipped term (0 * inf is NaN).
+             None if opts.mma is False or not opts.shared or k_tri
+             else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
+             k_tri)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None

@@ -28,8 +28,9 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc"
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not installed")
 
 #: Kernel -> number of launches that get a plan (the others: none).
-TILED = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1}
-UNTILED = ["atax", "bicg", "doitgen", "symm", "trmm", "gemver",
+TILED = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1, "trmm": 1,
+         "symm": 1}  # symm: its second launch, C[k][j] += alpha * B[i][j] * A[i][k] for i in k + 1..m
+UNTILED = ["atax", "bicg", "doitgen", "gemver",
            "jacobi_2d", "heat_3d", "fdtd_2d", "lu", "mvt"]
 
 
@@ -56,6 +57,7 @@ def test_plan_found_for_matmul_like_launches(name: str) -> None:
         assert p.triangular == (name.startswith("syr") or name in ("covariance", "correlation"))
         assert p.mirror == (name in ("covariance", "correlation"))
         assert len(p.diag) == (name == "correlation")
+        assert p.k_tri == (name in ("trmm", "symm"))
 
 
 @pytest.mark.parametrize("name", UNTILED)
@@ -110,13 +112,25 @@ def test_plan_accepts_a_hand_written_matmul() -> None:
     "for k in 0..n { C[i][j] += A[i][k] * B[k][k]; }",  # operand indexed by k only
     "for k in 0..n { C[i][j] += A[i][j] * B[k][j]; }",  # operand indexed by i and j
     "for k in 0..n { C[i][j] += A[i][k] * B[k][j] * f64(i); }",  # i outside subscripts
-    "for k in 0..i { C[i][j] += A[i][k] * B[k][j]; }",  # triangular k
+    "for k in 0..2 * i { C[i][j] += A[i][k] * B[k][j]; }",  # triangular k, not unit
     "for k in 0..n { C[i][j] += A[P[i][k]][k] * B[k][j]; }",  # indirect subscript
     "C[i][j] = A[i][j];\nfor k in 0..n { C[i][j] += A[i][k] * B[k][j]; }",  # pre statement reads another array
     "for k in 0..n { C[i][j] += A[i][k] * B[k][j]; }\nfor k in 0..n { C[i][j] += A[i][k]; }",  # two k loops
 ])
 def test_plan_refuses(body: str) -> None:
     assert tile.plan(_one(body)) is None
+
+
+def test_plan_accepts_a_triangular_k_without_tensor_cores() -> None:
+    for body in ("for k in 0..i { C[i][j] += A[i][k] * B[k][j]; }",
+                 "for k in i + 1..n { C[i][j] += A[k][i] * B[k][j]; }"):
+        p = tile.plan(_one(body))
+        assert p is not None and p.k_tri and p.mma is None, body
+    p = tile.plan(_one("for k in 0..n { C[i][j] += A[i][k] * B[k][j]; }"))
+    assert p is not None and not p.k_tri and p.mma is not None
+    # Only in the rectangular form: a triangular j loop's k bounds still may not read i.
+    assert tile.plan(_one("for k in 0..i { C[i][j] += A[i][k] * B[j][k]; }",
+                          "for i in 0..n par(x) {\n for j in 0..i + 1 {\n")) is None
 
 
 def test_plan_refuses_non_unit_triangular_bounds() -> None:
@@ -211,9 +225,37 @@ def test_gemm_options_match_the_reference(opts: str) -> None:
 
 
 @needs_gxx
-@pytest.mark.parametrize("name", ["2mm", "3mm", "syrk", "syr2k", "covariance", "correlation"])
+@pytest.mark.parametrize("name", ["2mm", "3mm", "syrk", "syr2k", "covariance", "correlation", "trmm", "symm"])
 def test_other_kernels_match_the_reference(name: str) -> None:
     _verify(name, None, {}, mode="quick")
+
+
+#: A triangular k whose update is not bilinear: a row that took a term outside its own k range
+#: would add 1.0 even with a zero operand, so the per-row guard is what keeps it exact.
+K_TRIANGULAR = """kernel ktri(i32 n, i32 p, in f64 a[p][n], in f64 b[p][n], inout f64 c[n][n]) {
+  for i in 0..n {
+    for j in 0..n {
+      for k in i + 1..p {
+        c[i][j] += a[k][i] * b[k][j] + 1.0;
+      }
+    }
+  }
+}
+"""
+
+
+@needs_gxx
+@pytest.mark.parametrize("opts", ["default", "no-shared", "32x64-2x4"])
+def test_triangular_k_takes_only_each_rows_terms(tmp_path: Path, opts: str) -> None:
+    path = tmp_path / "ktri.ir"
+    path.write_text(K_TRIANGULAR)
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    out = cuda.emit(lowered, source=path.name, tiling=OPTION_SETS[opts])
+    assert "Block tiles" in out and "k range" in out
+    (report,) = verify_module(module, out, source=path, lowered=lowered,
+                              options=Options(seed=7, mode="full", sizes={}, stages="abc", gpu=False))
+    assert report.ok and report.stage("c").status == "pass", report.summary()
 
 
 @needs_gxx

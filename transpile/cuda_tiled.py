@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from passes.tile import Plan, substitute, substitute_var
 from transpile import cuda as cu
-from transpile import ir
+from transpile import ir, regions
 
 TEMPLATE = "tiled_matmul.cu.j2"
 #: CUDA spellings used by the template.
@@ -47,14 +47,14 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     fresh = namer.fresh
     names = {b: fresh(b) for b in (
         "tx", "ty", "tid", "ib", "jb", "acc", "m", "n", "gi", "gj", "kb", "t", "r", "kk", "gr", "gk", "kn", "q",
-        "jmin", "jmax", "rlo", "rhi", "l", "h")}
+        "jmin", "jmax", "rlo", "rhi", "l", "h", "kmin", "kmax", "klo", "khi")}
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
         names[f"{key}_lo"] = fresh(f"{loop.var}_lo")
         names[f"{key}_hi"] = fresh(f"{loop.var}_hi")
     bounds = []
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
-        if key == "j" and plan.triangular:
-            continue  # j's bounds read i: evaluated per row (row_j_lo, row_j_hi)
+        if (key == "j" and plan.triangular) or (key == "k" and plan.k_tri):
+            continue  # the bounds read i: evaluated per row (row_j_lo/hi, row_k_lo/hi)
         bounds.append({"name": names[f"{key}_lo"], "expr": p.cast_to(loop.lo, "long long")})
         bounds.append({"name": names[f"{key}_hi"], "expr": p.cast_to(loop.hi, "long long")})
     nx, ny = plan.threads
@@ -68,6 +68,10 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
 
     row_j_lo = {g: j_bound(plan.col.lo, names[g]) for g in ("gi", "gr")}
     row_j_hi = {g: j_bound(plan.col.hi, names[g]) for g in ("gi", "gr")}
+    row_k_lo = {g: j_bound(plan.red.lo, names[g]) for g in ("gi", "gr")}
+    row_k_hi = {g: j_bound(plan.red.hi, names[g]) for g in ("gi", "gr")}
+    if plan.k_tri:  # the k loops run over the block's union of its rows' k ranges (computed per row tile)
+        names["k_lo"], names["k_hi"] = names["kmin"], names["kmax"]
 
     def decl(loop: ir.For, value: str) -> str:
         t = cu.ctype(loop.ty)
@@ -86,6 +90,11 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         table[o.index] = ir.Var(f"{reg}[{names['m' if row else 'n']}]", o.index.ty)
         in_rows = (f"{names['gr']} < {names['i_hi']} && {row_j_lo['gr']} < {row_j_hi['gr']}" if row
                    else f"{names['gr']} < {names['jmax']}")
+        in_k = f"{names['gk']} < {names['k_hi']}"
+        in_rows_direct = in_rows
+        if plan.k_tri and row:  # only inside this row's own k range: an element outside it need not exist
+            in_k = f"{names['gk']} >= {row_k_lo['gr']} && {names['gk']} < {row_k_hi['gr']}"
+            in_rows_direct = f"{in_rows} && {names['kb']} >= {row_k_lo['gr']} && {names['kb']} < {row_k_hi['gr']}"
         t = names["t"]
         operands.append({
             "ctype": cu.ctype(o.index.ty), "smem": smem, "reg": reg, "count": count,
@@ -94,8 +103,8 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
             "r_of_t": f"{t} / {plan.bk}" if o.k_last else f"{t} % {width}",
             "kk_of_t": f"{t} % {plan.bk}" if o.k_last else f"{t} / {width}",
             "base": names["ib" if row else "jb"], "lane": lane, "stride": stride,
-            "in_range": f"{in_rows} && {names['gk']} < {names['k_hi']}",
-            "in_rows": in_rows,
+            "in_range": f"{in_rows} && {in_k}",
+            "in_rows": in_rows_direct,
             "decls": [decl(loop, names["gr"]), decl(plan.red, names["gk"])],
             "decls_direct": [decl(loop, names["gr"])],
             "load": p(o.index),
@@ -105,17 +114,22 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     value = substitute(plan.update.value, table)
     uses_k = any(isinstance(x, ir.Var) and x.name == plan.red.var for x in ir.walk(value))
 
-    def micro(stmts: tuple[ir.Assign, ...]) -> list[str]:
-        """``stmts`` on every accumulator of the micro-tile (unrolled loops)."""
+    def micro(stmts: tuple[ir.Assign, ...], row_guard: str | None = None) -> list[str]:
+        """``stmts`` on every accumulator of the micro-tile (unrolled loops); ``row_guard``: only on
+        the rows where it holds (it may use ``m``)."""
         if not stmts:
             return []
         printer.lines = []
         printer.emit(ir.Assign(acc_ref, substitute(s.value, table)) for s in stmts)
         m, n = names["m"], names["n"]
-        return [PRAGMA_UNROLL, f"for (int {m} = 0; {m} < {plan.tm}; ++{m}) {{", PRAGMA_UNROLL,
-                f"  for (int {n} = 0; {n} < {plan.tn}; ++{n}) {{",
-                *(f"    {line}" for line in printer.lines), "  }", "}"]
+        pad = "  " if row_guard is None else "    "
+        inner = [PRAGMA_UNROLL, f"{pad}for (int {n} = 0; {n} < {plan.tn}; ++{n}) {{",
+                 *(f"{pad}  {line}" for line in printer.lines), f"{pad}}}"]
+        if row_guard is not None:
+            inner = [f"  if ({regions.mark('guard', row_guard)}) {{", *inner, "  }"]
+        return [PRAGMA_UNROLL, f"for (int {m} = 0; {m} < {plan.tm}; ++{m}) {{", *inner, "}"]
     zero = p(ir.Const(0.0, plan.update.target.ty))
+    k_now = f"{names['kb']} + {names['kk']}" if plan.shared else names["kb"]  # the k of the update
     ctx = {
         "shared": plan.shared, "triangular": plan.triangular, "row_j_lo": row_j_lo, "row_j_hi": row_j_hi,
         "loads": loads, "operands": operands, "bounds": bounds, "n": names,
@@ -129,7 +143,11 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
                              plan.update.target.ty)) if plan.mirror else "",
         "k_decls": [decl(plan.red, f"{names['kb']} + {names['kk']}")] if uses_k else [],
         "k_decls_direct": [decl(plan.red, names["kb"])],
-        "update": micro((ir.Assign(plan.update.target, value),)),
+        # With a triangular k, each row takes only the terms of its own k range (passes/tile.py).
+        "update": micro((ir.Assign(plan.update.target, value),),
+                        None if not plan.k_tri else
+                        f"{k_now} >= {names['klo']}[{names['m']}] && {k_now} < {names['khi']}[{names['m']}]"),
+        "k_tri": plan.k_tri, "row_k_lo": row_k_lo, "row_k_hi": row_k_hi,
         "pre": micro(plan.pre), "post": micro(plan.post),
     }
     body = cu.environment().get_template(TEMPLATE).render(**ctx).splitlines()
