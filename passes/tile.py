@@ -36,8 +36,19 @@ loop need not have been proven parallel: the argument above proves it), plus
 an optional last ``X[j][i] = X[i][j]`` (*mirror*, needs ``j >= i``) and
 statements ``X[i][i] = e`` before the ``j`` loop (*diag*, need ``j >= i + 1``).
 gemm, 2mm, 3mm, syrk, syr2k, covariance and correlation match; trmm and
-symm's second launch match in the triangular-k form below; symm's first
-launch (a local reduction scalar) and doitgen (1-D) do not.
+symm match in the triangular-k form below (symm's first launch also in the
+scalar form); doitgen (1-D) does not.
+
+*Scalar accumulator* (rectangular form): the ``j`` body may instead be
+``Decl t = init`` (``init`` reads no array and no loop variable), the ``k``
+loop ``t = f(t, R, Q, k, scalars)`` (``f`` does not read ``X``), and one
+statement ``X[i][j] = h(...)`` whose reads are ``X[i][j]``, ``t``, scalars
+and elements of other arrays at subscripts over ``i``, ``j`` and invariants
+(symm: ``C[i][j] = beta * C[i][j] + alpha * B[i][j] * A[i][i] + alpha * temp2``).
+The accumulators start at ``init``; after the ``k`` loop each in-range output
+evaluates ``h`` once, with ``t`` its accumulator: the same operations in the
+same order.  The launch writes only ``X``, so the other arrays ``h`` reads
+are unchanged by it.  No tensor cores (the MMA kernel accumulates into ``X``).
 
 *Triangular k*: in the rectangular form, ``LO_K``/``HI_K`` may each be
 ``invariant`` or ``i + invariant`` (trmm after :mod:`passes.snapshot`:
@@ -190,6 +201,17 @@ class Plan:
     diag: tuple[ir.Assign, ...] = ()  # X[i][i] = e before the j loop (triangular, j >= i + 1)
     mma: tuple[int, int, int, int, int, int] | None = None  # tensor-core shape, if allowed (Options.mma)
     k_tri: bool = False  # k's bounds read i (rectangular form only): each row's k range is its own
+    # The scalar form (*Scalar accumulator*): ``Decl t = init`` before the k loop, ``t = f(t, ...)`` in
+    # it (``update``), and ``X[i][j] = h(X[i][j], t, ...)`` after it (``epilogue``); else None.
+    scalar: ir.Decl | None = None
+    epilogue: ir.Assign | None = None
+
+    @property
+    def output(self) -> ir.Index:
+        """``X[i][j]``: the element each instance writes."""
+        target = self.epilogue.target if self.epilogue is not None else self.update.target
+        assert isinstance(target, ir.Index)
+        return target
 
     @property
     def threads(self) -> tuple[int, int]:
@@ -244,9 +266,26 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     k_tri = not triangular and bool(i in _vars(red.lo) or i in _vars(red.hi))
     if k_tri and not (_unit_affine(red.lo, i) and _unit_affine(red.hi, i)):
         return None
-    if not isinstance(update, ir.Assign) or not isinstance(update.target, ir.Index):
+    if not isinstance(update, ir.Assign):
         return None
-    target = update.target
+    # *Scalar accumulator* (symm's first launch): the k loop accumulates into a scalar declared just
+    # before it, and one statement after it writes X[i][j] from it.
+    scalar = epilogue = None
+    if isinstance(update.target, ir.Var):
+        if not (len(pre) == 1 and isinstance(pre[0], ir.Decl) and pre[0].name == update.target.name
+                and pre[0].init is not None and len(post) == 1 and isinstance(post[0], ir.Assign)
+                and isinstance(post[0].target, ir.Index) and not triangular):
+            return None
+        scalar, epilogue = pre[0], post[0]
+        if not scalar.ty.is_float or _reads(scalar.init) or _vars(scalar.init) & {i, j, k}:
+            return None
+        pre, post = (), ()
+        target = epilogue.target
+        assert isinstance(target, ir.Index)
+    elif isinstance(update.target, ir.Index):
+        target = update.target
+    else:
+        return None
     if len(target.indices) != 2 or not target.ty.is_float:
         return None
     if not (_is_var(target.indices[0], i) and _is_var(target.indices[1], j)):
@@ -254,12 +293,23 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     operands = _operands(update.value, target, i, j, k)
     if operands is None or not operands or not update.value.ty.is_float:
         return None
+    if scalar is not None:
+        # f reads the accumulator, never the output; the epilogue reads X[i][j] and elements of arrays the
+        # launch does not write whose subscripts use only i and j (symm: B[i][j], A[i][i]), evaluated
+        # once per output after the k loop as in the original.
+        assert epilogue is not None
+        if any(isinstance(n, ir.Index) and n.array == target.array for n in ir.walk(update.value)):
+            return None
+        if not _epilogue_ok(epilogue, target, scalar.name, i, j, k):
+            return None
     if not all(loop.ty.is_signed for loop in (row, col, red)):
         return None  # bounds are compared in long long
     # i and j may appear only inside operand subscripts and the target: the
     # micro-tile evaluates f for out-of-range rows too (discarded), which must
     # not compute with out-of-range loop variables.
     rest = _strip(update.value, {o.index for o in operands} | {target})
+    if scalar is not None:
+        rest = substitute_var(rest, scalar.name, ir.Const(0.0, scalar.ty))
     if _vars(rest) & {i, j}:
         return None
     # A last ``X[j][i] = X[i][j]`` (covariance's mirror store) is legal when
@@ -291,12 +341,29 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
              triangular, mirror, diag,  # type: ignore[arg-type]
              # NOTE: no tensor cores with a triangular k: an MMA cannot skip a row's terms, and a
              # zero operand is not a skipped term (0 * inf is NaN).
-             None if opts.mma is False or not opts.shared or k_tri
+             # Nor with a scalar accumulator (the MMA kernel accumulates into X).
+             None if opts.mma is False or not opts.shared or k_tri or scalar is not None
              else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
-             k_tri)
+             k_tri, scalar, epilogue)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None
+
+
+def _epilogue_ok(s: ir.Assign, target: ir.Index, acc: str, i: str, j: str, k: str) -> bool:
+    """``s`` may end a scalar-form plan: ``X[i][j] = h(...)`` reading ``X`` only as ``X[i][j]``, other
+    arrays only at subscripts over ``i``, ``j`` and invariants, ``k`` nowhere, and the scalar ``acc``."""
+    if s.value.ty != target.ty:
+        return False
+    for n in ir.walk(s.value):
+        if isinstance(n, ir.Index):
+            if n.array == target.array and n != target:
+                return False
+            if any(_reads(x) or k in _vars(x) for x in n.indices):
+                return False
+    # i and j only inside subscripts (the epilogue runs only for in-range outputs, but keep the rule).
+    stripped = _strip(s.value, {n for n in ir.walk(s.value) if isinstance(n, ir.Index)})
+    return not _vars(stripped) & {i, j, k} and acc in _vars(s.value)
 
 
 def _operands(value: ir.Expr, target: ir.Index, i: str, j: str, k: str) -> tuple[Operand, ...] | None:

@@ -29,7 +29,7 @@ needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not installed")
 
 #: Kernel -> number of launches that get a plan (the others: none).
 TILED = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1, "trmm": 1,
-         "symm": 1}  # symm: its second launch, C[k][j] += alpha * B[i][j] * A[i][k] for i in k + 1..m
+         "symm": 2}  # symm: temp2 (a scalar accumulator), then C[k][j] += alpha * B[i][j] * A[i][k], i in k + 1..m
 UNTILED = ["atax", "bicg", "doitgen", "gemver",
            "jacobi_2d", "heat_3d", "fdtd_2d", "lu", "mvt"]
 
@@ -58,6 +58,7 @@ def test_plan_found_for_matmul_like_launches(name: str) -> None:
         assert p.mirror == (name in ("covariance", "correlation"))
         assert len(p.diag) == (name == "correlation")
         assert p.k_tri == (name in ("trmm", "symm"))
+    assert [p.scalar is not None for p in plans] == ([True, False] if name == "symm" else [False] * len(plans))
 
 
 @pytest.mark.parametrize("name", UNTILED)
@@ -131,6 +132,25 @@ def test_plan_accepts_a_triangular_k_without_tensor_cores() -> None:
     # Only in the rectangular form: a triangular j loop's k bounds still may not read i.
     assert tile.plan(_one("for k in 0..i { C[i][j] += A[i][k] * B[j][k]; }",
                           "for i in 0..n par(x) {\n for j in 0..i + 1 {\n")) is None
+
+
+def test_plan_accepts_a_scalar_accumulator_with_an_epilogue() -> None:
+    body = "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = 0.5 * C[i][j] + a * B[i][j] * t;"
+    p = tile.plan(_one(body))
+    assert p is not None and p.scalar is not None and p.epilogue is not None and p.mma is None
+    assert p.output == p.epilogue.target and not p.pre and not p.post
+
+
+@pytest.mark.parametrize("body", [
+    "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * C[k][j]; }\nC[i][j] = t;",  # f reads the output
+    "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = C[j][i] + t;",  # another output element
+    "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = t + f64(i);",  # i outside subscripts
+    "f64 t = A[i][0];\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = t;",  # init reads an array
+    "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = t;\nC[i][j] += t;",  # two statements after
+    "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = B[P[i][j]][j] + t;",  # indirect
+])
+def test_plan_refuses_scalar_forms(body: str) -> None:
+    assert tile.plan(_one(body)) is None
 
 
 def test_plan_refuses_non_unit_triangular_bounds() -> None:
@@ -244,15 +264,31 @@ K_TRIANGULAR = """kernel ktri(i32 n, i32 p, in f64 a[p][n], in f64 b[p][n], inou
 """
 
 
+#: A scalar accumulator with an epilogue that is not a plain store (symm's shape, rectangular k).
+SCALAR_FORM = """kernel sform(i32 n, i32 p, in f64 a[n][p], in f64 b[p][n], inout f64 c[n][n]) {
+  for i in 0..n {
+    for j in 0..n {
+      f64 t = 0.5;
+      for k in 0..p {
+        t += a[i][k] * b[k][j];
+      }
+      c[i][j] = 0.25 * c[i][j] + t * t + a[i][0] * b[0][j];
+    }
+  }
+}
+"""
+
+
 @needs_gxx
 @pytest.mark.parametrize("opts", ["default", "no-shared", "32x64-2x4"])
-def test_triangular_k_takes_only_each_rows_terms(tmp_path: Path, opts: str) -> None:
-    path = tmp_path / "ktri.ir"
-    path.write_text(K_TRIANGULAR)
+@pytest.mark.parametrize("src", [K_TRIANGULAR, SCALAR_FORM], ids=["k-triangular", "scalar-form"])
+def test_extended_forms_match_the_interpreter(tmp_path: Path, opts: str, src: str) -> None:
+    path = tmp_path / "k.ir"
+    path.write_text(src)
     module = frontend.load(path)
     lowered = pipeline.lower(module)
     out = cuda.emit(lowered, source=path.name, tiling=OPTION_SETS[opts])
-    assert "Block tiles" in out and "k range" in out
+    assert "Block tiles" in out and ("k range" in out) == (src is K_TRIANGULAR)
     (report,) = verify_module(module, out, source=path, lowered=lowered,
                               options=Options(seed=7, mode="full", sizes={}, stages="abc", gpu=False))
     assert report.ok and report.stage("c").status == "pass", report.summary()

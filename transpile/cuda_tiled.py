@@ -109,9 +109,18 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
             "decls_direct": [decl(loop, names["gr"])],
             "load": p(o.index),
         })
-    acc_ref = ir.Var(f"{names['acc']}[{names['m']}][{names['n']}]", plan.update.target.ty)
-    table[plan.update.target] = acc_ref  # type: ignore[index]
+    out = plan.output
+    acc_ty = plan.scalar.ty if plan.scalar is not None else out.ty
+    acc_ref = ir.Var(f"{names['acc']}[{names['m']}][{names['n']}]", acc_ty)
+    table[out] = acc_ref
     value = substitute(plan.update.value, table)
+    epilogue: list[str] = []
+    if plan.scalar is not None:  # the accumulator is the scalar; X[i][j] is written once, after the k loop
+        assert plan.epilogue is not None
+        value = substitute_var(value, plan.scalar.name, acc_ref)
+        printer.lines = []
+        printer.emit([ir.Assign(out, substitute_var(plan.epilogue.value, plan.scalar.name, acc_ref))])
+        epilogue = list(printer.lines)
     uses_k = any(isinstance(x, ir.Var) and x.name == plan.red.var for x in ir.walk(value))
 
     def micro(stmts: tuple[ir.Assign, ...], row_guard: str | None = None) -> list[str]:
@@ -128,23 +137,24 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         if row_guard is not None:
             inner = [f"  if ({regions.mark('guard', row_guard)}) {{", *inner, "  }"]
         return [PRAGMA_UNROLL, f"for (int {m} = 0; {m} < {plan.tm}; ++{m}) {{", *inner, "}"]
-    zero = p(ir.Const(0.0, plan.update.target.ty))
+    zero = p(ir.Const(0.0, out.ty))
     k_now = f"{names['kb']} + {names['kk']}" if plan.shared else names["kb"]  # the k of the update
     ctx = {
         "shared": plan.shared, "triangular": plan.triangular, "row_j_lo": row_j_lo, "row_j_hi": row_j_hi,
         "loads": loads, "operands": operands, "bounds": bounds, "n": names,
         "c": {"bm": plan.bm, "bn": plan.bn, "bk": plan.bk, "tm": plan.tm, "tn": plan.tn,
               "nx": nx, "ny": ny, "threads": nx * ny},
-        "cuda": CUDA, "acc_type": cu.ctype(plan.update.target.ty),
-        "ij_decls": [i_decl, j_decl], "target": p(plan.update.target), "zero": zero,
+        "cuda": CUDA, "acc_type": cu.ctype(acc_ty),
+        "ij_decls": [i_decl, j_decl], "target": p(out), "zero": zero,
+        "acc_init": p(plan.scalar.init) if plan.scalar is not None and plan.scalar.init is not None else "",
+        "epilogue": epilogue,
         "diag": _lines(cu.StmtPrinter(expr, namer, depth=0), plan.diag),
         "diag_decl": decl(plan.row, names["gr"]),
-        "mirror": p(ir.Index(plan.update.target.array, plan.update.target.indices[::-1],  # type: ignore[union-attr]
-                             plan.update.target.ty)) if plan.mirror else "",
+        "mirror": p(ir.Index(out.array, out.indices[::-1], out.ty)) if plan.mirror else "",
         "k_decls": [decl(plan.red, f"{names['kb']} + {names['kk']}")] if uses_k else [],
         "k_decls_direct": [decl(plan.red, names["kb"])],
         # With a triangular k, each row takes only the terms of its own k range (passes/tile.py).
-        "update": micro((ir.Assign(plan.update.target, value),),
+        "update": micro((ir.Assign(out, value),),
                         None if not plan.k_tri else
                         f"{k_now} >= {names['klo']}[{names['m']}] && {k_now} < {names['khi']}[{names['m']}]"),
         "k_tri": plan.k_tri, "row_k_lo": row_k_lo, "row_k_hi": row_k_hi,
