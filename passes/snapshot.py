@@ -25,7 +25,7 @@ iterations of ``i``: the nest is a parallel triangular matrix product::
 
 **Precondition**: valid IR without ``Launch`` (runs before distribution).
 
-**Rule.**  For each array ``X`` the kernel writes, the reads of ``X`` that only
+**Rule.**  For each array parameter ``X`` the kernel writes, the reads of ``X`` that only
 ever see entry values (all of them, or none) read ``X_entry``, a kernel-local
 array (``Alloc``) of ``X``'s type filled by a copy nest at the top of the
 kernel body.  The copy runs before anything else, so ``X_entry`` holds exactly
@@ -83,13 +83,10 @@ def _parallel(kernel: ir.Kernel) -> int | None:
 
 
 def _array_type(kernel: ir.Kernel, name: str) -> ir.ArrayType | None:
+    """The type of array parameter ``name``; None for a local array (its entry values are undefined,
+    and it is declared in the body, after where the copy would go)."""
     p = kernel.param(name)
-    if p is not None:
-        return p.ty if isinstance(p.ty, ir.ArrayType) else None
-    for s in kernel.body:
-        if isinstance(s, ir.Alloc) and s.name == name:
-            return s.ty
-    return None
+    return p.ty if p is not None and isinstance(p.ty, ir.ArrayType) else None
 
 
 def _fresh(base: str, used: set[str]) -> str:
