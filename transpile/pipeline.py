@@ -28,7 +28,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     the fusion pass (a schedule knob of ``--evolve``: fewer launches are not
     always faster).
     """
-    from passes import distribute, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
+    from passes import distribute, expand, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
     from passes import fuse as fusion
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
@@ -46,6 +46,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # distribute: a read turned into a read of the entry copy drops anti dependences, which can free
     # an outer loop that distribution and interchange would otherwise build around (trmm's i).
     module = step("snapshot", module, snapshot.run)
+    # NOTE: expand after snapshot and before distribute: distribution needs the expanded array to
+    # split doitgen's (r, q) body into parallel nests (with one vector, r and q carry its reuse).
+    module = step("expand", module, expand.run)
     module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.

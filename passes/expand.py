@@ -1,0 +1,203 @@
+"""Array expansion: a scratch array that every iteration of a loop nest fills afresh gets one copy per iteration.
+
+PolyBench's doitgen reuses one vector for every ``(r, q)``::
+
+    for r in 0..nr {
+      for q in 0..nq {
+        for p in 0..np { sum[p] = 0.0; for s in 0..np { sum[p] += A[r][q][s] * C4[s][p]; } }
+        for p in 0..np { A[r][q][p] = sum[p]; }
+      }
+    }
+
+As one array, ``sum`` carries output and anti dependences on ``r`` and ``q``,
+so both run on the host: 55000 iterations of two small launches at
+EXTRALARGE.  But every iteration writes all of ``sum`` before it reads any of
+it, so no value crosses iterations: with a copy per iteration
+(``sum_x[r][q][p]``) the ``(r, q, p)`` space is parallel.
+
+**Precondition**: valid IR without ``Launch`` (runs before distribution).
+
+**Rule.**  A top-level nest whose perfect prefix of loops ``P`` (step 1,
+bounds invariant: they read no array and no loop variable) has a body ``B``,
+and an array parameter ``X`` accessed in ``B`` with subscripts that use no
+loop of ``P`` and nowhere else in the nest.  Treating ``P``'s variables as
+parameters, :func:`passes.footprint.analyze` on ``B`` must prove that ``B``
+writes every element of ``X`` (``must_write``: unconditional affine writes,
+for every value of the parameters) and that every read of ``X`` in ``B`` sees
+a value ``B`` wrote before it (``reads_input`` False).  Then no value of ``X``
+flows between iterations of ``P`` or in from before the nest, and each
+iteration's ``X`` is its own: ``X[s]`` in ``B`` becomes
+``X_x[p1 - lo1]...[pd - lod][s]``, a kernel-local array (``Alloc``).  Since
+every iteration writes all of ``X``, its value after the nest is the last
+iteration's: a copy ``X[e] = X_x[hi1 - lo1 - 1]...[e]`` follows the nest,
+when every loop of ``P`` runs at least once (otherwise ``X`` is untouched, as
+before).
+
+The expansion is kept only if every loop of ``P`` becomes parallel
+(:func:`passes.deps.parallel_loops`): the copies then serve parallel
+iterations.  It costs ``prod(trips of P) x size of X`` of device memory
+(doitgen at EXTRALARGE: 119 MB) and one copy of ``X`` after the nest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from passes import deps, footprint
+from transpile import ir
+
+
+def run(kernel: ir.Kernel) -> ir.Kernel:
+    """``kernel`` with its expandable scratch arrays expanded (see the module docstring)."""
+    if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
+        return kernel
+    for index in range(len(kernel.body)):
+        stmt = kernel.body[index]
+        if not isinstance(stmt, ir.For):
+            continue
+        prefix = _prefix(stmt)
+        if not prefix:
+            continue
+        for array in _candidates(kernel, prefix):
+            trial = _expand(kernel, index, prefix, array)
+            if trial is not None and _all_parallel(trial, index + 1, len(prefix)):
+                kernel = trial
+                break  # the nest was rebuilt: one array per nest
+    return kernel
+
+
+def _prefix(nest: ir.For) -> list[ir.For]:
+    """The perfect prefix of ``nest`` whose loops have step 1 and invariant bounds (possibly empty)."""
+    loops: list[ir.For] = []
+    names: set[str] = set()
+    s: ir.Stmt = nest
+    while isinstance(s, ir.For) and s.step == 1 and not _uses(s.lo, names) and not _uses(s.hi, names):
+        if _reads(s.lo) or _reads(s.hi):
+            break
+        loops.append(s)
+        names.add(s.var)
+        if len(s.body) != 1 or not isinstance(s.body[0], ir.For):
+            break
+        s = s.body[0]
+    # The body B is the last loop's body; it must hold more than one loop level of work to matter.
+    return loops
+
+
+def _uses(e: ir.Expr, names: set[str]) -> bool:
+    return any(isinstance(n, ir.Var) and n.name in names for n in ir.walk(e))
+
+
+def _reads(e: ir.Expr) -> bool:
+    return any(isinstance(n, ir.Index) for n in ir.walk(e))
+
+
+def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
+    """Array parameters written in the prefix's body, whose subscripts there use no prefix loop, that the
+    body writes in full before any read of them (footprint analysis with the prefix loops as parameters)."""
+    body = prefix[-1].body
+    vars_ = {lp.var for lp in prefix}
+    written = sorted({n.target.array for s in body for n in ir.walk(s)
+                      if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)})
+    out = []
+    for name in written:
+        p = kernel.param(name)
+        if p is None or not isinstance(p.ty, ir.ArrayType):
+            continue
+        refs = [n for s in body for n in ir.walk(s) if isinstance(n, ir.Index) and n.array == name]
+        if any(_uses(x, vars_) for r in refs for x in r.indices):
+            continue
+        # The body as a kernel of its own, the prefix loops' variables as (integer) parameters.
+        params = (*kernel.params, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
+        fp = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc)).get(name)
+        if fp is not None and fp.must_write and not fp.reads_input:
+            out.append(name)
+    return out
+
+
+def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> ir.Kernel | None:
+    p = kernel.param(array)
+    assert p is not None and isinstance(p.ty, ir.ArrayType)
+    used = ir.identifiers(kernel)
+    name = _fresh(f"{array}_x", used)
+    trips = [_sub(lp.hi, lp.lo) for lp in prefix]
+    if any(t.ty != prefix[0].ty for t in trips):
+        return None
+    ty = ir.ArrayType(p.ty.elem, (*trips, *p.ty.dims))
+    loc = kernel.loc
+    lead = tuple(_sub(ir.Var(lp.var, lp.ty, loc=loc), lp.lo) for lp in prefix)
+    body = _Rename(array, name, lead).block(prefix[-1].body)
+    nest = _rebuild(prefix, body)
+    # After the nest, the last iteration's copy is the array's value (every iteration writes all of it).
+    last = tuple(ir.Binary("-", t, ir.Const(1, t.ty, loc=loc), t.ty, loc=loc) for t in trips)
+    evars = []
+    for _ in p.ty.dims:
+        evars.append(_fresh(f"x{len(evars)}", used))
+        used.add(evars[-1])
+    idx_ty = ir.I64 if any(d.ty.bits > 32 for d in p.ty.dims) else ir.I32
+    subs = tuple(ir.Var(v, idx_ty, loc=loc) for v in evars)
+    copy: ir.Stmt = ir.Assign(ir.Index(array, subs, p.ty.elem, loc=loc),
+                              ir.Index(name, (*last, *subs), p.ty.elem, loc=loc), loc=loc)
+    for v, d in reversed(list(zip(evars, p.ty.dims))):
+        hi = d if d.ty == idx_ty else ir.Cast(d, idx_ty, loc=loc)
+        copy = ir.For(v, idx_ty, ir.Const(0, idx_ty, loc=loc), hi, 1, (copy,), loc=loc)
+    ran = None
+    for t in trips:
+        c = ir.Binary(">", t, ir.Const(0, t.ty, loc=loc), ir.I32, loc=loc)
+        ran = c if ran is None else ir.Binary("&&", ran, c, ir.I32, loc=loc)
+    assert ran is not None
+    back = ir.If(ran, (copy,), (), loc=loc)
+    new_body = (ir.Alloc(name, ty, loc=loc), *kernel.body[:index], nest, back, *kernel.body[index + 1:])
+    return dataclasses.replace(kernel, body=new_body)
+
+
+def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if isinstance(b, ir.Const) and b.value == 0:
+        return a
+    return ir.Binary("-", a, b, a.ty, loc=a.loc)
+
+
+def _fresh(base: str, used: set[str]) -> str:
+    name, k = base, 1
+    while name in used:
+        name, k = f"{base}{k}", k + 1
+    return name
+
+
+def _rebuild(prefix: list[ir.For], body: tuple[ir.Stmt, ...]) -> ir.For:
+    out: ir.Stmt | None = None
+    for lp in reversed(prefix):
+        out = dataclasses.replace(lp, body=body if out is None else (out,))
+    assert isinstance(out, ir.For)
+    return out
+
+
+def _all_parallel(kernel: ir.Kernel, position: int, depth: int) -> bool:
+    """Whether the first ``depth`` loops of the nest at ``kernel.body[position]`` carry no dependence."""
+    graph = deps.analyze_or_none(kernel)
+    if graph is None:
+        return False
+    ids = deps.loop_ids(kernel)
+    par = deps.parallel_loops(kernel, graph)
+    s: ir.Stmt = kernel.body[position]
+    for _ in range(depth):
+        assert isinstance(s, ir.For)
+        if ids[id(s)] not in par:
+            return False
+        s = s.body[0]
+    return True
+
+
+class _Rename(ir.Transformer):
+    """``array[s]`` -> ``name[lead][s]`` everywhere (reads and writes)."""
+
+    def __init__(self, array: str, name: str, lead: tuple[ir.Expr, ...]) -> None:
+        self.array, self.name, self.lead = array, name, lead
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        return tuple(self.transform(s) for s in body)
+
+    def visit_Index(self, e: ir.Index) -> ir.Node:
+        e2 = self.generic_visit(e)
+        if e2.array != self.array:
+            return e2
+        return dataclasses.replace(e2, array=self.name, indices=(*self.lead, *e2.indices))
