@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps, footprint
+from passes.builders import copy_nest, fresh_name
 from transpile import ir
 
 
@@ -118,7 +119,7 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> 
     p = kernel.param(array)
     assert p is not None and isinstance(p.ty, ir.ArrayType)
     used = ir.identifiers(kernel)
-    name = _fresh(f"{array}_x", used)
+    name = fresh_name(f"{array}_x", used)
     trips = [_sub(lp.hi, lp.lo) for lp in prefix]
     if any(t.ty != prefix[0].ty for t in trips):
         return None
@@ -129,17 +130,7 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> 
     nest = _rebuild(prefix, body)
     # After the nest, the last iteration's copy is the array's value (every iteration writes all of it).
     last = tuple(ir.Binary("-", t, ir.Const(1, t.ty, loc=loc), t.ty, loc=loc) for t in trips)
-    evars = []
-    for _ in p.ty.dims:
-        evars.append(_fresh(f"x{len(evars)}", used))
-        used.add(evars[-1])
-    idx_ty = ir.I64 if any(d.ty.bits > 32 for d in p.ty.dims) else ir.I32
-    subs = tuple(ir.Var(v, idx_ty, loc=loc) for v in evars)
-    copy: ir.Stmt = ir.Assign(ir.Index(array, subs, p.ty.elem, loc=loc),
-                              ir.Index(name, (*last, *subs), p.ty.elem, loc=loc), loc=loc)
-    for v, d in reversed(list(zip(evars, p.ty.dims))):
-        hi = d if d.ty == idx_ty else ir.Cast(d, idx_ty, loc=loc)
-        copy = ir.For(v, idx_ty, ir.Const(0, idx_ty, loc=loc), hi, 1, (copy,), loc=loc)
+    copy = copy_nest(array, (), name, last, p.ty, "x", used, loc)
     ran = None
     for t in trips:
         c = ir.Binary(">", t, ir.Const(0, t.ty, loc=loc), ir.I32, loc=loc)
@@ -154,13 +145,6 @@ def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     if isinstance(b, ir.Const) and b.value == 0:
         return a
     return ir.Binary("-", a, b, a.ty, loc=a.loc)
-
-
-def _fresh(base: str, used: set[str]) -> str:
-    name, k = base, 1
-    while name in used:
-        name, k = f"{base}{k}", k + 1
-    return name
 
 
 def _rebuild(prefix: list[ir.For], body: tuple[ir.Stmt, ...]) -> ir.For:

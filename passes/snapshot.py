@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
+from passes.builders import copy_nest, fresh_name
 from transpile import ir
 
 
@@ -60,7 +61,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         ty = _array_type(kernel, array)
         if ty is None:
             continue
-        snap = _fresh(f"{array}_entry", used)
+        snap = fresh_name(f"{array}_entry", used)
         body = _Reads({id(n) for n in reads[array]}, snap).block(kernel.body)
         trial = dataclasses.replace(kernel, body=(ir.Alloc(snap, ty, loc=kernel.loc), *body))
         after = _parallel(trial)
@@ -73,7 +74,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     # The snapshots' Allocs lead the body (placed by the trials above); their copies follow them,
     # before the kernel's own statements.
     allocs, rest = kernel.body[:len(taken)], kernel.body[len(taken):]
-    copies = tuple(_copy(array, snap, ty, used, kernel.loc) for array, snap, ty in reversed(taken))
+    copies = tuple(copy_nest(snap, (), array, (), ty, "e", used, kernel.loc) for array, snap, ty in reversed(taken))
     return dataclasses.replace(kernel, body=(*allocs, *copies, *rest))
 
 
@@ -87,28 +88,6 @@ def _array_type(kernel: ir.Kernel, name: str) -> ir.ArrayType | None:
     and it is declared in the body, after where the copy would go)."""
     p = kernel.param(name)
     return p.ty if p is not None and isinstance(p.ty, ir.ArrayType) else None
-
-
-def _fresh(base: str, used: set[str]) -> str:
-    name, k = base, 1
-    while name in used:
-        name, k = f"{base}{k}", k + 1
-    return name
-
-
-def _copy(array: str, snap: str, ty: ir.ArrayType, used: set[str], loc: ir.Loc | None) -> ir.Stmt:
-    """``for e0 .. { for e1 .. { snap[e0][e1] = array[e0][e1]; } }`` over ``ty``'s extents."""
-    index = ir.I64 if any(d.ty.bits > 32 for d in ty.dims) else ir.I32
-    names = []
-    for _ in ty.dims:
-        names.append(_fresh("e0" if not names else f"e{len(names)}", used))
-        used.add(names[-1])
-    subs = tuple(ir.Var(v, index, loc=loc) for v in names)
-    stmt: ir.Stmt = ir.Assign(ir.Index(snap, subs, ty.elem, loc=loc), ir.Index(array, subs, ty.elem, loc=loc), loc=loc)
-    for v, d in reversed(list(zip(names, ty.dims))):
-        hi = d if d.ty == index else ir.Cast(d, index, loc=loc)
-        stmt = ir.For(v, index, ir.Const(0, index, loc=loc), hi, 1, (stmt,), loc=loc)
-    return stmt
 
 
 class _Reads(ir.Transformer):

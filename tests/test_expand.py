@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from passes import REGISTRY, deps, expand
+from tests.interp_check import assert_same_results
 from tests.polybench import SPECS
-from transpile import frontend, interp, ir, ircheck, pipeline, text
+from transpile import frontend, ir, ircheck, pipeline, text
 
 HEAD = "kernel k(i32 nr, i32 n, inout f64 a[nr][n], in f64 c[n][n], inout f64 w[n], inout f64 out[1]) {\n"
 
@@ -28,18 +29,7 @@ def _same(m: ir.Module, got_m: ir.Module, nr: int = 5, n: int = 6, shuffles: tup
     rng = np.random.default_rng(nr * 10 + n)
     args = {"nr": nr, "n": n, "a": rng.random((nr, n)), "c": rng.random((n, n)), "w": rng.random(n),
             "out": rng.random(1)}
-
-    def fresh() -> dict:
-        return {k: np.copy(x) if isinstance(x, np.ndarray) else x for k, x in args.items()}
-
-    want = interp.run(m, "k", fresh())
-    for shuffle in shuffles:
-        got = interp.run(got_m, "k", fresh(), shuffle=shuffle)
-        for name in ("a", "w", "out"):
-            if exact:
-                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, shuffle {shuffle}")
-            else:
-                np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0, err_msg=f"{name}, {shuffle}")
+    assert_same_results(m, got_m, "k", args, ("a", "w", "out"), shuffles, exact)
 
 
 DOITGEN_LIKE = """  for r in 0..nr {

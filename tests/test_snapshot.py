@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from passes import REGISTRY, deps, snapshot
+from tests.interp_check import assert_same_results
 from tests.polybench import SPECS
-from transpile import frontend, interp, ir, ircheck, pipeline, text
+from transpile import frontend, ir, ircheck, pipeline, text
 
 HEAD = "kernel k(i32 n, in f64 a[n][n], inout f64 b[n][n], inout f64 v[n]) {\n"
 
@@ -32,18 +33,7 @@ def _same(m: ir.Module, got_m: ir.Module, n: int = 7, shuffles: tuple[int | None
     """``got_m`` computes what ``m`` computes (bit for bit; ``exact=False``: up to reassociated reductions)."""
     rng = np.random.default_rng(n)
     args = {"n": n, "a": rng.random((n, n)), "b": rng.random((n, n)), "v": rng.random(n)}
-
-    def fresh() -> dict:
-        return {k: np.copy(x) if isinstance(x, np.ndarray) else x for k, x in args.items()}
-
-    want = interp.run(m, "k", fresh())
-    for shuffle in shuffles:
-        got = interp.run(got_m, "k", fresh(), shuffle=shuffle)
-        for name in ("b", "v"):
-            if exact:
-                np.testing.assert_array_equal(want[name], got[name], err_msg=f"{name}, shuffle {shuffle}")
-            else:
-                np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0, err_msg=f"{name}, {shuffle}")
+    assert_same_results(m, got_m, "k", args, ("b", "v"), shuffles, exact)
 
 
 TRMM_LIKE = """  for i in 0..n {
