@@ -277,7 +277,6 @@ class StmtPrinter(ir.Visitor):
         self.namer = namer
         self.depth = depth
         self.lines: list[str] = []
-        self.loop_vars: list[str] = []  # IR names of the loops around the statement being printed
         self.rows = 1  # consecutive iterations of the ``y`` par loop per thread (plain launches)
         self.pending_rows: tuple[str, str, str, str, int] | None = None  # the y loop's, for the x loop
 
@@ -313,9 +312,11 @@ class StmtPrinter(ir.Visitor):
         """Whether ``cond`` is a bounds guard: it keeps a thread inside (part of) the iteration space.
 
         In kernel code, a conjunction of integer comparisons (``<``, ``<=``,
-        ``>``, ``>=``) that reads an enclosing loop's variable and no memory:
-        wavefront skew guards, triangular bounds, ``j - 1 >= 0``.  Equality
-        tests (``lane == 0``) pick a thread for a role; data tests read memory.
+        ``>``, ``>=``) that reads no memory: wavefront skew guards, triangular
+        bounds, ``j - 1 >= 0``, and tests of extents only (``nr > 0 && nq > 0``
+        before :mod:`passes.expand`'s copy-back reads ``sum_x[nr - 1][nq - 1]``).
+        Equality tests (``lane == 0``) pick a thread for a role; data tests read
+        memory.
         """
         if not self.in_kernel:
             return False
@@ -323,9 +324,7 @@ class StmtPrinter(ir.Visitor):
         if not all(isinstance(t, ir.Binary) and t.op in _ORDER and not (t.lhs.ty.is_float or t.rhs.ty.is_float)
                    for t in terms):
             return False
-        if any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(cond)):
-            return False
-        return bool(_var_names(cond) & set(self.loop_vars))
+        return not any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(cond))
 
     def condition(self, cond: ir.Expr) -> str:
         """The text of an ``if`` condition, marked ``guard`` when it is a bounds test."""
@@ -378,12 +377,10 @@ class StmtPrinter(ir.Visitor):
         return name
 
     def visit_For(self, s: ir.For) -> None:
-        self.loop_vars.append(s.var)
         if s.par is not None:
             self._grid_stride(s)
         else:
             self._sequential(s)
-        self.loop_vars.pop()
 
     def _sequential(self, s: ir.For) -> None:
         """A sequential loop (every thread, or the host, runs all its iterations)."""

@@ -159,7 +159,6 @@ class _ReducePrinter(StmtPrinter):
         stride = f"({counter_t}){GRID_DIM}.x * {warps}"
         self.line(self._strided(counter_t, counter, start, hi, stride))
         self.depth += 1
-        self.loop_vars.append(s.var)
         if counter != v:
             self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
         group: list[ir.Stmt] = []
@@ -171,7 +170,6 @@ class _ReducePrinter(StmtPrinter):
                     self._warp_reduce(c, lane)  # type: ignore[arg-type]
             else:
                 group.append(c)
-        self.loop_vars.pop()
         self.depth -= 1
         self.line("}")
 
