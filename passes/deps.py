@@ -92,13 +92,18 @@ def entry_reads(kernel: ir.Kernel) -> dict[str, list[ir.Index]]:
     written = {a.name for _, a in writes}
     domains: dict[tuple[int, str], _Domain] = {}
     out: dict[str, list[ir.Index]] = {}
+    seen: set[int] = set()  # ids of nodes with a read that is not an entry read
     for t in stmts:
         for b in t.reads():
             if b.is_scalar or b.name not in written or not isinstance(b.node, ir.Index):
                 continue
             if all(not _dependences(s, a, t, b, params, 0, domains) for s, a in writes if a.name == b.name):
                 out.setdefault(b.name, []).append(b.node)
-    return out
+            else:
+                seen.add(id(b.node))
+    # NOTE: one node object may stand in several places (a transform may share a subtree); a caller
+    # replaces reads by identity, so a node that is not an entry read somewhere is not listed at all.
+    return {name: kept for name, nodes in out.items() if (kept := [n for n in nodes if id(n) not in seen])}
 
 
 def _loop_ids(stmts: list[StmtInfo]) -> dict[int, str]:

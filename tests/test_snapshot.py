@@ -126,3 +126,19 @@ def test_local_arrays_are_not_snapshotted() -> None:
     # A local array's entry values are undefined: nothing to copy (and it is declared in the body).
     m = _kernel("  f64 w[n];\n  for i in 0..n - 1 {\n    w[i] = w[i + 1] * 0.5;\n  }\n  for i in 0..n {\n    v[i] = 1.0;\n  }\n")
     assert snapshot.run(m.kernels[0]) is m.kernels[0]
+
+
+def test_a_read_node_shared_with_a_non_entry_read_is_not_listed() -> None:
+    # The same IR node object in two statements: an entry read in the first (nothing written yet),
+    # not in the second (after the write). Replacing by identity would change both, so neither is listed.
+    m = _kernel("  for i in 0..n - 1 {\n    v[i] = v[i + 1] * 0.5;\n  }\n")
+    k = m.kernels[0]
+    (loop,) = k.body
+    assert isinstance(loop, ir.For)
+    (stmt,) = loop.body
+    assert isinstance(stmt, ir.Assign)
+    read = stmt.value.lhs  # v[i + 1], one object
+    later = ir.Assign(ir.Index("v", (ir.Var("i", ir.I32),), ir.F64), read)
+    k2 = ir.Kernel(k.name, k.params, (loop, ir.For("i", ir.I32, loop.lo, loop.hi, 1, (later,))))
+    assert deps.entry_reads(k)["v"] == [read]
+    assert "v" not in deps.entry_reads(k2)
