@@ -61,15 +61,15 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     m_ = names["m"]
     names["in_ij"] = f"{names['gj']} >= {names['rlo']}[{m_}] && {names['gj']} < {names['rhi']}[{m_}]"
 
-    def j_bound(bound: ir.Expr, g: str) -> str:
-        """``bound`` (j's lo or hi) for row ``i = g`` (a long long in range), as long long."""
+    def row_bound(bound: ir.Expr, g: str) -> str:
+        """``bound`` (j's or k's lo or hi) for row ``i = g`` (a long long in range), as long long."""
         i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
         return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
 
-    row_j_lo = {g: j_bound(plan.col.lo, names[g]) for g in ("gi", "gr")}
-    row_j_hi = {g: j_bound(plan.col.hi, names[g]) for g in ("gi", "gr")}
-    row_k_lo = {g: j_bound(plan.red.lo, names[g]) for g in ("gi", "gr")}
-    row_k_hi = {g: j_bound(plan.red.hi, names[g]) for g in ("gi", "gr")}
+    row_j_lo = {g: row_bound(plan.col.lo, names[g]) for g in ("gi", "gr")}
+    row_j_hi = {g: row_bound(plan.col.hi, names[g]) for g in ("gi", "gr")}
+    row_k_lo = {g: row_bound(plan.red.lo, names[g]) for g in ("gi", "gr")}
+    row_k_hi = {g: row_bound(plan.red.hi, names[g]) for g in ("gi", "gr")}
     if plan.k_tri:  # the k loops run over the block's union of its rows' k ranges (computed per row tile)
         names["k_lo"], names["k_hi"] = names["kmin"], names["kmax"]
 
