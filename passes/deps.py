@@ -403,6 +403,13 @@ def parallel_loops(kernel: ir.Kernel, graph: nx.MultiDiGraph | None = None) -> s
     return loops - carried_loops(g)
 
 
+def parallel_count(kernel: ir.Kernel) -> int | None:
+    """How many loops of ``kernel`` carry no dependence (None: isl cannot tell); what a transform that
+    must free loops compares before and after."""
+    graph = analyze_or_none(kernel)
+    return None if graph is None else len(parallel_loops(kernel, graph))
+
+
 def format_graph(graph: nx.MultiDiGraph) -> str:
     """A readable, deterministic dump: one line per dependence."""
     lines = []

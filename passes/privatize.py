@@ -75,16 +75,10 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         if body == kernel.body:
             continue
         moved = dataclasses.replace(kernel, body=body)
-        before, after = _parallel(kernel), _parallel(moved)
+        before, after = deps.parallel_count(kernel), deps.parallel_count(moved)
         if before is not None and after is not None and after > before:
             kernel = moved
     return kernel
-
-
-def _parallel(kernel: ir.Kernel) -> int | None:
-    """How many loops of ``kernel`` carry no dependence (None: isl cannot tell)."""
-    graph = deps.analyze_or_none(kernel)
-    return None if graph is None else len(deps.parallel_loops(kernel, graph))
 
 
 def _block(body: tuple[ir.Stmt, ...], name: str) -> tuple[ir.Stmt, ...]:

@@ -52,7 +52,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     reads = deps.entry_reads(kernel)
     if not reads:
         return kernel
-    before = _parallel(kernel)
+    before = deps.parallel_count(kernel)
     if before is None:
         return kernel
     taken: list[tuple[str, str, ir.ArrayType]] = []  # (array, snapshot, type)
@@ -64,7 +64,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         snap = fresh_name(f"{array}_entry", used)
         body = _Reads({id(n) for n in reads[array]}, snap).block(kernel.body)
         trial = dataclasses.replace(kernel, body=(ir.Alloc(snap, ty, loc=kernel.loc), *body))
-        after = _parallel(trial)
+        after = deps.parallel_count(trial)
         if after is not None and after > before:
             kernel, before = trial, after
             used.add(snap)
@@ -76,11 +76,6 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     allocs, rest = kernel.body[:len(taken)], kernel.body[len(taken):]
     copies = tuple(copy_nest(snap, (), array, (), ty, "e", used, kernel.loc) for array, snap, ty in reversed(taken))
     return dataclasses.replace(kernel, body=(*allocs, *copies, *rest))
-
-
-def _parallel(kernel: ir.Kernel) -> int | None:
-    graph = deps.analyze_or_none(kernel)
-    return None if graph is None else len(deps.parallel_loops(kernel, graph))
 
 
 def _array_type(kernel: ir.Kernel, name: str) -> ir.ArrayType | None:
