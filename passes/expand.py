@@ -52,13 +52,13 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its expandable scratch arrays expanded (see the module docstring)."""
     if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
         return kernel
-    for index in range(len(kernel.body)):
-        stmt = kernel.body[index]
-        if not isinstance(stmt, ir.For):
-            continue
-        prefix = _prefix(stmt)
+    # NOTE: an expansion puts an Alloc first and a copy after its nest, so each nest of the original
+    # body is looked up afresh (by identity) in the current one.
+    for nest in [s for s in kernel.body if isinstance(s, ir.For)]:
+        prefix = _prefix(nest)
         if not prefix:
             continue
+        index = next(n for n, s in enumerate(kernel.body) if s is nest)
         for array in _candidates(kernel, prefix):
             trial = _expand(kernel, index, prefix, array)
             if trial is not None and _all_parallel(trial, index + 1, len(prefix)):
@@ -80,7 +80,6 @@ def _prefix(nest: ir.For) -> list[ir.For]:
         if len(s.body) != 1 or not isinstance(s.body[0], ir.For):
             break
         s = s.body[0]
-    # The body B is the last loop's body; it must hold more than one loop level of work to matter.
     return loops
 
 
@@ -99,18 +98,18 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
     vars_ = {lp.var for lp in prefix}
     written = sorted({n.target.array for s in body for n in ir.walk(s)
                       if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)})
+    if not written:
+        return []
+    # The body as a kernel of its own, the prefix loops' variables as (integer) parameters.
+    params = (*kernel.params, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
+    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc))
     out = []
     for name in written:
-        p = kernel.param(name)
-        if p is None or not isinstance(p.ty, ir.ArrayType):
+        fp = fps.get(name)  # array parameters only
+        if fp is None or not fp.must_write or fp.reads_input:
             continue
         refs = [n for s in body for n in ir.walk(s) if isinstance(n, ir.Index) and n.array == name]
-        if any(_uses(x, vars_) for r in refs for x in r.indices):
-            continue
-        # The body as a kernel of its own, the prefix loops' variables as (integer) parameters.
-        params = (*kernel.params, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
-        fp = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc)).get(name)
-        if fp is not None and fp.must_write and not fp.reads_input:
+        if not any(_uses(x, vars_) for r in refs for x in r.indices):
             out.append(name)
     return out
 
