@@ -267,14 +267,24 @@ struct transpile_copier {
   }
 }
 
+// Threads that copy staged chunks: TRANSPILE_STAGE_THREADS, at most the machine's hardware threads
+// (asked once per process, not on every staged range).
+[[maybe_unused]] static int transpile_stage_threads(void)
+{
+  static const int threads = [] {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? (int)hw : TRANSPILE_STAGE_THREADS;
+  }();
+  return threads;
+}
+
 [[maybe_unused]] static transpile_copier *transpile_copier_new(void)
 {
   transpile_copier *c = new transpile_copier();
   c->pid = getpid();
   c->count = 0;
   c->active.store(0);
-  const unsigned hw = std::thread::hardware_concurrency();
-  const int threads = hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? (int)hw : TRANSPILE_STAGE_THREADS;
+  const int threads = transpile_stage_threads();
   for (int i = 0; i + 1 < threads; ++i) {
     c->workers[i] = new std::thread(transpile_copier_work, c);
     c->count = i + 1;
@@ -580,8 +590,7 @@ struct transpile_array {
                                                    bool to_device, const char *kernel, const char *what)
 {
   transpile_dropin_ring(s, kernel, what);
-  const unsigned hw = std::thread::hardware_concurrency();
-  const size_t threads = hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? hw : TRANSPILE_STAGE_THREADS;
+  const size_t threads = (size_t)transpile_stage_threads();
   size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
   chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
   chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
