@@ -922,13 +922,7 @@ def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[L
 
 def launches_by_kernel(module: ir.Module, *, tiling: tile.Options | None = None) -> dict[str, list[LaunchInfo]]:
     """:func:`launches`, grouped by the IR kernel they belong to (kernel name -> its launches)."""
-    module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
-    out: dict[str, list[LaunchInfo]] = {}
-    for k in module.kernels:
-        e = _KernelEmitter(k, module_names, tiling)
-        e.context()
-        out[k.name] = e.launch_log
-    return out
+    return {k.name: e.launch_log for k, (e, _) in zip(module.kernels, _emitted(module, tiling))}
 
 
 def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options | None = None
@@ -947,13 +941,18 @@ def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | Non
                    ) -> tuple[str, dict[str, list[LaunchInfo]]]:
     """:func:`_render`, and each kernel's launches as its emitter logged them."""
     assert "\n" not in source, f"bad source name {source!r}"
+    emitted = _emitted(module, tiling)
+    funcs = [_func(f) for f in module.funcs]
+    text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=[c for _, c in emitted])
+    return text, {k.name: e.launch_log for k, (e, _) in zip(module.kernels, emitted)}
+
+
+def _emitted(module: ir.Module, tiling: tile.Options | None) -> list[tuple[_KernelEmitter, dict[str, object]]]:
+    """Each kernel's emitter, after it made the kernel's template context, and that context."""
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
     generated |= {f"{k.name}_kernel{n}" for k in module.kernels
                   for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
     emitters = [_KernelEmitter(k, module_names | generated, tiling) for k in module.kernels]
-    kernels = [e.context() for e in emitters]
-    funcs = [_func(f) for f in module.funcs]
-    text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=kernels)
-    return text, {k.name: e.launch_log for k, e in zip(module.kernels, emitters)}
+    return [(e, e.context()) for e in emitters]
