@@ -1019,6 +1019,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge_records(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The records of several runs as one: a kernel's records come from the last run that has any
+    (a later run of a kernel replaces all of its earlier rows, checks and candidates); every run's
+    device calibration is kept (the last one sets the table's ceilings, as in one run)."""
+    owner = {r["kernel"]: i for i, run in enumerate(runs) for r in run if "kernel" in r}
+    return [r for i, run in enumerate(runs) for r in run if "kernel" not in r or owner[r["kernel"]] == i]
+
+
 def plot_from(jsonl: Path, out: Path, name: str) -> None:
     """``name.png`` and ``name.html`` from a records file."""
     records = [json.loads(ln) for ln in jsonl.read_text().splitlines() if ln.strip()]
@@ -1112,6 +1120,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="scratch directory (default: a new temp dir)")
     ap.add_argument("--plot", action="store_true", help="also write NAME.png and NAME.html")
     ap.add_argument("--plot-from", type=Path, metavar="JSONL", help="only draw the PNG and HTML from a records file")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="JSONL",
+                    help="only write NAME.md/.jsonl from several runs' records: a kernel's come from the last "
+                         "file that has any (e.g. the full table, then a run of the kernels that changed)")
     ap.add_argument("--_gpu", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--_cpu", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--_calibrate", type=Path, help=argparse.SUPPRESS)
@@ -1131,6 +1142,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot_from:
         args.out.mkdir(parents=True, exist_ok=True)
         plot_from(args.plot_from, args.out, args.name)
+        return 0
+    if args.merge:
+        args.out.mkdir(parents=True, exist_ok=True)
+        records = merge_records([[json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+                                 for f in args.merge])
+        (args.out / f"{args.name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        write_outputs(records, args.out, args.name, args, final=True)
+        if args.plot:
+            plot_from(args.out / f"{args.name}.jsonl", args.out, args.name)
         return 0
     if args.generate:
         m = generate(R.parse_kernels(args.kernels), args.generate)

@@ -487,3 +487,26 @@ def test_opt_is_checked_and_timed_before_naive_runs(monkeypatch: pytest.MonkeyPa
     cands = {**job, "libs": {"cand-a": "a.so", "cand-b": "b.so"}, "baseline": "opt.so", "cublas": False}
     assert gpu.gpu_child(cands) == 0
     assert calls == [("check", "cand-a", "cand-b"), ("time", "EX", gpu.R.BASELINE, "cand-a", "cand-b", "cublas=False")]
+
+
+def test_merge_takes_each_kernel_from_the_last_run_that_has_it(tmp_path: Path) -> None:
+    import gpu
+
+    dev = {"type": "device", "device": "NVIDIA H200", "date": "d1", "copy_bytes_per_s": 4e12}
+    g, a = {"ni": 2000, "nj": 2300, "nk": 2600}, {"m": 1800, "n": 2200}
+    old = [dev, {"type": "time", "kernel": "gemm", "variant": "default", "label": "EX", "sizes": g, "ms": 2.0},
+           {"type": "check", "kernel": "gemm", "label": "EX", "variant": "default", "verdict": "pass"},
+           {"type": "time", "kernel": "atax", "variant": "default", "label": "EX", "sizes": a, "ms": 1.0}]
+    new = [{**dev, "date": "d2"},
+           {"type": "time", "kernel": "gemm", "variant": "default", "label": "EX", "sizes": g, "ms": 1.0}]
+    merged = gpu.merge_records([old, new])
+    assert [r for r in merged if r.get("kernel") == "gemm"] == new[1:]  # the old check goes too
+    assert [r["ms"] for r in merged if r.get("kernel") == "atax"] == [1.0]
+    assert [r["date"] for r in merged if r["type"] == "device"] == ["d1", "d2"]
+    for i, run in enumerate((old, new)):
+        (tmp_path / f"{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in run))
+    assert gpu.main(["--merge", str(tmp_path / "0.jsonl"), str(tmp_path / "1.jsonl"),
+                     "--out", str(tmp_path / "o"), "--name", "m"]) == 0
+    text = (tmp_path / "o" / "m.md").read_text()
+    assert "d2" in text.splitlines()[0] and "| gemm |" in text and "| atax |" in text
+    assert len((tmp_path / "o" / "m.jsonl").read_text().splitlines()) == len(merged)
