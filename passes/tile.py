@@ -48,7 +48,8 @@ and elements of other arrays at subscripts over ``i``, ``j`` and invariants
 The accumulators start at ``init``; after the ``k`` loop each in-range output
 evaluates ``h`` once, with ``t`` its accumulator: the same operations in the
 same order.  The launch writes only ``X``, so the other arrays ``h`` reads
-are unchanged by it.  No tensor cores (the MMA kernel accumulates into ``X``).
+are unchanged by it.  On tensor cores (f64, a bilinear ``f``) the fragments start at
+``init`` and ``h`` is evaluated from them at the store (:mod:`transpile.cuda_mma`).
 
 *Triangular k*: in the rectangular form, ``LO_K``/``HI_K`` may each be
 ``invariant`` or ``i + invariant`` (trmm after :mod:`passes.snapshot`:
@@ -57,8 +58,11 @@ are unchanged by it.  No tensor cores (the MMA kernel accumulates into ``X``).
 before; a block's ``k`` loop covers the union of its rows' ranges, one
 interval (see :func:`_unit_affine`); a row operand element is loaded only
 inside its own row's range (an element outside it need not exist), a column
-operand's ``k`` lies in some row's range.  No tensor cores: an MMA cannot skip
-a row's terms.
+operand's ``k`` lies in some row's range.  On tensor cores (a bilinear update,
+:mod:`transpile.cuda_mma`) only the ``k`` range common to all of a block's rows
+goes through the MMAs: an MMA cannot skip a row's terms, and a zero operand is
+not a skipped term (0 * inf is NaN); each row's other terms are then added one
+by one, guarded to its own range (reassociation, like every MMA sum).
 
 **The plan.**  A block computes a ``bm x bn`` tile of the ``(i, j)`` space
 with ``(bm/tm) x (bn/tn)`` threads; each thread owns a ``tm x tn`` micro-tile
@@ -339,10 +343,12 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     bk = DEFAULT_BK
     p = Plan(row, col, red, update, pre, post, operands, bm, bn, bk, tm, tn, opts.shared,  # type: ignore[arg-type]
              triangular, mirror, diag,  # type: ignore[arg-type]
-             # NOTE: no tensor cores with a triangular k: an MMA cannot skip a row's terms, and a
-             # zero operand is not a skipped term (0 * inf is NaN).
-             # Nor with a scalar accumulator (the MMA kernel accumulates into X).
-             None if opts.mma is False or not opts.shared or k_tri or scalar is not None
+             # NOTE: with a triangular k, the tensor cores take only the k range common to all of a
+             # block's rows (an MMA cannot skip a row's terms, and a zero operand is not a skipped
+             # term: 0 * inf is NaN); each row's other terms are added one by one (cuda_mma).
+             # A scalar accumulator: the f64 fragments start from its initial value (always present:
+             # see the scalar form's conditions above).
+             None if opts.mma is False or not opts.shared or (scalar is not None and scalar.ty != ir.F64)
              else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
              k_tri, scalar, epilogue)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:

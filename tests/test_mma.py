@@ -28,7 +28,8 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 #: Kernel -> launches on tensor cores (every tiled launch of the seven).
-MMA = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1}
+MMA = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1,
+       "trmm": 1, "symm": 2}  # trmm: triangular k; symm: a scalar form and a triangular k
 
 
 def _emit(name: str, options: tile.Options | None = None, *, reassociate: bool = True) -> str:
@@ -189,6 +190,7 @@ SMALL = {"prefetch": (16, 16, 8, 8, 8, 1), "cp.async": (16, 16, 8, 8, 8, 3)}
     ("syrk", {"n": 37, "m": 21}), ("syr2k", {"n": 37, "m": 21}),
     ("covariance", {"n": 23, "m": 37}), ("correlation", {"n": 23, "m": 37}),
     ("2mm", {"ni": 19, "nj": 21, "nk": 13, "nl": 17}), ("3mm", {"ni": 19, "nj": 21, "nk": 13, "nl": 17, "nm": 11}),
+    ("trmm", {"m": 37, "n": 21}), ("symm", {"m": 37, "n": 21}),
 ])
 def test_matches_the_reference(name: str, sizes: dict[str, int], shape: str) -> None:
     _verify(name, sizes, tile.Options(mma_shape=SMALL[shape]))
@@ -212,3 +214,111 @@ def test_triangular_default_shape_matches_the_reference(name: str, sizes: dict[s
     out = _emit(name)  # the triangular form takes tile.DEFAULT_MMA_TRIANGULAR
     assert "Block tiles of 64x64" in out and "pipeline over 4 shared buffers" in out
     _verify(name, sizes)
+
+
+# ---------------------------------------------------------------------------
+# Triangular k: the tensor cores take the k range common to a block's rows, each row's other terms
+# are added one by one (lower edge, upper edge, or all of them when the rows share no k).
+
+TRI_K = """kernel tri(i32 n, i32 p, in f64 a[RA][RB], in f64 b[p][n], inout f64 c[n][n]) {
+  for i in 0..n {
+    for j in 0..n {
+      for k in LO..HI {
+        c[i][j] += a[AI][AK] * b[k][j];
+      }
+    }
+  }
+}
+"""
+TRI_SHAPES = {  # k range -> a's extents and subscripts (b has p = n + 5 rows)
+    "upper-edge": dict(LO="0", HI="i", RA="n", RB="p", AI="i", AK="k"),
+    "lower-edge": dict(LO="i + 1", HI="p", RA="p", RB="n", AI="k", AK="i"),
+    "no-common-k": dict(LO="i", HI="i + 5", RA="n", RB="p", AI="i", AK="k"),
+}
+
+
+def _tri_source(shape: str) -> str:
+    src = TRI_K
+    for key, value in TRI_SHAPES[shape].items():
+        src = src.replace(key, value)
+    return src
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", sorted(TRI_SHAPES))
+@pytest.mark.parametrize("mma", sorted(SMALL))
+def test_triangular_k_matches_the_reference(tmp_path: Path, shape: str, mma: str) -> None:
+    path = tmp_path / "tri.ir"
+    path.write_text(_tri_source(shape))
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    out = cuda.emit(lowered, source=path.name, tiling=tile.Options(mma_shape=SMALL[mma]))
+    assert out.count(cuda_mma.PTX_DMMA) == 1 and "k range all of this block's rows take" in out
+    for n in (1, 16, 37):  # one row, one row tile of 16, three of them (off the grid)
+        (report,) = verify_module(module, out, source=path, lowered=lowered,
+                                  options=Options(seed=7, mode="full", sizes={"n": n, "p": n + 5}, stages="abc",
+                                                  gpu=False))
+        assert report.ok and report.stage("c").status == "pass", (n, report.summary())
+
+
+@needs_gxx
+def test_triangular_k_never_multiplies_outside_a_rows_range(tmp_path: Path) -> None:
+    """b's rows that no output row's k range reaches hold inf and NaN: a zero-masked operand would
+    turn them into NaN (0 * inf), a skipped term leaves the outputs finite and exact."""
+    from transpile.sim.build import build
+    from transpile.sim.runner import run_isolated
+
+    path = tmp_path / "tri.ir"
+    path.write_text(_tri_source("lower-edge"))  # row i takes k in i + 1..p: b[0] is never read
+    module = frontend.load(path)
+    out = cuda.emit(pipeline.lower(module), source=path.name, tiling=tile.Options(mma_shape=SMALL["cp.async"]))
+    cu = tmp_path / "tri.cu"
+    cu.write_text(out)
+    n, p = 37, 42
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((p, n))
+    b = rng.standard_normal((p, n))
+    b[0, :] = np.inf
+    b[0, ::2] = np.nan
+    c = rng.standard_normal((n, n))
+    want = c.copy()
+    for i in range(n):
+        for k in range(i + 1, p):
+            want[i, :] += a[k, i] * b[k, :]
+    run = run_isolated(build(cu, tmp_path), "tri", np.int32(n), np.int32(p), a, b, c)
+    assert run.ok, run
+    assert np.isfinite(c).all()
+    np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
+
+
+#: Scalar accumulators (symm's first launch): the accumulators start at t's init, the epilogue is
+#: evaluated once per output; with a rectangular and with a triangular k.
+SCALAR = """kernel sform(i32 n, i32 p, in f64 a[n][p], in f64 b[p][n], inout f64 c[n][n]) {
+  for i in 0..n {
+    for j in 0..n {
+      f64 t = 0.5;
+      for k in 0..HI {
+        t += a[i][k] * b[k][j];
+      }
+      c[i][j] = 0.25 * c[i][j] + t * t + a[i][0] * b[0][j];
+    }
+  }
+}
+"""
+
+
+@needs_gxx
+@pytest.mark.parametrize("hi", ["p", "i"])
+@pytest.mark.parametrize("mma", sorted(SMALL))
+def test_scalar_accumulator_matches_the_reference(tmp_path: Path, hi: str, mma: str) -> None:
+    path = tmp_path / "sform.ir"
+    path.write_text(SCALAR.replace("HI", hi))
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    out = cuda.emit(lowered, source=path.name, tiling=tile.Options(mma_shape=SMALL[mma]))
+    assert out.count(cuda_mma.PTX_DMMA) == 1 and "scalar accumulator's initial value" in out
+    for n in (1, 37):
+        (report,) = verify_module(module, out, source=path, lowered=lowered,
+                                  options=Options(seed=7, mode="full", sizes={"n": n, "p": n + 3}, stages="abc",
+                                                  gpu=False))
+        assert report.ok and report.stage("c").status == "pass", (n, report.summary())

@@ -122,10 +122,12 @@ def test_plan_refuses(body: str) -> None:
     assert tile.plan(_one(body)) is None
 
 
-def test_plan_accepts_a_triangular_k_without_tensor_cores() -> None:
+def test_plan_accepts_a_triangular_k() -> None:
     for body in ("for k in 0..i { C[i][j] += A[i][k] * B[k][j]; }",
                  "for k in i + 1..n { C[i][j] += A[k][i] * B[k][j]; }"):
         p = tile.plan(_one(body))
+        assert p is not None and p.k_tri and p.mma is not None, body  # tensor cores on the common k range
+        p = tile.plan(_one(body), tile.Options(mma=False))
         assert p is not None and p.k_tri and p.mma is None, body
     p = tile.plan(_one("for k in 0..n { C[i][j] += A[i][k] * B[k][j]; }"))
     assert p is not None and not p.k_tri and p.mma is not None
@@ -137,7 +139,7 @@ def test_plan_accepts_a_triangular_k_without_tensor_cores() -> None:
 def test_plan_accepts_a_scalar_accumulator_with_an_epilogue() -> None:
     body = "f64 t = 0.0;\nfor k in 0..n { t += A[i][k] * B[k][j]; }\nC[i][j] = 0.5 * C[i][j] + a * B[i][j] * t;"
     p = tile.plan(_one(body))
-    assert p is not None and p.scalar is not None and p.epilogue is not None and p.mma is None
+    assert p is not None and p.scalar is not None and p.epilogue is not None and p.mma is not None
     assert p.output == p.epilogue.target and not p.pre and not p.post
 
 

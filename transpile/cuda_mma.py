@@ -29,7 +29,12 @@ many buffers (one barrier per step); with 1, each factor is computed while
 staging into one buffer and the next step is prefetched into registers.
 Guards, the triangular column interval, the mirror and diagonal statements
 are those of :mod:`transpile.cuda_tiled` (same exactness argument for what is
-loaded and stored; zero fill for the rest).  :func:`_fit` shrinks the shape
+loaded and stored; zero fill for the rest).  A triangular ``k`` (trmm, symm's
+second launch) runs the MMAs over the range every row of the block tile takes
+(the intersection of their ranges; empty when they share none) and then adds
+each row's terms outside it one at a time, ``k`` outermost and every row
+guarded to its own range, from global memory: no term outside a row's range is
+ever multiplied (``tests/test_mma.py`` puts inf and NaN where it would show).  :func:`_fit` shrinks the shape
 until it fits 48 KB of static shared memory.
 
 The instruction sits in a lambda at the top of the kernel: inline PTX under
@@ -144,10 +149,12 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
         names[f"{key}_lo"] = fresh(f"{loop.var}_lo")
         names[f"{key}_hi"] = fresh(f"{loop.var}_hi")
+    if plan.k_tri:
+        names.update({b: fresh(b) for b in ("kl", "ku", "kq")})  # only here: other kernels' names stay
     bounds = []
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
-        if key == "j" and plan.triangular:
-            continue  # read i: per row
+        if (key == "j" and plan.triangular) or (key == "k" and plan.k_tri):
+            continue  # read i: per row (k: the block's common range, per row tile)
         bounds.append({"name": names[f"{key}_lo"], "expr": p.cast_to(loop.lo, "long long")})
         bounds.append({"name": names[f"{key}_hi"], "expr": p.cast_to(loop.hi, "long long")})
 
@@ -160,6 +167,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         return f"const {t} {p.ident(loop.var)} = ({t}){value};"
 
     row_j = {g: (j_bound(plan.col.lo, names[g]), j_bound(plan.col.hi, names[g])) for g in ("gi", "gr")}
+    row_k = {g: (j_bound(plan.red.lo, names[g]), j_bound(plan.red.hi, names[g])) for g in ("gi", "gr")}
     t_, r_, kk_, g_, q_ = names["t"], names["r"], names["kk"], names["g"], names["q"]
     stages: list[dict[str, object]] = []
     reads: dict[tuple[str, ir.Expr], str] = {}
@@ -226,9 +234,26 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         body = [f"{'  ' * len(loops)}{line}" for line in printer.lines]
         return head + body + [f"{'  ' * d}}}" for d in reversed(range(len(loops)))]
 
+    # The scalar form (symm's first launch): the accumulators start at the scalar's init and stand
+    # for it in the update; X[i][j] = h(X[i][j], t, ...) is evaluated once per output at the store.
+    scalar = plan.scalar.name if plan.scalar is not None else None
+    update = plan.update.value if scalar is None else substitute_var(plan.update.value, scalar, acc_ref)
+    epilogue: list[str] = []
+    if scalar is not None:
+        assert plan.epilogue is not None and plan.scalar is not None and plan.scalar.init is not None
+        printer.lines = []
+        printer.emit([ir.Assign(plan.output, substitute_var(plan.epilogue.value, scalar, acc_ref))])
+        epilogue = printer.lines
+    edge: list[str] = []
+    if plan.k_tri:  # one row's terms outside the block's common k range, from global memory
+        printer.lines = []
+        printer.emit([ir.Assign(acc_ref, substitute(update, table))])
+        edge = printer.lines
     ctx = {
         "loads": loads, "stages": stages, "steps": steps, "bounds": bounds, "n": names, "cuda": CUDA,
         "ptx": PTX_DMMA, "triangular": plan.triangular, "row_j": row_j,
+        "k_tri": plan.k_tri, "row_k": row_k, "edge": edge,
+        "edge_k": decl(plan.red, names["kq"]) if plan.k_tri else "",
         "c": {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "fm": wm // 8, "fn": wn // 8,
               "warps_c": warps_c, "threads": threads, "nbuf": nbuf, "last": nbuf - 1, "wait": nbuf - 2},
         "copy": copy,
@@ -236,6 +261,8 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         "ahead": f"{names['kb']} + {(nbuf - 1) * bk}",
         "ij_decls": [decl(plan.row, names["gi"]), decl(plan.col, names["gj"])],
         "target": p(plan.update.target), "zero": p(ir.Const(0.0, ir.F64)),
+        "acc_init": p(plan.scalar.init) if plan.scalar is not None and plan.scalar.init is not None else "",
+        "epilogue": epilogue,
         "pre": micro(plan.pre), "post": micro(plan.post),
         "diag": cu.StmtPrinter(expr, namer, depth=0).emit(plan.diag) if plan.diag else [],
         "diag_decl": decl(plan.row, names["gr"]),
