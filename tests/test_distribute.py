@@ -15,6 +15,7 @@ from tests.test_map_gpu import (
     c,
     gemm,
     i,
+    j,
     jacobi_1d,
     kernel,
     loop,
@@ -88,13 +89,37 @@ def test_affine_nests_distributed_and_shuffled_equal_sequential(k: ir.Kernel, n:
 
 def test_needless_splits_are_fused_back_by_the_pipeline() -> None:
     # adi's column sweep: distribute splits `for i` into one loop per statement group
-    # (every piece parallel in i); fuse glues them back: one launch, not seven.
+    # (every piece parallel in i); fuse glues them back: one launch, not six.
     from transpile import cfront, pipeline
 
     spec = polybench.spec("adi")
     module = cfront.parse_file(str(spec.path), function=spec.function)
     (split,) = (distribute.run(k) for k in module.kernels)
     t_loop = next(s for s in split.body if isinstance(s, ir.For))
-    assert sum(isinstance(s, ir.For) for s in t_loop.body) == 14
+    assert sum(isinstance(s, ir.For) for s in t_loop.body) == 12
+    # The sequential j loop computing p and q (both recurrences over j) stays whole: split, each
+    # piece would still carry a dependence over j, in the same thread.
+    two = [s for s in ir.walk(split) if isinstance(s, ir.For) and s.var == "j" and len(s.body) == 2]
+    assert len(two) == 2 and all({x.target.array for x in s.body} == {"p", "q"} for s in two)  # type: ignore[union-attr]
     (lowered,) = pipeline.lower(module).kernels
     assert sum(isinstance(x, ir.Launch) for x in ir.walk(lowered)) == 2
+
+
+def test_inner_loop_splits_only_when_a_piece_gains() -> None:
+    # for i { for j { x[i][j] = x[i][j - 1] + 1; y[i][j] = y[i][j - 1] * 2 } }: both pieces carry j
+    # (kept whole); with z[i][j] = w[i][j] instead of the second recurrence, that piece is parallel
+    # in j (split).
+    def nest(second: ir.Stmt) -> ir.Kernel:
+        def at2(a: str, j_: ir.Expr) -> ir.Expr:
+            return ir.Index(a, (i, j_), F64)
+        jm1 = b("-", j, c(1))
+        return kernel("inner", [sc("n"), arr("x", "inout", n, n), arr("y", "inout", n, n),
+                                arr("z", "out", n, n), arr("w", "in", n, n)],
+                      loop("i", c(0), n, loop("j", c(1), n,
+                                              ir.assign(at2("x", j), b("+", at2("x", jm1), c(1.0))),
+                                              second)))
+    jm1 = b("-", j, c(1))
+    keep = nest(ir.assign(ir.Index("y", (i, j), F64), b("*", ir.Index("y", (i, jm1), F64), c(2.0))))
+    assert distribute.run(keep) is keep
+    split = distribute.run(nest(ir.assign(ir.Index("z", (i, j), F64), ir.Index("w", (i, j), F64))))
+    assert sum(isinstance(s, ir.For) and s.var == "j" for s in ir.walk(split)) == 2
