@@ -6,12 +6,24 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import distribute, expand, fuse, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
+from passes import (
+    distribute,
+    expand,
+    fuse,
+    interchange,
+    map_gpu,
+    privatize,
+    reduce_gpu,
+    reschedule,
+    snapshot,
+    wavefront,
+)
 
 REGISTRY: dict = {
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,
+    "reschedule": reschedule,
     "distribute": distribute,
     "interchange": interchange,
     "fuse": fuse,

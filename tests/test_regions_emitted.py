@@ -230,7 +230,7 @@ def _unmarked(text: str, spans: list[Span], label: str) -> list[Span]:
 @pytest.mark.parametrize("name, variant, label", [
     ("gemm", "no-mma", "barrier"), ("gemm", "no-mma", "shared"), ("gemm", "no-mma", "guard"),
     ("gemm", "no-mma", "index"), ("seidel_2d", "default", "guard"), ("jacobi_2d", "default", "launch"),
-    ("trisolv", "default", "barrier"), ("durbin", "default", "transfer"), ("gesummv", "default", "reduce"),
+    ("durbin", "default", "barrier"), ("durbin", "default", "transfer"), ("gesummv", "default", "reduce"),
 ])
 def test_a_missing_span_is_caught(name: str, variant: str, label: str) -> None:
     text, spans = _emit(name, variant)

@@ -28,7 +28,17 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     the fusion pass (a schedule knob of ``--evolve``: fewer launches are not
     always faster).
     """
-    from passes import distribute, expand, interchange, map_gpu, privatize, reduce_gpu, snapshot, wavefront
+    from passes import (
+        distribute,
+        expand,
+        interchange,
+        map_gpu,
+        privatize,
+        reduce_gpu,
+        reschedule,
+        snapshot,
+        wavefront,
+    )
     from passes import fuse as fusion
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
@@ -49,6 +59,11 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: expand after snapshot and before distribute: distribution needs the expanded array to
     # split doitgen's (r, q) body into parallel nests (with one vector, r and q carry its reuse).
     module = step("expand", module, expand.run)
+    # NOTE: reschedule after expand (privatised scalars and expanded scratch arrays are what let a
+    # nest qualify: it refuses scalar state) and before distribute: it may turn one nest into a
+    # sequential loop around parallel pieces (lu's right-looking k), which distribution must then
+    # split so that map-gpu makes k a host loop launching them.
+    module = step("reschedule", module, reschedule.run)
     module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.

@@ -59,6 +59,12 @@ inline size_t g_given = 0;  // index of the stream passed to a NAME_device call
 inline bool g_split = true;
 inline unsigned long long g_max_split_blocks = 4096;
 inline size_t g_max_split_bytes = (size_t)64 << 20;
+// Bytes snapshotted and compared per call (blocks x device bytes, over all split launches): a
+// host loop of n launches (trisolv after passes/reschedule.py: 2n launches of up to 33 blocks at
+// n = 1025) would otherwise compare hundreds of GB.  Launches past the budget run unsplit: the
+// race check covers the call's first launches (every kernel of a host loop's first iterations).
+inline const unsigned long long g_split_budget = 4ull << 30;
+inline unsigned long long g_split_left = g_split_budget;
 inline std::vector<std::pair<uintptr_t, size_t>> g_atomics;
 using Fn = void (*)();
 inline Fn g_target = nullptr;
@@ -186,7 +192,8 @@ void __verify_launch(void (*kernel)(P...), const __sim::LaunchConfig& c, A&&... 
         regions.push_back(Region{reinterpret_cast<unsigned char*>(kv.first), kv.second.size, kv.second.id, {}, {}});
         total += kv.second.size;
       }
-    split = total <= g_max_split_bytes;
+    split = total <= g_max_split_bytes && (unsigned long long)total * nb <= g_split_left;
+    if (split) g_split_left -= (unsigned long long)total * nb;
   }
   if (!split) {
     __sim_launch(kernel, c, std::forward<A>(args)...);
@@ -343,6 +350,7 @@ __attribute__((visibility("default"))) void __verify_reset(void) {
   __verify::g_issues.clear();
   __verify::g_device_entry = false;
   __verify::g_given = 0;
+  __verify::g_split_left = __verify::g_split_budget;
 }
 __attribute__((visibility("default"))) void __verify_split(int on) { __verify::g_split = on != 0; }
 // A call of the drop-in (device_entry 0) or of NAME_device on `stream` (1) begins.
