@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passes import accesses, tile
-from transpile import ir
+from transpile import accum, ir
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
 SAMPLES = 9
@@ -346,6 +346,8 @@ class _Model:
         cost = self.costs.setdefault(name, LaunchCost(name, shape))
         if shape in ("tiled", "mma"):
             c = self._tiled(lp, env, shape)
+        elif shape == "sweep":
+            c = self._sweep(lp, env)
         else:
             c = self._generic(lp, env, shape, block)
         if c is None:
@@ -388,6 +390,8 @@ class _Model:
         threads = math.prod(trips(loop, e) for loop, e in chain) if chain else 1.0
         if threads <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
+        if shape == "plain" and len(chain) == 1:
+            block = (runtime_block(threads, block[0], d.sms), *block[1:])
         x_var = next((loop.var for loop, _ in chain if loop.par == "x"), None)
         coop = 1  # threads cooperating on one reduction loop
         red_var = None
@@ -434,6 +438,75 @@ class _Model:
                  "sm_s": sm_s}
         seconds = max(terms.values()) * self._spill_penalty(name)
         return seconds, threads, occ, flops, dram, cache, terms
+
+    def _sweep(self, lp: ir.Launch, env: dict[str, float]
+               ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
+        """A sweep nest (:mod:`transpile.cuda_sweep`): the matrix read once along ``c``, the per-tile
+        and per-band partials written and read back once, and a fold launch."""
+        from transpile import cuda_sweep
+
+        d = self.dev
+        name = self.info[id(lp)].kernel if id(lp) in self.info else ""
+        (outer,) = lp.body
+        assert isinstance(outer, ir.For) and len(outer.body) == 1 and isinstance(outer.body[0], ir.For), lp
+        inner = outer.body[0]
+        rows = trips(outer, env)
+        e = dict(env)
+        e[outer.var] = _mid(outer, env)
+        cols = trips(inner, e)
+        if rows <= 0 or cols <= 0:
+            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
+        e[inner.var] = _mid(inner, e)
+        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols))
+        # One (r, c) point: the terms only (the accumulators live in registers), each element read
+        # once however many terms read it (the compiler loads it once); lanes run along c.
+        work = _Work()
+        seen: set[ir.Index] = set()
+        from passes.reduce_gpu import sweep_shape
+
+        sw = sweep_shape(outer)
+        assert sw is not None, lp
+        for st, kind in zip(inner.body, sw.along):
+            assert isinstance(st, ir.Assign), st
+            acc = accum.accumulation(st) if kind != "map" else None
+            read: ir.Expr = acc.term if acc is not None else st.value
+            term_work = _Work()
+            self._expr_work(read, term_work, e, inner.var)
+            work.flops += term_work.flops
+            for x in ir.walk(read):
+                if isinstance(x, ir.Index) and x not in seen:
+                    seen.add(x)
+                    self._access(x, work, e, inner.var)
+            if kind == "map":  # M[r][c] = e: the store; later reads of M[r][c] reuse the value
+                assert isinstance(st.target, ir.Index), st
+                self._access(st.target, work, e, inner.var)
+                seen.add(st.target)
+        work.iters += 1
+        points = rows * cols
+        scratch = (sw.along.count("r") * tiles * rows + sw.along.count("c") * bands * cols) * 8.0
+        flops = work.flops * points
+        cache = work.sectors * points * SECTOR + 2 * scratch
+        dram = sum(min(n * points, self._elements(a, env)) * self._esize(a) for a, n in work.per_array.items())
+        dram += 2 * scratch  # written by the sweep, read by the fold
+        for a, n in work.per_array.items():
+            self.touched[a] = max(self.touched.get(a, 0.0), min(n * points, self._elements(a, env)) * self._esize(a))
+        tpb = cuda_sweep.LANES * cuda_sweep.WARPS
+        blocks = tiles * bands
+        occ = self._occupancy(name, tpb)
+        resident = max(1.0, min(blocks * tpb, occ * d.threads_per_sm * d.sms))
+        waves = max(1.0, blocks * tpb / resident)
+        # A thread: ceil(band / WARPS) rows of VEC columns, the VEC loads of a row independent.
+        per_thread = math.ceil(band / cuda_sweep.WARPS) * cuda_sweep.VEC
+        warps_per_sm = min(math.ceil(blocks / d.sms) * tpb / WARP, occ * d.threads_per_sm / WARP)
+        chain_s = per_thread * (work.iters * d.iter_s + work.accesses * d.access_s / cuda_sweep.VEC
+                                * (1 + warps_per_sm / d.contention_warps))
+        busiest = math.ceil(blocks / d.sms) / max(blocks, 1)
+        terms = {"dram_s": dram / d.dram_bw, "cache_s": cache / d.l2_bw,
+                 "compute_s": flops / (d.fp64 * min(1.0, resident / d.fp64_lanes)),
+                 "latency_s": waves * chain_s + math.log2(WARP) * d.access_s,
+                 "sm_s": busiest * (cache / (d.l2_bw / d.sms * d.sm_share) + flops / (d.fp64 / d.sms))}
+        seconds = max(terms.values()) * self._spill_penalty(name) + d.launch_s  # + the fold launch
+        return seconds, blocks * tpb, occ, flops, dram, cache, terms
 
     def _tiled(self, lp: ir.Launch, env: dict[str, float], shape: str
                ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
@@ -596,6 +669,15 @@ def _par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For,
         cur[loop.var] = _mid(loop, cur)
         body = loop.body
     return chain, body, cur
+
+
+def runtime_block(n: float, block: int, sms: int) -> int:
+    """Threads per block a 1-D plain launch of ``n`` iterations runs with (the template's
+    ``transpile_block``): ``block`` halved, through multiples of 32, while there would be fewer
+    blocks than SMs."""
+    while block % 64 == 0 and math.ceil(n / block) < sms:
+        block //= 2
+    return block
 
 
 def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1) -> float:

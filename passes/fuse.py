@@ -30,6 +30,14 @@ became one nest.  Two nests are fused, ``P`` levels deep, when
   (:func:`passes.deps.analyze`, exact) no dependence is carried by any of
   the ``P`` fused loops.
 
+Before that, *sweep fusion* (:func:`_sweeps`): two top-level 2-D nests of
+accumulations, each put in the orientation in which its matrix reads run
+along the inner loop (interchanged if needed), become one nest
+``for r { for c { B1; B2 } }`` when that is a sweep nest reduce-gpu marks
+(its rule (d): one pass over the matrix for row and column reductions;
+bicg, mvt, gemver's update with its ``x`` sweep).  Exact (see :func:`_sweeps`); the mark is set here, because
+wavefront runs before reduce-gpu and would skew an unmarked sweep.
+
 Why the last condition suffices.  Fusion changes the relative order of only
 one kind of instance pair: ``x`` of ``B1`` at fused iteration ``I`` and ``y``
 of ``B2`` at ``J`` (same iteration of the enclosing loops, which fusion does
@@ -74,7 +82,7 @@ import networkx as nx
 from passes import deps
 from passes.distribute import count
 from passes.interchange import plain_bounds, put
-from transpile import ir
+from transpile import accum, ir
 
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
 
@@ -87,6 +95,7 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     """
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
+    kernel = _sweeps(kernel, reassociate)
     rejected: set[tuple[ir.For, ir.For]] = set()
     graph = deps.analyze_or_none(kernel)
     for _ in range(256):  # each fusion removes a loop, so this bound is never reached in practice
@@ -121,6 +130,123 @@ def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple
     return None
 
 
+def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
+    """``kernel`` with adjacent top-level accumulation nests joined into sweep nests (see below).
+
+    Two perfect 2-D nests ``L1; L2`` at the top level whose bodies are only
+    accumulations into one-dimensional arrays subscripted by a bare loop
+    variable, or maps ``M[a][b] = e`` (gemver's update), become one nest
+    ``for r { for c { B1; B2 } }`` when the result is a sweep that reduce-gpu
+    marks (rule (d), :func:`passes.reduce_gpu.sweep_shape`):
+    each nest is first put in the orientation in which its matrix reads run
+    along ``c`` (mvt's ``x2[i] += A[j][i] * y2[j]`` becomes ``j`` outer),
+    and ``L2``'s loop variables are renamed to ``L1``'s.  Exact, not a
+    reassociation: the sweep shape makes every accumulator array distinct and
+    read by no term, so each element receives the same terms in the same order
+    in the fused, interchanged nest as before (its own loop still runs
+    upward inside or around the other one); a mapped element is read only at
+    its own point, where its update precedes (or follows) the read as before.
+    """
+    from passes import reduce_gpu
+
+    n = 0
+    while n < len(kernel.body):
+        body = kernel.body
+        for k in range(n + 1, len(body)):
+            fused = _sweep_pair(body[n], body[k])
+            if fused is not None:
+                # L1 moves down past the statements between, which touch nothing it touches.
+                new = dataclasses.replace(kernel, body=body[:n] + body[n + 1:k] + (fused,) + body[k + 1:])
+                marked = reduce_gpu.run(new, reassociate=reassociate).body[k - 1]
+                if isinstance(marked, ir.For) and marked.reduce and reduce_gpu.sweep_shape(marked) is not None:
+                    # NOTE: marked here, not only by reduce-gpu: wavefront (which runs in between) would
+                    # skew the nest (both loops carry a dependence); it leaves a marked loop alone.
+                    kernel = dataclasses.replace(new, body=body[:n] + body[n + 1:k] + (marked,) + body[k + 1:])
+                    break
+            if _touches(body[k]) & _touches(body[n]) & (_stores(body[k]) | _stores(body[n])):
+                break
+        else:
+            n += 1
+            continue
+        if kernel.body is body:
+            n += 1
+    return kernel
+
+
+def _touches(s: ir.Stmt) -> set[str]:
+    """Every array and scalar ``s`` reads or writes."""
+    return {x.name for x in ir.walk(s) if isinstance(x, (ir.Var, ir.Decl))} | \
+        {x.array for x in ir.walk(s) if isinstance(x, ir.Index)}
+
+
+def _stores(s: ir.Stmt) -> set[str]:
+    """Every array and scalar ``s`` writes (or declares)."""
+    out = _written((s,))
+    return out | {x.target.array for x in ir.walk(s) if isinstance(x, ir.Assign) and isinstance(x.target, ir.Index)}
+
+
+def _sweep_pair(l1: ir.Stmt, l2: ir.Stmt) -> ir.For | None:
+    """The sweep nest of ``l1`` and ``l2`` (each oriented, ``l2`` renamed), if both are accumulation
+    nests with equal headers in that orientation; else None (reduce-gpu then decides)."""
+    o1, o2 = _oriented(l1), _oriented(l2)
+    if o1 is None or o2 is None:
+        return None
+    (r1, c1), (r2, c2) = o1, o2
+    if _header(r1) != dataclasses.replace(_header(r2), var=r1.var) or \
+            _header(c1) != dataclasses.replace(_header(c2), var=c1.var):
+        return None
+    free2 = _names(c2.body) - {r2.var, c2.var}
+    if {r1.var, c1.var} & free2:
+        return None  # renaming would capture a name l2's terms read
+    body2 = tuple(_RenameVars({r2.var: r1.var, c2.var: c1.var}).transform(x) for x in c2.body)
+    return dataclasses.replace(r1, body=(dataclasses.replace(c1, body=c1.body + body2),))
+
+
+def _oriented(nest: ir.Stmt) -> tuple[ir.For, ir.For] | None:
+    """A perfect 2-D nest of accumulations into ``X[a]``/``X[b]`` and maps of ``M[a][b]`` (or
+    ``M[b][a]``) as ``(outer, inner)`` with its matrix accesses running along the inner loop
+    (interchanged if they ran along the outer one; sweep_shape checks the rest)."""
+    if not (isinstance(nest, ir.For) and len(nest.body) == 1 and isinstance(nest.body[0], ir.For)):
+        return None
+    from passes.reduce_gpu import sweep_shape
+
+    a, b = nest, nest.body[0]
+    if a.reduce and sweep_shape(a) is not None:
+        a = dataclasses.replace(a, reduce=())  # a sweep made earlier takes more statements (remarked)
+    if a.reduce or b.reduce or a.par or b.par or not b.body or not plain_bounds(b, {a.var}):
+        return None
+    va, vb = ir.Var(a.var, a.ty), ir.Var(b.var, b.ty)
+    last: set[str] = set()
+    for s in b.body:
+        if isinstance(s, ir.Assign) and isinstance(s.target, ir.Index) and s.target.indices in ((va, vb), (vb, va)):
+            read: ir.Node = s  # a map M[a][b] = e (gemver's update): the target counts as a matrix access
+        else:
+            acc = accum.accumulation(s)
+            if acc is None or not isinstance(acc.target, ir.Index) or len(acc.target.indices) != 1 or \
+                    acc.target.indices[0] not in (va, vb):
+                return None
+            read = acc.term
+        for x in ir.walk(read):
+            if isinstance(x, ir.Index) and len(x.indices) >= 2:
+                last |= {v.name for v in ir.walk(x.indices[-1]) if isinstance(v, ir.Var)}
+    if b.var in last and a.var not in last:
+        return a, b
+    if a.var in last and b.var not in last:  # interchange: rectangular, pure accumulations (see _sweeps)
+        inner = dataclasses.replace(a, body=b.body)
+        return dataclasses.replace(b, body=(inner,)), inner
+    return None
+
+
+class _RenameVars(ir.Transformer):
+    """Simultaneous renaming of variables (``{old: new}``)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def visit_Var(self, e: ir.Var) -> ir.Node:
+        return dataclasses.replace(e, name=self.names[e.name]) if e.name in self.names else e
+
+
 def _gpu_reductions(kernel: ir.Kernel, reassociate: bool = True) -> int:
     """How many loops reduce-gpu would run as parallel GPU reductions in ``kernel``.
 
@@ -131,7 +257,9 @@ def _gpu_reductions(kernel: ir.Kernel, reassociate: bool = True) -> int:
     from passes import reduce_gpu
 
     marked = reduce_gpu.run(kernel, reassociate=reassociate)
-    return sum(isinstance(n, ir.For) and bool(n.reduce) for n in ir.walk(marked))
+    # A sweep (one mark on its outer loop) parallelises both of its loops' reductions.
+    return sum(1 + (reduce_gpu.sweep_shape(n) is not None)
+               for n in ir.walk(marked) if isinstance(n, ir.For) and n.reduce)
 
 
 def _pairs(body: tuple[ir.Stmt, ...], path: list[int],

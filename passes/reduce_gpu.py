@@ -36,6 +36,16 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     becomes ``cols`` (:mod:`transpile.cuda_reduce`): 32 columns a block,
     32 threads down each column splitting the rows, partials folded in a
     fixed order: 32x the threads for the same coalesced reads.
+(d) **sweeps**: a top-level 2-D nest ``for r { for c { ... } }`` whose body
+    is only accumulations ``X[r] op= f`` (reduced over ``c``) and ``Y[c] op=
+    g`` (reduced over ``r``), and maps ``M[r][c] = e``, with both kinds of
+    accumulation or a map (:func:`sweep_shape`: bicg's ``s`` and ``q``,
+    mvt's ``x1`` and ``x2``, gemver's update of ``A`` and ``x``, once
+    :mod:`passes.fuse` has put them in one nest).  The *outer* loop is
+    marked, with one operator per accumulation of the inner body (fuse marks
+    the sweeps it makes; this pass keeps them); the launch becomes ``sweep``
+    (:mod:`transpile.cuda_sweep`): one pass over the matrix produces both
+    reductions, where a row and a column launch read it twice.
 
 Only loops of step +-1 are marked.  With ``reassociate=False`` float ``+``
 and ``*`` reductions are not marked (their rounding would change); float
@@ -78,6 +88,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import islpy as isl
 
@@ -119,8 +130,31 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     def is_parallel(lp: ir.For) -> bool:
         return ids[id(lp)] in parallel
 
+    def sweep_ops(loop: ir.For) -> tuple[str, ...] | None:
+        """Rule (d): the operators of a sweep nest if every statement is proven over its loop."""
+        sw = sweep_shape(loop)
+        if sw is None:
+            return None
+        ops = []
+        for s, along in zip(sw.inner.body, sw.along):
+            if along == "map":
+                continue
+            over = sw.inner if along == "r" else sw.outer  # X[r] reduces over c, Y[c] over r
+            op = proven.get((ids[id(over)], sids.get(id(s), "")))
+            a = accum.accumulation(s)
+            if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
+                return None
+            ops.append(op)
+        return tuple(ops)
+
     def visit(body: tuple[ir.Stmt, ...], path: tuple[ir.Stmt, ...]) -> None:
         for s in body:
+            if isinstance(s, ir.For) and not path:
+                ops = sweep_ops(s)
+                if ops is not None:
+                    if ops != s.reduce:  # fuse marks the sweeps it makes (see passes.fuse)
+                        chosen[id(s)] = ops
+                    continue
             if isinstance(s, ir.For):
                 rows = _row_reductions(s, path, is_parallel, ops_of) or _column_reduction(
                     s, path, is_parallel, ops_of)
@@ -217,6 +251,90 @@ def column_shape(par: ir.For) -> ir.For | None:
                     return None
                 hot = hot or par.var in last
     return loop if hot else None
+
+
+_SHUFFLED = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})  # __shfl_down_sync's types
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep nest (rule (d)): ``outer`` (rows, variable ``r``) around ``inner`` (columns, ``c``).
+
+    ``along[k]`` is ``'r'`` when statement ``k`` of ``inner``'s body accumulates
+    into ``X[r]`` (a reduction over ``c``), ``'c'`` when into ``Y[c]`` (over ``r``),
+    ``'map'`` when it assigns ``M[r][c]``.  The ``reduce`` mark on ``outer`` lists
+    one operator per accumulation (maps have none).
+    """
+
+    outer: ir.For
+    inner: ir.For
+    along: tuple[str, ...]
+
+
+def sweep_shape(loop: ir.For) -> Sweep | None:
+    """``loop`` as a sweep nest (rule (d)), or None.
+
+    ``loop`` (r) holds exactly one loop (c); both have step 1 and rectangular
+    bounds free of arrays, calls and division; neither is ``par``, ``c`` is not
+    ``reduce``.  ``c``'s body is accumulations ``X[r] op= f`` and ``Y[c] op= g``
+    (one-dimensional accumulators of 32- or 64-bit type, which warp shuffles
+    take, subscripted by the bare loop variable) and *maps* ``M[r][c] = e``
+    (the point's own element of a matrix: gemver's update of ``A``), into
+    pairwise distinct arrays; no statement reads an accumulator, and a map's
+    matrix is read only at ``[r][c]``, so the points are independent but for
+    the accumulations.  At least one accumulation, and either both kinds or a
+    map (one kind alone is rule (b) or (c)).  Every matrix a statement reads
+    or maps has a last subscript free of ``r``, and one has ``c`` in it (a
+    warp reads consecutive elements of a row).  Shared by this pass,
+    ``ircheck`` (which also requires each accumulation proven a reduction over
+    its loop) and the emitter (:mod:`transpile.cuda_sweep`).
+    """
+    from passes.interchange import plain_bounds
+
+    if len(loop.body) != 1 or not isinstance(loop.body[0], ir.For):
+        return None
+    inner = loop.body[0]
+    if (loop.step != 1 or inner.step != 1 or loop.par or inner.par or inner.reduce or not inner.body
+            or not plain_bounds(loop, set()) or not plain_bounds(inner, {loop.var})):
+        return None
+    point = (ir.Var(loop.var, loop.ty), ir.Var(inner.var, inner.ty))
+    along: list[str] = []
+    reads: list[ir.Expr] = []
+    accumulators: set[str] = set()
+    maps: set[str] = set()
+    for s in inner.body:
+        if isinstance(s, ir.Assign) and isinstance(s.target, ir.Index) and s.target.indices == point:
+            if s.target.array in maps | accumulators:
+                return None
+            along.append("map")
+            maps.add(s.target.array)
+            reads.append(s.value)
+            continue
+        a = accum.accumulation(s)
+        if a is None or not isinstance(a.target, ir.Index) or len(a.target.indices) != 1 or \
+                a.target.ty not in _SHUFFLED:
+            return None
+        sub = a.target.indices[0]
+        if not isinstance(sub, ir.Var) or sub.name not in (loop.var, inner.var) or \
+                a.target.array in maps | accumulators:
+            return None
+        along.append("r" if sub.name == loop.var else "c")
+        accumulators.add(a.target.array)
+        reads.append(a.term)
+    kinds = set(along)
+    if not kinds & {"r", "c"} or not ({"r", "c"} <= kinds or "map" in kinds):
+        return None
+    hot = "map" in kinds  # a map's element [r][c] runs along c
+    for e in reads:
+        for n in ir.walk(e):
+            if isinstance(n, ir.Index) and (n.array in accumulators or (n.array in maps and n.indices != point)):
+                return None
+            if isinstance(n, ir.Index) and len(n.indices) >= 2:
+                last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
+                if loop.var in last:
+                    return None
+                hot = hot or inner.var in last
+    return Sweep(loop, inner, tuple(along)) if hot else None
 
 
 def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:

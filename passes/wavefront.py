@@ -23,8 +23,9 @@ analysis stays exact on ``S``.
 
 A pair is rewritten only when (1) *profitable*: ``a``, ``b``, every loop
 around them and every loop inside ``S`` carry a dependence (no loop of the
-nest could be mapped in parallel today); (2) *shaped*: unit steps (±1), the
-same signed integer type, ``a``'s bounds affine in parameters and enclosing
+nest could be mapped in parallel today) and neither ``a`` nor ``b`` is marked
+``reduce`` (a sweep nest, marked by fuse, is a parallel reduction already);
+(2) *shaped*: unit steps (±1), the same signed integer type, ``a``'s bounds affine in parameters and enclosing
 loop variables and ``b``'s also in ``a`` (so the new bounds are host
 computable for ``map-gpu``); (3) *legal*: for the hyperplane ``h = (ha, 1)``,
 ``ha`` the smallest in ``0..MAX_HA``, every pair of dependent statement
@@ -162,6 +163,8 @@ class _Context:
 
     def pair(self, a: ir.For, b: ir.For, enclosing: tuple[ir.For, ...]) -> ir.For | None:
         """The wavefront form of ``for a { for b }``, or None if it is not profitable, shaped and legal."""
+        if a.reduce or b.reduce:
+            return None  # a parallel reduction already (a sweep nest, marked by fuse): reduce-gpu's
         nest = [*enclosing, a, *(n for n in ir.walk(b) if isinstance(n, ir.For))]
         if any(self.ids[id(lp)] not in self.carried for lp in nest):
             return None  # something is parallel already: leave the nest to map-gpu

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -90,16 +92,21 @@ def test_stencil_sweeps_under_a_time_loop_stay_apart() -> None:
 
 
 def test_fusion_never_takes_away_a_gpu_reduction() -> None:
-    # mvt: alone, the A[i][j] row sweep becomes a block-per-row reduction (reduce-gpu);
-    # fused with the A[j][i] sweep, reduce-gpu leaves the mixed body sequential.
+    # mvt: alone, the A[i][j] row sweep becomes a warp-per-row reduction (reduce-gpu);
+    # fused as they stand (i outer) with the A[j][i] sweep, reduce-gpu would leave the mixed body
+    # sequential.  Instead the second nest is interchanged and both become one sweep nest
+    # (rule (d)), marked on its outer loop, reading A[i][j] once.
     params = "i32 n, inout f64 x1[n], inout f64 x2[n], in f64 y[n], in f64 A[n][n]"
     k = _k("""
       for i in 0..n { for j in 0..n { x1[i] += A[i][j] * y[j]; } }
       for i in 0..n { for j in 0..n { x2[i] += A[j][i] * y[j]; } }""", params)
-    assert fuse.run(k) is k
-    # Without reassociation reduce-gpu marks neither float sum: nothing to lose, so they fuse.
+    (sweep,) = fuse.run(k).body
+    assert isinstance(sweep, ir.For) and sweep.reduce == ("+", "+")
+    assert text.show(ir.Module((), (dataclasses.replace(k, body=(sweep,)),))).count("A[i][j]") == 2
+    # Without reassociation reduce-gpu marks neither float sum: nothing to lose, so they fuse as
+    # they stand (no sweep: it would reassociate).
     fused = fuse.run(k, reassociate=False)
-    assert fused is not k and len(fused.body) == 1
+    assert fused is not k and len(fused.body) == 1 and not fused.body[0].reduce  # type: ignore[union-attr]
 
 
 # Kernels with needless splits: fusion must remove launches there, and nowhere add one.

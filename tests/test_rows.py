@@ -47,7 +47,7 @@ def test_rows_leave_one_dimensional_and_specialised_launches_alone() -> None:
     assert text == cuda.emit(lowered, source="jacobi_1d.c", tiling=tile.Options())  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("name, rows", [("jacobi_2d", 3), ("heat_3d", 3), ("fdtd_2d", 2), ("gemver", 3)])
+@pytest.mark.parametrize("name, rows", [("jacobi_2d", 3), ("heat_3d", 3), ("fdtd_2d", 2), ("deriche", 3)])
 def test_row_coarsened_kernels_pass_verification(name: str, rows: int) -> None:
     opts = tile.Options(rows=rows)
     module, lowered, text = emit(name, opts)

@@ -27,6 +27,7 @@ avoid every identifier of the kernel.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ BLOCK_SHAPES: dict[int, tuple[int, int, int]] = dict(enumerate(tile.DEFAULT_BLOC
 #: Largest grid size per dimension (x, y, z).
 GRID_CAPS = (2**31 - 1, 65535, 65535)
 #: Helpers defined once in the template.
-GRID_FN, EXTENT_FN = "transpile_grid", "transpile_extent"
+GRID_FN, EXTENT_FN, BLOCK_FN = "transpile_grid", "transpile_extent", "transpile_block"
 STREAM_TYPE = "cudaStream_t"
 DEFAULT_STREAM = "0"
 #: Non-finite float literals (math.h macros).
@@ -78,7 +79,7 @@ RESERVED = frozenset("""
     not_eq nullptr operator or or_eq private protected public reinterpret_cast requires
     static_assert static_cast template this thread_local throw true try typeid typename using
     virtual wchar_t xor xor_eq threadIdx blockIdx blockDim gridDim warpSize dim3 size_t
-    cudaStream_t cudaError_t transpile_check transpile_extent transpile_grid
+    cudaStream_t cudaError_t transpile_check transpile_extent transpile_grid transpile_block transpile_sm_count
 """.split())
 
 # C operator precedence (higher binds tighter), as in pycparser's c_generator.
@@ -593,7 +594,7 @@ class _HostPrinter(StmtPrinter):
         self.steps.append({**step, "pad": "  " * (self.depth - 2)})
         self.emitter.kernels.append(kern)
         self.emitter.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
-                                                  tuple(int(str(b).rstrip("u")) for b in step["block"])))
+                                                  tuple(_block_bound(str(b)) for b in step["block"])))
 
     def visit_Alloc(self, s: ir.Alloc) -> None:
         self.flush()
@@ -662,6 +663,8 @@ class _KernelEmitter:
         self.launches = _host_launches(kernel.body)
         self.kernels: list[dict[str, object]] = []
         self.launch_log: list[LaunchInfo] = []  # what each Launch became (launches())
+        self.scratch: list[tuple[str, str]] = []  # (declaration, name) of launch scratch (cuda_sweep)
+        self.folds: dict[str, dict[str, object]] = {}  # launch kernel name -> its fold kernel (cuda_sweep)
         # Launches repeated by a host loop: a scalar they write must persist
         # across iterations, so it lives on the device even if only they use it.
         looped = set().union(*(_assigned(x) for x in _host_loops(kernel.body)))
@@ -760,6 +763,10 @@ class _KernelEmitter:
         shaped = None  # (qualifiers, body, launch config) from a specialised emitter
         plan = tile.plan(launch, self.tiling) if chain and not stores else None
         red = cuda_reduce.shape(launch) if plan is None else None
+        if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
+            from transpile import cuda_sweep
+
+            return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, self.expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
@@ -805,8 +812,17 @@ class _KernelEmitter:
             trips.append({"name": t, "expr": expr})
             per = shape[a] * (self._rows(chain) if loop.par == "y" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
+        block = [f"{b}u" for b in shape]
+        if len(chain) == 1 and shape[0] % 64 == 0:
+            # NOTE: a 1-D grid-stride launch may run with fewer threads per block than
+            # ``shape`` (transpile_block, decided at run time from the trip count): adi's
+            # 4000-iteration sweeps in blocks of 256 used 16 of 132 SMs (2x slower than
+            # blocks of 32 on the H200).  The kernel reads blockDim, so only the host changes.
+            t = trips[0]["name"]
+            block[0] = f"{BLOCK_FN}({t}, {shape[0]}u)"
+            grid[0] = f"{GRID_FN}({t}, {block[0]}, {GRID_CAPS[0]}u)"
         return {"trips": trips, "guard": " && ".join(f"{t['name']} > 0" for t in trips),
-                "grid": grid, "block": [f"{b}u" for b in shape]}
+                "grid": grid, "block": block}
 
     # -- the host side
 
@@ -823,7 +839,7 @@ class _KernelEmitter:
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
         return {
             "name": self.name,
-            "kernels": self.kernels,
+            "kernels": [g for k in self.kernels for g in (k, self.folds.get(str(k["name"]))) if g is not None],
             "steps": steps,
             "names": self.names,
             "prototype": self._prototype(),
@@ -836,8 +852,10 @@ class _KernelEmitter:
             "dropin": cuda_host.dropin(self),
             "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
                         for a in self.arrays for h, d in self.hoisted.get(a, [])],
-            "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()],
-            "frees": [self.ident(a) for a in self.allocs] + ([self.names["scal"]] if self.device_scalars else []),
+            "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()]
+            + [decl for decl, _ in self.scratch],
+            "frees": [self.ident(a) for a in self.allocs] + [n for _, n in self.scratch]
+            + ([self.names["scal"]] if self.device_scalars else []),
             "device_scalars": [f"{ctype(self.scalars[s])} {self.ident(s)}" for s in self.device_scalars],
             "scalar_inits": [self.ident(s) for s in scalar_params if s in self.device_scalars],
         }
@@ -899,13 +917,22 @@ def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None 
     return regions.strip(_render(module, source=source, tiling=tiling))
 
 
+def _block_bound(text: str) -> int:
+    """The most threads per block a launch's block expression gives (``256u``, or
+    ``transpile_block(i_n, 256u)``, which may give fewer: see ``_KernelEmitter._config``)."""
+    m = re.fullmatch(rf"(?:{BLOCK_FN}\(\w+, )?(\d+)u\)?", text)
+    assert m is not None, f"unexpected block size {text!r}"
+    return int(m.group(1))
+
+
 @dataclass(frozen=True)
 class LaunchInfo:
     """What the emitter made of one ``Launch``: its ``__global__`` name, its shape and block size.
 
     ``shape``: ``plain`` (one thread per iteration of the par loops), ``serial``
     (one thread), ``block``/``rows``/``cols`` (parallel reductions,
-    :mod:`transpile.cuda_reduce`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
+    :mod:`transpile.cuda_reduce`), ``sweep`` (row and column reductions in one pass and a fold
+    launch, :mod:`transpile.cuda_sweep`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
     tensor cores).  ``launch`` is the IR node, ``block`` the threads per block (x, y, z).
     """
 

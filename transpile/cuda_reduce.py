@@ -22,6 +22,9 @@ Two launch shapes (docs/parallelism.md, "Reductions"):
   would work too, but the verifier's inter-block race audit snapshots memory
   after every block, which costs rows x memory.)
 
+The ``cols`` shape is :mod:`transpile.cuda_cols`, the ``sweep`` shape (a ``reduce`` loop around a
+loop: row and column reductions in one pass over a matrix) :mod:`transpile.cuda_sweep`.
+
 The warp tree has a fixed shape, so results are deterministic.  Any other position of a ``reduce`` loop is emitted as a sequential
 loop (the mark permits reassociation, it does not require it).
 """
@@ -64,7 +67,8 @@ def shape(launch: ir.Launch) -> str | None:
         return None
     f = launch.body[0]
     if f.reduce and f.par is None:
-        return "block"
+        from passes.reduce_gpu import sweep_shape
+        return "sweep" if sweep_shape(f) is not None else "block"  # sweep: transpile.cuda_sweep
     if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
         return None
     from passes.reduce_gpu import column_shape

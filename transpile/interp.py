@@ -501,6 +501,8 @@ class _FnCompiler:
     def _reduce_shuffled(self, s: ir.For, scope: dict[str, _Sym], lo: ExprFn, hi: ExprFn, slot: int,
                          rng: random.Random) -> StmtFn:
         """A ``reduce`` loop in shuffled mode: random order, random association, one final update."""
+        if len(s.body) == 1 and isinstance(s.body[0], ir.For):
+            return self._sweep_shuffled(s, scope, lo, hi, slot, rng)
         inner = {**scope, s.var: _Sym(slot, "loop", s.ty)}
         parts: list[tuple[ExprFn, ExprFn, StmtFn, int, int, int]] = []
         for op, c in zip(s.reduce, s.body):
@@ -536,6 +538,67 @@ class _FnCompiler:
                 final(env)
 
         return loop_reduce
+
+    def _sweep_shuffled(self, s: ir.For, scope: dict[str, _Sym], lo: ExprFn, hi: ExprFn, slot: int,
+                        rng: random.Random) -> StmtFn:
+        """A sweep nest (``reduce`` on a loop around a loop, passes.reduce_gpu rule (d)) in shuffled
+        mode: every ``(r, c)`` term in a random order, each accumulator element's terms combined
+        along a random tree and applied once (``X[r]`` over the columns, ``Y[c]`` over the rows)."""
+        loop = s.body[0]
+        assert isinstance(loop, ir.For), s
+        outer = {**scope, s.var: _Sym(slot, "loop", s.ty)}
+        ilo, ihi = self.expr(loop.lo, outer), self.expr(loop.hi, outer)
+        islot = self.new_slot()
+        inner = {**outer, loop.var: _Sym(islot, "loop", loop.ty)}
+        parts: list[tuple[ExprFn, ExprFn, StmtFn, int, int, int, int]] = []
+        maps: list[tuple[int, StmtFn]] = []  # (accumulations before it, M[r][c] = e): run at each point
+        point = (ir.Var(s.var, s.ty), ir.Var(loop.var, loop.ty))
+        ops = iter(s.reduce)
+        for c in loop.body:
+            if isinstance(c, ir.Assign) and isinstance(c.target, ir.Index) and c.target.indices == point:
+                maps.append((len(parts), self.stmt(c, inner)))
+                continue
+            op = next(ops, "+")
+            a = accum.accumulation(c)
+            if a is None or not isinstance(a.target, ir.Index) or not isinstance(a.target.indices[0], ir.Var):
+                raise InterpError(c.loc, "the body of a sweep nest must be accumulations 'X[r] = X[r] op e'")
+            ty = a.target.ty
+            pa, pb, pt = self.new_slot(), self.new_slot(), self.new_slot()
+            syms = {"$a": _Sym(pa, "local", ty), "$b": _Sym(pb, "local", ty), "$t": _Sym(pt, "local", ty)}
+            comb = self.expr(accum.combine(a, op, ir.Var("$a", ty), ir.Var("$b", ty)), {**inner, **syms})
+            final = self.stmt(accum.apply(a, ir.Var("$t", ty)), {**inner, **syms})
+            key = slot if a.target.indices[0].name == s.var else islot
+            parts.append((self.converted(a.term, ty, inner), comb, final, pa, pb, pt, key))
+
+        def sweep_reduce(env: Env) -> None:
+            a, b = lo(env), hi(env)
+            if a >= b:
+                return
+            env[slot] = a  # rectangular: the inner bounds do not read the outer variable
+            pairs = [(r, c) for r in range(a, b) for c in range(ilo(env), ihi(env))]
+            rng.shuffle(pairs)
+            terms: list[dict[int, list[Any]]] = [{} for _ in parts]
+            for r, c in pairs:
+                env[slot], env[islot] = r, c
+                m = 0
+                for k in range(len(parts) + 1):
+                    while m < len(maps) and maps[m][0] == k:  # a point's statements in program order
+                        maps[m][1](env)
+                        m += 1
+                    if k < len(parts):
+                        part = parts[k]
+                        terms[k].setdefault(r if part[6] == slot else c, []).append(part[0](env))
+            for (_, comb, final, pa, pb, pt, key), by_elem in zip(parts, terms):
+                for elem, xs in by_elem.items():
+                    while len(xs) > 1:
+                        i = rng.randrange(len(xs) - 1)
+                        env[pa], env[pb] = xs[i], xs[i + 1]
+                        xs[i:i + 2] = [comb(env)]
+                    env[key] = elem
+                    env[pt] = xs[0]
+                    final(env)
+
+        return sweep_reduce
 
     def _s_If(self, s: ir.If, scope: dict[str, _Sym]) -> StmtFn:
         cond = self.expr(s.cond, scope)

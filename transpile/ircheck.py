@@ -14,7 +14,9 @@ their uses, ``Launch`` only at the top level or inside host loops (``For``
 statements outside any launch, nested only in such loops) with its ``par``
 loops a leading perfect nest, ``Return`` only in helper functions, and a
 ``reduce`` loop's body exactly accumulations that :mod:`passes.reductions`
-proves (the exact dependence analysis runs only for kernels with such marks).
+proves, or one loop whose body is a sweep (``passes.reduce_gpu.sweep_shape``:
+its accumulations proven over their own loops, one operator each; the exact
+dependence analysis runs only for kernels with such marks).
 """
 
 from __future__ import annotations
@@ -51,9 +53,17 @@ def _reduce_shape(s: ir.For) -> None:
     """A ``reduce`` loop's body is exactly accumulations, one per operator, matching it."""
     if s.par is not None:
         _fail(s, "a loop cannot be both 'par' and 'reduce'")
-    if len(s.reduce) != len(s.body):
-        _fail(s, f"'reduce' lists {len(s.reduce)} operator(s) for {len(s.body)} statement(s)")
-    for op, c in zip(s.reduce, s.body):
+    body = s.body
+    if len(body) == 1 and isinstance(body[0], ir.For):  # a sweep nest (passes.reduce_gpu rule (d))
+        from passes.reduce_gpu import sweep_shape
+
+        sweep = sweep_shape(s)
+        if sweep is None:
+            _fail(s, "a 'reduce' loop around a loop must be a sweep nest (passes.reduce_gpu.sweep_shape)")
+        body = tuple(c for c, along in zip(sweep.inner.body, sweep.along) if along != "map")
+    if len(s.reduce) != len(body):
+        _fail(s, f"'reduce' lists {len(s.reduce)} operator(s) for {len(body)} statement(s)")
+    for op, c in zip(s.reduce, body):
         a = accum.accumulation(c)
         if op not in accum.OPS:
             _fail(s, f"unknown reduction operator {op!r}")
@@ -82,6 +92,18 @@ def _reduce_proven(k: ir.Kernel) -> None:
     else:
         why = ""
     for loop in marked:
+        from passes.reduce_gpu import sweep_shape
+
+        sweep = sweep_shape(loop)
+        if sweep is not None:  # each statement over its own loop: X[r] over c, Y[c] over r
+            for c, along in zip(sweep.inner.body, sweep.along):
+                if along == "map":
+                    continue  # the points are independent but for the accumulations (sweep_shape)
+                over = sweep.inner if along == "r" else sweep.outer
+                if (ids[id(over)], sids[id(c)]) not in proven:
+                    _fail(c, f"loop '{loop.var}' is marked 'reduce' (a sweep) but this statement is not a "
+                             f"reduction over '{over.var}'{why}")
+            continue
         for c in loop.body:
             if (ids[id(loop)], sids[id(c)]) not in proven:
                 _fail(c, f"loop '{loop.var}' is marked 'reduce' but this statement is not a "

@@ -26,6 +26,32 @@
   return blocks < cap ? (unsigned int)blocks : cap;
 }
 
+// The device's multiprocessor count, asked once per process (1 if the query fails: then the launch fails too).
+[[maybe_unused]] static int transpile_sm_count()
+{
+  static const int sms = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left pending for the next launch's check
+      return 1;
+    }
+    return v > 0 ? v : 1;
+  }();
+  return sms;
+}
+
+// Threads per block of a 1-D grid-stride launch of n iterations: `block`, halved (down to a warp,
+// through multiples of 32 only) while the launch would have fewer blocks than the device has
+// multiprocessors: 4000 iterations in blocks of 256 would run on 16 of an H200's 132.
+[[maybe_unused]] static unsigned int transpile_block(long long n, unsigned int block)
+{
+  const long long sms = transpile_sm_count();
+  while (block % 64u == 0u && n / block + (n % block != 0) < sms) {
+    block /= 2u;
+  }
+  return block;
+}
+
 // ---------------------------------------------------------------------------
 // kernel_trisolv
 
@@ -37,32 +63,17 @@ __global__ void __launch_bounds__(256) kernel_trisolv_kernel0(int n, double *__r
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_trisolv_kernel1(int n, const double *__restrict__ L, double *__restrict__ x, int i)
+__global__ void __launch_bounds__(1) kernel_trisolv_kernel1(int n, const double *__restrict__ L, double *__restrict__ x, int j)
 {
-  const int tid = (int)threadIdx.x;
-  __shared__ double x_terms[256];
-  const long long j_trips = i > 0 ? (long long)i : 0;
-  for (long long j_base = 0; j_base < j_trips; j_base += 256) {
-    __syncthreads();
-    const long long j_t = j_base + tid;
-    if (j_t < j_trips) {
-      const int j = (int)(j_t);
-      x_terms[tid] = L[(long long)i * n + j] * x[j];
-    }
-    __syncthreads();
-    if (tid == 0) {
-      const int q_n = j_trips - j_base < 256 ? (int)(j_trips - j_base) : 256;
-      for (int q = 0; q < q_n; ++q) {
-        x[i] -= x_terms[q];
-      }
-    }
-  }
-  __syncthreads();
+  x[j] /= L[(long long)j * n + j];
 }
 
-__global__ void __launch_bounds__(1) kernel_trisolv_kernel2(int n, const double *__restrict__ L, double *__restrict__ x, int i)
+__global__ void __launch_bounds__(256) kernel_trisolv_kernel2(int n, const double *__restrict__ L, double *__restrict__ x, int j)
 {
-  x[i] /= L[(long long)i * n + i];
+  for (long long i_g = (long long)(j + 1) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_g < n; i_g += (long long)gridDim.x * blockDim.x) {
+    const int i = (int)i_g;
+    x[i] -= L[(long long)i * n + j] * x[j];
+  }
 }
 
 // Runs kernel_trisolv on device arrays, asynchronously on `stream`; returns the first CUDA error.
@@ -73,22 +84,25 @@ extern "C" cudaError_t kernel_trisolv_device(int n, const double *L, double *x, 
   do {
     const long long i_n = n;
     if (i_n > 0) {
-      kernel_trisolv_kernel0<<<dim3(transpile_grid(i_n, 256u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(n, x, b);
+      kernel_trisolv_kernel0<<<dim3(transpile_grid(i_n, transpile_block(i_n, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n, 256u), 1u, 1u), 0, stream>>>(n, x, b);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
       }
     }
-    for (int i = 0; i < n; ++i) {
-      kernel_trisolv_kernel1<<<dim3(1u), dim3(256u, 1u, 1u), 0, stream>>>(n, L, x, i);
+    for (int j = 0; j < n; ++j) {
+      kernel_trisolv_kernel1<<<dim3(1u), dim3(1u), 0, stream>>>(n, L, x, j);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
       }
-      kernel_trisolv_kernel2<<<dim3(1u), dim3(1u), 0, stream>>>(n, L, x, i);
-      err = cudaGetLastError();
-      if (err != cudaSuccess) {
-        break;
+      const long long i_n1 = (long long)n - (j + 1);
+      if (i_n1 > 0) {
+        kernel_trisolv_kernel2<<<dim3(transpile_grid(i_n1, transpile_block(i_n1, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n1, 256u), 1u, 1u), 0, stream>>>(n, L, x, j);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) {
+          break;
+        }
       }
     }
     if (err != cudaSuccess) {

@@ -1,0 +1,336 @@
+"""CUDA for sweep nests: the ``sweep`` launch shape (``passes.reduce_gpu`` rule (d)).
+
+The launch is one nest ``for r reduce(ops) { for c { X[r] op= f; Y[c] op= g; ... } }``
+(:func:`passes.reduce_gpu.sweep_shape`: bicg's ``s`` and ``q``, mvt's ``x1`` and
+``x2``; maps ``M[r][c] = e`` may sit among them: gemver's update of ``A`` with ``x``).  A row launch and a column launch would each stream the whole
+matrix; this shape reads every element once, coalesced along ``c``, and
+produces both reductions, deterministically (no atomics):
+
+* **Sweep kernel.**  A block of ``LANES x WARPS`` (32 x 8) threads owns a
+  *tile* of ``TILE`` (128) consecutive columns (``blockIdx.x``) and a *band*
+  of rows (``blockIdx.y``).  Lane ``l`` takes the columns ``l, l + 32, l +
+  64, l + 96`` of the tile (``VEC`` independent coalesced loads per row: a
+  warp reads 32 consecutive elements per load); warp ``w`` takes rows ``w, w
+  + 8, ...`` of the band.  Per row, a thread adds its ``VEC`` terms of each
+  ``X[r]`` statement into a register, the warp folds the 32 lanes with
+  ``__shfl_down_sync`` (a fixed tree) and lane 0 stores the tile's partial
+  in ``X_part[tile][r]``.  A map runs at its point in program order.  The ``Y[c]`` terms stay in ``VEC`` registers per
+  thread for the whole band; at the end the 8 warps' partials of each column
+  meet in shared memory, are folded in warp order and stored in
+  ``Y_part[band][c]``.  Every scratch element is written by exactly one thread.
+* **Fold kernel.**  Thread ``t`` sums ``X_part[0..tiles)[t]`` in tile order
+  and applies ``X[r] = X[r] op total`` (so the values ``X`` held before are
+  kept, as in the ``rows`` and ``cols`` shapes), and likewise
+  ``Y_part[0..bands)[t]`` into ``Y[c]``.
+
+Scratch: ``tiles x R`` elements per ``X`` statement and ``bands x C`` per
+``Y`` statement, allocated on the stream in ``NAME_device`` (freed at its
+end).  The host picks ``bands`` at run time: about ``TARGET_BLOCKS`` blocks
+(16 per SM of a 132-SM H200, several waves of short blocks, so a partial last
+wave costs little), at least ``MIN_BAND`` rows a band (8 per warp), at most
+65535 bands.  With one statement of each kind, at 2000 x 2000 that is 16
+tiles x 32 bands of 63 rows (512 blocks; scratch 96000 elements, 2.4% of the
+matrix); at 12288 x 12288, 96 tiles x 22 bands of 559 rows (2112 blocks;
+scratch 1449984 elements, 0.96%).  The partials change the rounding order as
+``rows``/``cols`` do; the reduce mark permits it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transpile import accum, ir
+from transpile.cuda import (
+    BARRIER,
+    BLOCK_IDX,
+    GLOBAL,
+    GRID_CAPS,
+    GRID_DIM,
+    GRID_FN,
+    INDEX_TYPE,
+    LAUNCH_BOUNDS,
+    PREC,
+    RESTRICT,
+    SMEM_PREFIX,
+    THREAD_IDX,
+    ExprPrinter,
+    Namer,
+    ctype,
+    literal,
+)
+from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
+
+if TYPE_CHECKING:
+    from transpile.cuda import _KernelEmitter
+
+LANES, WARPS, VEC = WARP, 8, 4
+"""Block shape (lanes x warps) and columns per lane."""
+TILE = LANES * VEC
+"""Columns per block."""
+TARGET_BLOCKS = 16 * 132
+"""Blocks the host aims for (16 per SM of an H200); fewer when the bands would get too thin."""
+MIN_BAND = 8 * WARPS
+"""Fewest rows per band (8 per warp)."""
+FOLD_THREADS = 256
+MAX_BANDS = GRID_CAPS[1]
+
+
+def grid(rows: int, cols: int) -> tuple[int, int, int]:
+    """``(tiles, bands, band)`` for a ``rows x cols`` sweep: what the emitted host code computes."""
+    tiles = (cols + TILE - 1) // TILE
+    bands = min((TARGET_BLOCKS + tiles - 1) // tiles, (rows + MIN_BAND - 1) // MIN_BAND, MAX_BANDS)
+    band = (rows + bands - 1) // bands
+    return tiles, (rows + band - 1) // band, band
+
+
+def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
+           loads: list[str], stores: list[str], namer: Namer,
+           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
+    """The sweep kernel of ``lp`` and the host step (scratch, both launches); the fold kernel
+    is registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
+    from passes.reduce_gpu import sweep_shape
+
+    (outer,) = lp.body
+    assert isinstance(outer, ir.For), lp
+    sw = sweep_shape(outer)
+    assert sw is not None and outer.reduce, f"not a sweep launch: {outer!r}"
+    assert not stores and not host_locals, f"sweep launch writes device scalars or sits in a host loop: {lp!r}"
+    expr, hn = emitter.expr, emitter.host_namer
+    parts = []  # (accumulation, op, along, scratch pointer name), in program order
+    ops = iter(outer.reduce)  # one per accumulation (maps have none)
+    for st, along in zip(sw.inner.body, sw.along):
+        if along == "map":
+            continue
+        a, op = accum.accumulation(st), next(ops)
+        assert a is not None, sw
+        ptr = emitter.namer.fresh(f"{a.name}_part")
+        emitter.scratch.append((f"{ctype(a.target.ty)} *{ptr}", ptr))
+        namer.taken.add(ptr)  # the launch's and the host function's namers were made before it
+        emitter.host_namer.taken.add(ptr)
+        parts.append((a, op, along, ptr))
+    r_n, c_n, tiles, bands, band = (hn.fresh(f"{outer.var}_n"), hn.fresh(f"{sw.inner.var}_n"),
+                                    hn.fresh("tiles"), hn.fresh("bands"), hn.fresh("band"))
+    # The kernels' own size parameters (fresh: a kernel may use these names itself).
+    dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "tiles", "bands")}
+    sizes = [f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}"]
+    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
+        f"{INDEX_TYPE} {dev['band']}"]
+    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
+        f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
+    ptrs = [p for _a, _o, _w, p in parts]
+
+    sweep = _SweepPrinter(expr, namer, dev)
+    sweep.sweep(sw, parts)
+    kernel: dict[str, object] = {"name": name, "params": kparams, "body": sweep.shared + loads + sweep.lines,
+              "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({LANES * WARPS})"}
+    fold = _SweepPrinter(expr, namer.child(), dev)
+    fold.fold(sw, parts)
+    fold_name = emitter.namer.fresh(f"{name}_fold")
+    emitter.folds[name] = {"name": fold_name, "params": fparams, "body": loads + fold.lines,
+                           "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}
+
+    # Host side: trip counts, the band choice, scratch, the two launches.
+    err, stream = emitter.names["err"], emitter.names["stream"]
+    m = expr.mark
+
+    def trip(loop: ir.For) -> str:
+        if isinstance(loop.lo, ir.Const) and loop.lo.value == 0:
+            return expr(loop.hi)
+        return f"{expr.cast_to(loop.hi, INDEX_TYPE)} - {expr.operand(loop.lo, PREC['-'] + 1)}"
+
+    def check(pad: str) -> list[str]:
+        return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
+
+    p4, p6 = "    ", "      "
+    lines = [p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {trip(outer)};"),
+             p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {trip(sw.inner)};"),
+             f"{p4}if ({m('guard', f'{r_n} > 0 && {c_n} > 0')}) {{",
+             p6 + m("launch", f"const {INDEX_TYPE} {tiles} = ({c_n} + {TILE - 1}) / {TILE};"),
+             p6 + f"// Bands of rows: about {TARGET_BLOCKS} blocks, at least {MIN_BAND} rows a band.",
+             p6 + m("launch", f"{INDEX_TYPE} {bands} = ({TARGET_BLOCKS} + {tiles} - 1) / {tiles};"),
+             p6 + m("launch", f"if ({bands} > ({r_n} + {MIN_BAND - 1}) / {MIN_BAND}) "
+                              f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
+             p6 + m("launch", f"if ({bands} > {MAX_BANDS}) {bands} = {MAX_BANDS};"),
+             p6 + m("launch", f"const {INDEX_TYPE} {band} = ({r_n} + {bands} - 1) / {bands};"),
+             p6 + m("launch", f"{bands} = ({r_n} + {band} - 1) / {band};")]
+    for a, _op, along, ptr in parts:
+        count = f"(size_t){tiles} * (size_t){r_n}" if along == "r" else f"(size_t){bands} * (size_t){c_n}"
+        lines.append(p6 + m("transfer", f"{err} = cudaMallocAsync((void **)&{ptr}, {count} * "
+                                        f"sizeof({ctype(a.target.ty)}), {stream});"))
+        lines += check(p6)
+    launch_sweep = (f"{name}<<<dim3((unsigned int){tiles}, (unsigned int){bands}, 1u), dim3({LANES}u, {WARPS}u, 1u), "
+                    f"0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band])});")
+    most = f"{r_n} > {c_n} ? {r_n} : {c_n}"
+    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
+                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, tiles, bands])});")
+    for text in (launch_sweep, launch_fold):
+        lines.append(p6 + m("launch", text))
+        lines.append(f"{p6}{err} = cudaGetLastError();")
+        lines += check(p6)
+    lines.append(p4 + "}")
+    step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "sweep", "block": [f"{LANES}u", f"{WARPS}u", "1u"],
+            "kernel": name, "args": args}
+    return kernel, step
+
+
+class _SweepPrinter(_ReducePrinter):
+    """Renders the bodies of the sweep kernel and of its fold kernel."""
+
+    def __init__(self, expr: ExprPrinter, namer: Namer, dev: dict[str, str]) -> None:
+        super().__init__(expr, namer, LANES * WARPS)
+        self.n = dev  # the size parameters' names: r_n, c_n, band (sweep), tiles, bands (fold)
+
+    def _var(self, loop: ir.For, t: str) -> None:
+        """``const T v = lo + t;``: the loop variable at trip ``t``."""
+        value = t if isinstance(loop.lo, ir.Const) and loop.lo.value == 0 else f"{self.expr.cast_to(loop.lo, INDEX_TYPE)} + {t}"
+        self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
+
+    def sweep(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]]) -> None:
+        from passes.reduce_gpu import Sweep
+
+        assert isinstance(sw, Sweep)
+        lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
+        self.shared.append("  " + self.mark("index", f"const int {lane} = (int){THREAD_IDX}.x;"))
+        self.shared.append("  " + self.mark("index", f"const int {warp} = (int){THREAD_IDX}.y;"))
+        cols = {}
+        for a, _op, along, _p in parts:
+            if along == "c":
+                buf = self.namer.fresh(f"{a.name}_cols")
+                self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{WARPS * TILE}];"))
+                cols[a.name] = buf
+        base, lo, hi = self.namer.fresh("c_base"), self.namer.fresh("r_lo"), self.namer.fresh("r_hi")
+        self.line(self.mark("index", f"const {INDEX_TYPE} {base} = ({INDEX_TYPE}){BLOCK_IDX}.x * {TILE};"))
+        self.line(self.mark("index", f"const {INDEX_TYPE} {lo} = ({INDEX_TYPE}){BLOCK_IDX}.y * {self.n['band']};"))
+        self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {lo} + {self.n['band']} < {self.n['r_n']} ? {lo} + {self.n['band']} : {self.n['r_n']};"))
+        ycols: dict[str, list[ir.Var]] = {}
+        for a, op, along, _p in parts:
+            if along == "c":
+                ty = a.target.ty
+                ycols[a.name] = [ir.Var(self.namer.fresh(f"{a.name}_part"), ty) for _ in range(VEC)]
+                for v in ycols[a.name]:
+                    self.line(self.mark("reduce", f"{ctype(ty)} {v.name} = {literal(accum.identity(op, ty), ty)[0]};"))
+        rt = self.namer.fresh("rt")
+        self.line(self._strided(INDEX_TYPE, rt, f"{lo} + {warp}", hi, str(WARPS)))
+        self.depth += 1
+        self._var(sw.outer, rt)
+        xs: dict[str, ir.Var] = {}
+        for a, op, along, _p in parts:
+            if along == "r":
+                ty = a.target.ty
+                xs[a.name] = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
+                self.line(self.mark("reduce", f"{ctype(ty)} {xs[a.name].name} = {literal(accum.identity(op, ty), ty)[0]};"))
+        for k in range(VEC):  # VEC independent loads per row, each coalesced over the warp
+            ct = self.namer.fresh("ct")
+            self.line("{")
+            self.depth += 1
+            self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {base} + {lane}" + (f" + {k * LANES};" if k else ";")))
+            test = self.mark("guard", f"{ct} < {self.n['c_n']}")
+            self.line(f"if ({test}) {{")
+            self.depth += 1
+            self._var(sw.inner, ct)
+            by_stmt = {id(a.stmt): (a, op, along) for a, op, along, _p in parts}
+            for st in sw.inner.body:  # the point's statements in program order
+                if id(st) not in by_stmt:
+                    self.visit(st)  # a map M[r][c] = e
+                    continue
+                a, op, along = by_stmt[id(st)]
+                p = xs[a.name] if along == "r" else ycols[a.name][k]
+                with self.region("reduce"):
+                    self.visit(ir.Assign(p, accum.combine(a, op, p, a.term)))
+            self.depth -= 1
+            self.line("}")
+            self.depth -= 1
+            self.line("}")
+        if xs:
+            self._rows_out(parts, xs, lane, rt)
+        self.depth -= 1
+        self.line("}")
+        if ycols:
+            self._cols_out(parts, ycols, cols, lane, warp, base)
+
+    def _rows_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], xs: dict[str, ir.Var], lane: str,
+                  rt: str) -> None:
+        """The row's ``X`` partials: folded over the warp's lanes, stored by lane 0 for this tile."""
+        off = self.namer.fresh("off")
+        with self.region("reduce"):  # the warp's lanes: a fixed shuffle tree
+            self.line(f"for (int {off} = {LANES // 2}; {off} > 0; {off} >>= 1) {{")
+            self.depth += 1
+            for a, op, along, _p in parts:
+                if along == "r":
+                    p = xs[a.name]
+                    self.visit(ir.Assign(p, accum.combine(
+                        a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, ir.Var(off, ir.I32)), p.ty))))
+            self.depth -= 1
+            self.line("}")
+        self.line(f"if ({lane} == 0) {{")
+        for a, _op, along, ptr in parts:
+            if along == "r":
+                at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.x * {self.n['r_n']} + {rt}")
+                self.line("  " + self.mark("reduce", f"{ptr}[{at}] = {xs[a.name].name};"))
+        self.line("}")
+
+    def _cols_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], ycols: dict[str, list[ir.Var]],
+                  cols: dict[str, str], lane: str, warp: str, base: str) -> None:
+        """The band's ``Y`` partials: one per warp in shared memory, folded in warp order, stored."""
+        for a, _op, along, _p in parts:
+            if along == "c":
+                for k, v in enumerate(ycols[a.name]):
+                    at = f"{warp} * {TILE} + {lane}" + (f" + {k * LANES}" if k else "")
+                    self.line(self.mark("shared", f"{cols[a.name]}[{at}] = {v.name};"))
+        self.line(self.mark("barrier", BARRIER))
+        tid, ct = self.namer.fresh("tid"), self.namer.fresh("ct")
+        self.line(self.mark("index", f"const int {tid} = {warp} * {LANES} + {lane};"))
+        self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {base} + {tid};"))
+        test = self.mark("guard", f"{tid} < {TILE} && {ct} < {self.n['c_n']}")
+        self.line(f"if ({test}) {{")
+        self.depth += 1
+        w = ir.Var(self.namer.fresh("w"), ir.I32)
+        for a, op, along, ptr in parts:
+            if along != "c":
+                continue
+            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+            buf = cols[a.name]
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[{tid}];"))
+            with self.region("reduce"):
+                self.line(f"for (int {w.name} = 1; {w.name} < {WARPS}; ++{w.name}) {{")
+                slot = ir.Binary("+", ir.Binary("*", w, ir.Const(TILE, ir.I32), ir.I32), ir.Var(tid, ir.I32), ir.I32)
+                elem = ir.Index(buf, (slot,), total.ty)
+                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, elem))};")
+                self.line("}")
+            at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.y * {self.n['c_n']} + {ct}")
+            self.line(self.mark("reduce", f"{ptr}[{at}] = {total.name};"))
+        self.depth -= 1
+        self.line("}")
+
+    def fold(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]]) -> None:
+        from passes.reduce_gpu import Sweep
+
+        assert isinstance(sw, Sweep)
+        t = self.namer.fresh("t")
+        self.line(self._strided(INDEX_TYPE, t, f"({INDEX_TYPE}){BLOCK_IDX}.x * {FOLD_THREADS} + {THREAD_IDX}.x",
+                                f"({self.n['r_n']} > {self.n['c_n']} ? {self.n['r_n']} : {self.n['c_n']})", f"({INDEX_TYPE}){GRID_DIM}.x * {FOLD_THREADS}"))
+        self.depth += 1
+        for along, n, count, loop in (("r", self.n["r_n"], self.n["tiles"], sw.outer),
+                                      ("c", self.n["c_n"], self.n["bands"], sw.inner)):
+            if along not in sw.along:
+                continue
+            self.line(f"if ({self.mark('guard', f'{t} < {n}')}) {{")
+            self.depth += 1
+            self._var(loop, t)
+            k = self.namer.fresh("k")
+            for a, op, w, ptr in parts:
+                if w != along:
+                    continue
+                total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+                self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {ptr}[{t}];"))
+                with self.region("reduce"):  # in tile (band) order: deterministic
+                    self.line(f"for ({INDEX_TYPE} {k} = 1; {k} < {count}; ++{k}) {{")
+                    part = ir.Var(f"{ptr}[{k} * {n} + {t}]", total.ty)  # printed verbatim
+                    self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
+                    self.line("}")
+                with self.region("reduce"):
+                    self.visit(accum.apply(a, total))
+            self.depth -= 1
+            self.line("}")
+        self.depth -= 1
+        self.line("}")
