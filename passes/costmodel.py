@@ -405,8 +405,16 @@ class _Model:
         work = self._work(body, inner_env, x_var, red_var, coop)
         tpb = math.prod(block)
         # Row coarsening (plain launches): each thread runs ``rows`` iterations of the y loop, so
-        # there are fewer blocks and longer chains; the rows a stencil shares are not priced.
+        # there are fewer blocks and longer chains, and the rows a stencil reads at several y
+        # offsets are loaded once per thread (the unrolled iterations share them: _shared_rows).
         rows = self.tiling.rows if shape == "plain" and any(lp_.par == "y" for lp_, _ in chain) else 1
+        if rows > 1:
+            y_var = next(lp_.var for lp_, _ in chain if lp_.par == "y")
+            saved = _shared_rows(body, y_var, rows)
+            for x, share in saved:
+                w0 = _Work()
+                self._access(x, w0, inner_env, x_var)
+                work.sectors = max(0.0, work.sectors - w0.sectors * share)
         blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols") else (
             _padded_blocks(chain, block, rows))
         launched = blocks * tpb
@@ -678,6 +686,37 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     while block % 64 == 0 and math.ceil(n / block) < sms:
         block //= 2
     return block
+
+
+def _shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Index, float]]:
+    """The reads a ``rows``-coarsened thread no longer issues: ``(read, loads saved per output)``.
+
+    Reads of one array whose subscripts differ only in the constant of the positions that use the
+    ``y`` loop variable (``A[i-1][j]``, ``A[i][j]``, ``A[i+1][j]``: ``g`` offsets spanning ``s``
+    rows) cost ``g`` loads per output uncoarsened and ``(rows + s) / rows`` coarsened, the
+    unrolled iterations sharing the rest.
+    """
+    groups: dict[tuple[object, ...], list[tuple[ir.Index, int]]] = {}
+    for st in body:
+        for x in ir.walk(st):
+            if not isinstance(x, ir.Index):
+                continue
+            forms = [accesses.affine(sub, _names(sub)) for sub in x.indices]
+            if any(f is None for f in forms):
+                continue
+            ys = [f for f in forms if f is not None and f.coeff(y) != 0]
+            if len(ys) != 1 or abs(ys[0].coeff(y)) != 1:
+                continue
+            key = (x.array, tuple((f.coeffs, f.const if f.coeff(y) == 0 else None) for f in forms if f is not None))
+            groups.setdefault(key, []).append((x, ys[0].const * ys[0].coeff(y)))
+    saved: list[tuple[ir.Index, float]] = []
+    for reads in groups.values():
+        offsets = {c for _, c in reads}
+        span = max(offsets) - min(offsets)
+        share = len(offsets) - (rows + span) / rows
+        if share > 0:
+            saved.append((reads[0][0], share))
+    return saved
 
 
 def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1) -> float:
