@@ -465,7 +465,7 @@ class _Model:
         if rows <= 0 or cols <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
         e[inner.var] = _mid(inner, e)
-        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols))
+        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms)
         # One (r, c) point: the terms only (the accumulators live in registers), each element read
         # once however many terms read it (the compiler loads it once); lanes run along c.
         work = _Work()

@@ -204,6 +204,10 @@ def test_grid_fills_the_device_and_scratch_stays_small() -> None:
         assert (tiles * n + bands * n) / (n * n) < 0.03  # one X and one Y statement
     assert cuda_sweep.grid(1, 1) == (1, 1, 1)
     assert cuda_sweep.grid(100000, 1)[1] <= cuda_sweep.MAX_BANDS
+    # The emitted host code asks the device for its SM count; grid() takes it as a parameter.
+    tiles, bands, _ = cuda_sweep.grid(12288, 12288, 66)
+    assert tiles * bands == 96 * 11
+    assert "transpile_sm_count() + tiles - 1) / tiles" in cuda.emit(pipeline.lower(_module("bicg")), source="bicg.c")
 
 
 def test_cost_model_prices_a_sweep_as_one_pass() -> None:

@@ -25,9 +25,9 @@ produces both reductions, deterministically (no atomics):
 
 Scratch: ``tiles x R`` elements per ``X`` statement and ``bands x C`` per
 ``Y`` statement, allocated on the stream in ``NAME_device`` (freed at its
-end).  The host picks ``bands`` at run time: about ``TARGET_BLOCKS`` blocks
-(16 per SM of a 132-SM H200, several waves of short blocks, so a partial last
-wave costs little), at least ``MIN_BAND`` rows a band (8 per warp), at most
+end).  The host picks ``bands`` at run time: about ``BLOCKS_PER_SM`` blocks per SM
+(16; ``transpile_sm_count()`` asked once per process: 2112 blocks on a 132-SM H200;
+several waves of short blocks, so a partial last wave costs little), at least ``MIN_BAND`` rows a band (8 per warp), at most
 65535 bands.  With one statement of each kind, at 2000 x 2000 that is 16
 tiles x 32 bands of 63 rows (512 blocks; scratch 96000 elements, 2.4% of the
 matrix); at 12288 x 12288, 96 tiles x 22 bands of 559 rows (2112 blocks;
@@ -67,7 +67,7 @@ LANES, WARPS, VEC = WARP, 8, 4
 """Block shape (lanes x warps) and columns per lane."""
 TILE = LANES * VEC
 """Columns per block."""
-TARGET_BLOCKS = 16 * 132
+BLOCKS_PER_SM = 16
 """Blocks the host aims for (16 per SM of an H200); fewer when the bands would get too thin."""
 MIN_BAND = 8 * WARPS
 """Fewest rows per band (8 per warp)."""
@@ -75,10 +75,11 @@ FOLD_THREADS = 256
 MAX_BANDS = GRID_CAPS[1]
 
 
-def grid(rows: int, cols: int) -> tuple[int, int, int]:
-    """``(tiles, bands, band)`` for a ``rows x cols`` sweep: what the emitted host code computes."""
+def grid(rows: int, cols: int, sms: int = 132) -> tuple[int, int, int]:
+    """``(tiles, bands, band)`` for a ``rows x cols`` sweep on ``sms`` SMs: what the emitted host
+    code computes."""
     tiles = (cols + TILE - 1) // TILE
-    bands = min((TARGET_BLOCKS + tiles - 1) // tiles, (rows + MIN_BAND - 1) // MIN_BAND, MAX_BANDS)
+    bands = min((BLOCKS_PER_SM * sms + tiles - 1) // tiles, (rows + MIN_BAND - 1) // MIN_BAND, MAX_BANDS)
     band = (rows + bands - 1) // bands
     return tiles, (rows + band - 1) // band, band
 
@@ -146,8 +147,8 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
              p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {trip(sw.inner)};"),
              f"{p4}if ({m('guard', f'{r_n} > 0 && {c_n} > 0')}) {{",
              p6 + m("launch", f"const {INDEX_TYPE} {tiles} = ({c_n} + {TILE - 1}) / {TILE};"),
-             p6 + f"// Bands of rows: about {TARGET_BLOCKS} blocks, at least {MIN_BAND} rows a band.",
-             p6 + m("launch", f"{INDEX_TYPE} {bands} = ({TARGET_BLOCKS} + {tiles} - 1) / {tiles};"),
+             p6 + f"// Bands of rows: about {BLOCKS_PER_SM} blocks per SM, at least {MIN_BAND} rows a band.",
+             p6 + m("launch", f"{INDEX_TYPE} {bands} = ({BLOCKS_PER_SM}LL * transpile_sm_count() + {tiles} - 1) / {tiles};"),
              p6 + m("launch", f"if ({bands} > ({r_n} + {MIN_BAND - 1}) / {MIN_BAND}) "
                               f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
              p6 + m("launch", f"if ({bands} > {MAX_BANDS}) {bands} = {MAX_BANDS};"),
