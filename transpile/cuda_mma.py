@@ -47,10 +47,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from passes.tile import SHARED_LIMIT, Operand, Plan, substitute, substitute_var
+from passes.tile import SHARED_LIMIT, Operand, Plan, substitute
 from transpile import cuda as cu
 from transpile import ir
-from transpile.cuda_tiled import tile_grid
+from transpile.cuda_tiled import row_bound, scalar_form, tile_grid
 
 TEMPLATE = "mma_matmul.cu.j2"
 #: The instruction: D = A * B + C on 8x8x4 f64 fragments (A row-major, B column-major).
@@ -158,16 +158,14 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         bounds.append({"name": names[f"{key}_lo"], "expr": p.cast_to(loop.lo, "long long")})
         bounds.append({"name": names[f"{key}_hi"], "expr": p.cast_to(loop.hi, "long long")})
 
-    def j_bound(bound: ir.Expr, g: str) -> str:
-        i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
-        return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
-
     def decl(loop: ir.For, value: str) -> str:
         t = cu.ctype(loop.ty)
         return f"const {t} {p.ident(loop.var)} = ({t}){value};"
 
-    row_j = {g: (j_bound(plan.col.lo, names[g]), j_bound(plan.col.hi, names[g])) for g in ("gi", "gr")}
-    row_k = {g: (j_bound(plan.red.lo, names[g]), j_bound(plan.red.hi, names[g])) for g in ("gi", "gr")}
+    row_j = {g: (row_bound(plan, p, plan.col.lo, names[g]), row_bound(plan, p, plan.col.hi, names[g]))
+             for g in ("gi", "gr")}
+    row_k = {g: (row_bound(plan, p, plan.red.lo, names[g]), row_bound(plan, p, plan.red.hi, names[g]))
+             for g in ("gi", "gr")}
     t_, r_, kk_, g_, q_ = names["t"], names["r"], names["kk"], names["g"], names["q"]
     stages: list[dict[str, object]] = []
     reads: dict[tuple[str, ir.Expr], str] = {}
@@ -234,16 +232,9 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         body = [f"{'  ' * len(loops)}{line}" for line in printer.lines]
         return head + body + [f"{'  ' * d}}}" for d in reversed(range(len(loops)))]
 
-    # The scalar form (symm's first launch): the accumulators start at the scalar's init and stand
-    # for it in the update; X[i][j] = h(X[i][j], t, ...) is evaluated once per output at the store.
-    scalar = plan.scalar.name if plan.scalar is not None else None
-    update = plan.update.value if scalar is None else substitute_var(plan.update.value, scalar, acc_ref)
-    epilogue: list[str] = []
-    if scalar is not None:
-        assert plan.epilogue is not None and plan.scalar is not None and plan.scalar.init is not None
-        printer.lines = []
-        printer.emit([ir.Assign(plan.output, substitute_var(plan.epilogue.value, scalar, acc_ref))])
-        epilogue = printer.lines
+    # The scalar form (symm's first launch): the fragments start at the scalar's init and the
+    # epilogue is evaluated from them at the store.
+    update, epilogue, acc_init = scalar_form(plan, p, printer, acc_ref)
     edge: list[str] = []
     if plan.k_tri:  # one row's terms outside the block's common k range, from global memory
         printer.lines = []
@@ -261,8 +252,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         "ahead": f"{names['kb']} + {(nbuf - 1) * bk}",
         "ij_decls": [decl(plan.row, names["gi"]), decl(plan.col, names["gj"])],
         "target": p(plan.update.target), "zero": p(ir.Const(0.0, ir.F64)),
-        "acc_init": p(plan.scalar.init) if plan.scalar is not None and plan.scalar.init is not None else "",
-        "epilogue": epilogue,
+        "acc_init": acc_init, "epilogue": epilogue,
         "pre": micro(plan.pre), "post": micro(plan.post),
         "diag": cu.StmtPrinter(expr, namer, depth=0).emit(plan.diag) if plan.diag else [],
         "diag_decl": decl(plan.row, names["gr"]),

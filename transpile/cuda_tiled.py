@@ -28,6 +28,30 @@ CUDA = {"tid_x": "threadIdx.x", "tid_y": "threadIdx.y", "bid_x": "blockIdx.x", "
 PRAGMA_UNROLL = "#pragma unroll"
 
 
+def row_bound(plan: Plan, p: cu.ExprPrinter, bound: ir.Expr, g: str) -> str:
+    """``bound`` (j's or k's lo or hi) for row ``i = g`` (a long long in range), as long long."""
+    i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
+    return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
+
+
+def scalar_form(plan: Plan, p: cu.ExprPrinter, printer: cu.StmtPrinter, acc_ref: ir.Expr
+                ) -> tuple[ir.Expr, list[str], str]:
+    """``(update value, epilogue lines, accumulator init)`` with ``acc_ref`` for the accumulator.
+
+    In the scalar form (passes/tile.py, *Scalar accumulator*) the accumulator stands for the
+    scalar in the update, starts at its init, and ``X[i][j] = h(X[i][j], t, ...)`` is written once
+    per output after the k loop (the epilogue).  Otherwise: the update as it is, no epilogue, and
+    no init (the accumulator starts from ``X[i][j]``).
+    """
+    if plan.scalar is None:
+        return plan.update.value, [], ""
+    assert plan.epilogue is not None and plan.scalar.init is not None
+    name = plan.scalar.name
+    printer.lines = []
+    printer.emit([ir.Assign(plan.output, substitute_var(plan.epilogue.value, name, acc_ref))])
+    return substitute_var(plan.update.value, name, acc_ref), list(printer.lines), p(plan.scalar.init)
+
+
 def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], config: dict[str, object]
            ) -> tuple[str, list[str], dict[str, object]]:
     """``(qualifiers, body lines, launch config)`` of the tiled kernel.
@@ -61,15 +85,10 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     m_ = names["m"]
     names["in_ij"] = f"{names['gj']} >= {names['rlo']}[{m_}] && {names['gj']} < {names['rhi']}[{m_}]"
 
-    def row_bound(bound: ir.Expr, g: str) -> str:
-        """``bound`` (j's or k's lo or hi) for row ``i = g`` (a long long in range), as long long."""
-        i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
-        return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
-
-    row_j_lo = {g: row_bound(plan.col.lo, names[g]) for g in ("gi", "gr")}
-    row_j_hi = {g: row_bound(plan.col.hi, names[g]) for g in ("gi", "gr")}
-    row_k_lo = {g: row_bound(plan.red.lo, names[g]) for g in ("gi", "gr")}
-    row_k_hi = {g: row_bound(plan.red.hi, names[g]) for g in ("gi", "gr")}
+    row_j_lo = {g: row_bound(plan, p, plan.col.lo, names[g]) for g in ("gi", "gr")}
+    row_j_hi = {g: row_bound(plan, p, plan.col.hi, names[g]) for g in ("gi", "gr")}
+    row_k_lo = {g: row_bound(plan, p, plan.red.lo, names[g]) for g in ("gi", "gr")}
+    row_k_hi = {g: row_bound(plan, p, plan.red.hi, names[g]) for g in ("gi", "gr")}
     if plan.k_tri:  # the k loops run over the block's union of its rows' k ranges (computed per row tile)
         names["k_lo"], names["k_hi"] = names["kmin"], names["kmax"]
 
@@ -113,14 +132,8 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     acc_ty = plan.scalar.ty if plan.scalar is not None else out.ty
     acc_ref = ir.Var(f"{names['acc']}[{names['m']}][{names['n']}]", acc_ty)
     table[out] = acc_ref
-    value = substitute(plan.update.value, table)
-    epilogue: list[str] = []
-    if plan.scalar is not None:  # the accumulator is the scalar; X[i][j] is written once, after the k loop
-        assert plan.epilogue is not None
-        value = substitute_var(value, plan.scalar.name, acc_ref)
-        printer.lines = []
-        printer.emit([ir.Assign(out, substitute_var(plan.epilogue.value, plan.scalar.name, acc_ref))])
-        epilogue = list(printer.lines)
+    update, epilogue, acc_init = scalar_form(plan, p, printer, acc_ref)
+    value = substitute(update, table)
     uses_k = any(isinstance(x, ir.Var) and x.name == plan.red.var for x in ir.walk(value))
 
     def micro(stmts: tuple[ir.Assign, ...], row_guard: str | None = None) -> list[str]:
@@ -146,8 +159,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
               "nx": nx, "ny": ny, "threads": nx * ny},
         "cuda": CUDA, "acc_type": cu.ctype(acc_ty),
         "ij_decls": [i_decl, j_decl], "target": p(out), "zero": zero,
-        "acc_init": p(plan.scalar.init) if plan.scalar is not None and plan.scalar.init is not None else "",
-        "epilogue": epilogue,
+        "acc_init": acc_init, "epilogue": epilogue,
         "diag": _lines(cu.StmtPrinter(expr, namer, depth=0), plan.diag),
         "diag_decl": decl(plan.row, names["gr"]),
         "mirror": p(ir.Index(out.array, out.indices[::-1], out.ty)) if plan.mirror else "",
