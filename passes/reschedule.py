@@ -54,7 +54,7 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes import deps
-from passes.builders import fresh_name
+from passes.builders import fresh_name, substitute_vars
 from transpile import ir
 
 
@@ -62,9 +62,9 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its qualifying nests rescheduled where that frees loops (see the module docstring)."""
     if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
         return kernel
-    for nest in [s for s in kernel.body if isinstance(s, ir.For)]:
-        if not _worth_trying(kernel, nest):
-            continue
+    # NOTE: chosen once, on the kernel as given: whether a nest's loops carry dependences depends
+    # on its own instances only, which rescheduling another top-level nest leaves as they are.
+    for nest in _worth_trying(kernel):
         # NOTE: merged statements first: lu's two updates (below and above the diagonal) have one
         # body, and as one statement isl gives them one rectangular loop, which stays a 2-D launch
         # (as two triangular pieces, fusion glues them to the division in a 1-D one).
@@ -82,8 +82,9 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     return kernel
 
 
-def _worth_trying(kernel: ir.Kernel, nest: ir.For) -> bool:
-    """Whether some statement of ``nest`` has two or more loops around it that carry a dependence.
+def _worth_trying(kernel: ir.Kernel) -> list[ir.For]:
+    """The top-level nests in which some statement has two or more loops around it that carry a
+    dependence (one dependence analysis for all of them).
 
     A schedule that respects every dependence keeps a statement of a recurrence under at least one
     sequential loop; the point is to free the others (lu: ``i`` and ``j`` around ``k``).  A nest
@@ -93,11 +94,12 @@ def _worth_trying(kernel: ir.Kernel, nest: ir.For) -> bool:
     """
     graph = deps.analyze_or_none(kernel)
     if graph is None:
-        return False
+        return []
     par = deps.parallel_loops(kernel, graph)
     ids = deps.loop_ids(kernel)
-    return any(sum(ids[id(lp)] not in par for lp in s.loops) >= 2 for s in acc_mod.analyze(kernel)
-               if s.kind == "assign" and s.loops and s.loops[0] is nest)
+    stuck = {id(s.loops[0]) for s in acc_mod.analyze(kernel)
+             if s.kind == "assign" and s.loops and sum(ids[id(lp)] not in par for lp in s.loops) >= 2}
+    return [s for s in kernel.body if isinstance(s, ir.For) and id(s) in stuck]
 
 
 def _splice(kernel: ir.Kernel, nest: ir.For, new: tuple[ir.Stmt, ...]) -> ir.Kernel:
@@ -231,7 +233,7 @@ def _piece(s: acc_mod.StmtInfo, params: frozenset[str], written: set[str], depth
             return None
         sub = ", ".join(deps.render_affine(x, names) for x in a.subscripts if x is not None)
         (writes if a.write else reads).append(f"[{iv}] -> a_{a.name}[{sub}] : {cons}")
-    key = _Subst({v: ir.Var(n, lp.ty) for lp in s.loops for v, n in [(lp.var, names[lp.var])]}).transform(s.node)
+    key = substitute_vars(s.node, {v: ir.Var(n, lp.ty) for lp in s.loops for v, n in [(lp.var, names[lp.var])]})
     return _Piece(f"S{s.seq}", s.node, tuple(names), key, f"[{iv}] : {cons}", f"[{iv}] -> [{', '.join(dims)}] : {cons}",
                   tuple(reads), tuple(writes))
 
@@ -438,7 +440,7 @@ class _Rebuild:
         name = call.get_op_arg(0).get_id().get_name()
         assign, names = self.m.stmts[name]
         sub = {v: ir.cast(self.expr(call.get_op_arg(k + 1)), self.m.ty) for k, v in enumerate(names)}
-        new = _Subst(sub).transform(assign)
+        new = substitute_vars(assign, sub)
         if new is assign:
             new = dataclasses.replace(assign)  # a fresh node: statements are told apart by identity
         self.built[id(new)] = name
@@ -485,12 +487,3 @@ _BINARY = {
     isl.ast_expr_op_type.or_else: "||",
 }
 
-
-class _Subst(ir.Transformer):
-    """Replaces loop variables by expressions (simultaneously)."""
-
-    def __init__(self, sub: dict[str, ir.Expr]) -> None:
-        self.sub = sub
-
-    def visit_Var(self, e: ir.Var) -> ir.Node:
-        return self.sub.get(e.name, e)

@@ -100,6 +100,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from passes.builders import substitute_vars
 from transpile import ir
 
 #: Default output tile (rows x columns), micro-tile and ``k`` step.
@@ -447,15 +448,7 @@ def _at_least(lo: ir.Expr, i: str, *, strict: bool = False) -> bool:
 
 def substitute_var(e: ir.Expr, name: str, by: ir.Expr) -> ir.Expr:
     """``e`` with the variable ``name`` replaced by ``by``."""
-    return _SubstVar(name, by).transform(e)
-
-
-class _SubstVar(ir.Transformer):
-    def __init__(self, name: str, by: ir.Expr) -> None:
-        self.name, self.by = name, by
-
-    def visit_Var(self, e: ir.Var) -> ir.Expr:
-        return self.by if e.name == self.name else e
+    return substitute_vars(e, {name: by})
 
 
 def _strip(e: ir.Expr, refs: set[ir.Index]) -> ir.Expr:
