@@ -509,13 +509,7 @@ class _FnCompiler:
             a = accum.accumulation(c)
             if a is None:
                 raise InterpError(c.loc, "the body of a 'reduce' loop must be accumulations 'x = x op e'")
-            ty = a.target.ty
-            pa, pb, pt = self.new_slot(), self.new_slot(), self.new_slot()
-            # Synthetic names: '$' never appears in a user identifier.
-            syms = {"$a": _Sym(pa, "local", ty), "$b": _Sym(pb, "local", ty), "$t": _Sym(pt, "local", ty)}
-            comb = self.expr(accum.combine(a, op, ir.Var("$a", ty), ir.Var("$b", ty)), {**scope, **syms})
-            final = self.stmt(accum.apply(a, ir.Var("$t", ty)), {**scope, **syms})
-            parts.append((self.converted(a.term, ty, inner), comb, final, pa, pb, pt))
+            parts.append(self._accumulation(a, op, scope, inner))
         step = s.step
 
         def loop_reduce(env: Env) -> None:
@@ -530,14 +524,23 @@ class _FnCompiler:
             for (_, comb, final, pa, pb, pt), xs in zip(parts, terms):
                 if not xs:
                     continue
-                while len(xs) > 1:
-                    i = rng.randrange(len(xs) - 1)
-                    env[pa], env[pb] = xs[i], xs[i + 1]
-                    xs[i:i + 2] = [comb(env)]
-                env[pt] = xs[0]
+                env[pt] = _random_tree(xs, env, rng, comb, pa, pb)
                 final(env)
 
         return loop_reduce
+
+    def _accumulation(self, a: accum.Accumulation, op: str, scope: dict[str, _Sym], term_scope: dict[str, _Sym]
+                      ) -> tuple[ExprFn, ExprFn, StmtFn, int, int, int]:
+        """One accumulation of a shuffled reduction: its term (compiled in ``term_scope``), the
+        combine ``$a op $b`` and the final update ``X = X op $t`` (in ``scope``), and the slots of
+        ``$a``, ``$b`` and ``$t``."""
+        ty = a.target.ty
+        pa, pb, pt = self.new_slot(), self.new_slot(), self.new_slot()
+        # Synthetic names: '$' never appears in a user identifier.
+        syms = {"$a": _Sym(pa, "local", ty), "$b": _Sym(pb, "local", ty), "$t": _Sym(pt, "local", ty)}
+        comb = self.expr(accum.combine(a, op, ir.Var("$a", ty), ir.Var("$b", ty)), {**scope, **syms})
+        final = self.stmt(accum.apply(a, ir.Var("$t", ty)), {**scope, **syms})
+        return self.converted(a.term, ty, term_scope), comb, final, pa, pb, pt
 
     def _sweep_shuffled(self, s: ir.For, scope: dict[str, _Sym], lo: ExprFn, hi: ExprFn, slot: int,
                         rng: random.Random) -> StmtFn:
@@ -562,13 +565,8 @@ class _FnCompiler:
             a = accum.accumulation(c)
             if a is None or not isinstance(a.target, ir.Index) or not isinstance(a.target.indices[0], ir.Var):
                 raise InterpError(c.loc, "the body of a sweep nest must be accumulations 'X[r] = X[r] op e'")
-            ty = a.target.ty
-            pa, pb, pt = self.new_slot(), self.new_slot(), self.new_slot()
-            syms = {"$a": _Sym(pa, "local", ty), "$b": _Sym(pb, "local", ty), "$t": _Sym(pt, "local", ty)}
-            comb = self.expr(accum.combine(a, op, ir.Var("$a", ty), ir.Var("$b", ty)), {**inner, **syms})
-            final = self.stmt(accum.apply(a, ir.Var("$t", ty)), {**inner, **syms})
             key = slot if a.target.indices[0].name == s.var else islot
-            parts.append((self.converted(a.term, ty, inner), comb, final, pa, pb, pt, key))
+            parts.append((*self._accumulation(a, op, inner, inner), key))
 
         def sweep_reduce(env: Env) -> None:
             a, b = lo(env), hi(env)
@@ -590,12 +588,9 @@ class _FnCompiler:
                         terms[k].setdefault(r if part[6] == slot else c, []).append(part[0](env))
             for (_, comb, final, pa, pb, pt, key), by_elem in zip(parts, terms):
                 for elem, xs in by_elem.items():
-                    while len(xs) > 1:
-                        i = rng.randrange(len(xs) - 1)
-                        env[pa], env[pb] = xs[i], xs[i + 1]
-                        xs[i:i + 2] = [comb(env)]
+                    total = _random_tree(xs, env, rng, comb, pa, pb)
                     env[key] = elem
-                    env[pt] = xs[0]
+                    env[pt] = total
                     final(env)
 
         return sweep_reduce
@@ -892,6 +887,16 @@ _BITWISE: dict[str, Callable[[ExprFn, ExprFn], ExprFn]] = {
     "|": lambda a, b: lambda env: a(env) | b(env),
     "^": lambda a, b: lambda env: a(env) ^ b(env),
 }
+
+
+def _random_tree(xs: list[Any], env: Env, rng: random.Random, comb: ExprFn, pa: int, pb: int) -> Any:
+    """``xs`` (non-empty; consumed) combined along a random tree: adjacent partials, chosen at
+    random, are combined by ``comb`` over the slots ``pa`` and ``pb`` until one is left."""
+    while len(xs) > 1:
+        i = rng.randrange(len(xs) - 1)
+        env[pa], env[pb] = xs[i], xs[i + 1]
+        xs[i:i + 2] = [comb(env)]
+    return xs[0]
 
 
 def _fdiv(a: ExprFn, b: ExprFn) -> ExprFn:
