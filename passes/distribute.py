@@ -120,7 +120,7 @@ def _split(loop: ir.For, seq: int, graph: nx.MultiDiGraph, level: int) -> tuple[
     # stays whole: the pieces run one after another in the same thread either way, and the split
     # only sends values through memory (adi's p and q recurrences over j: the fused loop keeps
     # p[j - 1] in a register; split, the second loop reads it back, 1.13x slower on the H200).
-    if level > 1 and all(any(isinstance(x, ir.For) for c in grp for x in ir.walk(loop.body[c])) is False
+    if level > 1 and all(not any(isinstance(x, ir.For) for c in grp for x in ir.walk(loop.body[c]))
                          and _carried(graph, owner, set(grp), level) for grp in groups):
         return None
     return tuple(dataclasses.replace(loop, body=tuple(loop.body[c] for c in grp)) for grp in groups)

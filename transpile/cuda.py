@@ -794,6 +794,12 @@ class _KernelEmitter:
         """Threads per block of a plain launch with ``dims`` par loops."""
         return self.tiling.blocks[dims - 1] if self.tiling is not None else BLOCK_SHAPES[dims]
 
+    def trip_count(self, loop: ir.For) -> str:
+        """``hi - lo`` of a step-1 loop, as host C text (``hi`` alone when ``lo`` is 0)."""
+        if _is_zero(loop.lo):
+            return self.expr(loop.hi)
+        return f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
+
     def _config(self, chain: list[ir.For]) -> dict[str, object]:
         """Trip counts, guard and grid/block sizes of a launch (host side)."""
         if not chain:
@@ -805,11 +811,7 @@ class _KernelEmitter:
         for loop in chain:
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
             t = self.host_namer.fresh(f"{loop.var}_n")
-            if _is_zero(loop.lo):
-                expr = self.expr(loop.hi)
-            else:
-                expr = f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
-            trips.append({"name": t, "expr": expr})
+            trips.append({"name": t, "expr": self.trip_count(loop)})
             per = shape[a] * (self._rows(chain) if loop.par == "y" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
         block = [f"{b}u" for b in shape]

@@ -49,7 +49,6 @@ from transpile.cuda import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    PREC,
     RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
@@ -134,17 +133,12 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     err, stream = emitter.names["err"], emitter.names["stream"]
     m = expr.mark
 
-    def trip(loop: ir.For) -> str:
-        if isinstance(loop.lo, ir.Const) and loop.lo.value == 0:
-            return expr(loop.hi)
-        return f"{expr.cast_to(loop.hi, INDEX_TYPE)} - {expr.operand(loop.lo, PREC['-'] + 1)}"
-
     def check(pad: str) -> list[str]:
         return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
 
     p4, p6 = "    ", "      "
-    lines = [p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {trip(outer)};"),
-             p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {trip(sw.inner)};"),
+    lines = [p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {emitter.trip_count(outer)};"),
+             p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {emitter.trip_count(sw.inner)};"),
              f"{p4}if ({m('guard', f'{r_n} > 0 && {c_n} > 0')}) {{",
              p6 + m("launch", f"const {INDEX_TYPE} {tiles} = ({c_n} + {TILE - 1}) / {TILE};"),
              p6 + f"// Bands of rows: about {BLOCKS_PER_SM} blocks per SM, at least {MIN_BAND} rows a band.",

@@ -46,7 +46,7 @@
 [[maybe_unused]] static unsigned int transpile_block(long long n, unsigned int block)
 {
   const long long sms = transpile_sm_count();
-  while (block % 64u == 0u && n / block + (n % block != 0) < sms) {
+  while (block % 64u == 0u && transpile_grid(n, block, 2147483647u) < sms) {
     block /= 2u;
   }
   return block;
