@@ -136,10 +136,7 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
         if sw is None:
             return None
         ops = []
-        for s, along in zip(sw.inner.body, sw.along):
-            if along == "map":
-                continue
-            over = sw.inner if along == "r" else sw.outer  # X[r] reduces over c, Y[c] over r
+        for s, over in sw.accumulations():
             op = proven.get((ids[id(over)], sids.get(id(s), "")))
             a = accum.accumulation(s)
             if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
@@ -269,6 +266,12 @@ class Sweep:
     outer: ir.For
     inner: ir.For
     along: tuple[str, ...]
+
+    def accumulations(self) -> list[tuple[ir.Stmt, ir.For]]:
+        """Each accumulation of the body with the loop it reduces over (``X[r]`` over ``c``,
+        ``Y[c]`` over ``r``), in program order; maps are left out."""
+        return [(s, self.inner if along == "r" else self.outer)
+                for s, along in zip(self.inner.body, self.along) if along != "map"]
 
 
 def sweep_shape(loop: ir.For) -> Sweep | None:

@@ -91,15 +91,12 @@ def _reduce_proven(k: ir.Kernel) -> None:
         why = " (the dependence analysis failed)"
     else:
         why = ""
-    for loop in marked:
-        from passes.reduce_gpu import sweep_shape
+    from passes.reduce_gpu import sweep_shape
 
+    for loop in marked:
         sweep = sweep_shape(loop)
-        if sweep is not None:  # each statement over its own loop: X[r] over c, Y[c] over r
-            for c, along in zip(sweep.inner.body, sweep.along):
-                if along == "map":
-                    continue  # the points are independent but for the accumulations (sweep_shape)
-                over = sweep.inner if along == "r" else sweep.outer
+        if sweep is not None:  # each accumulation over its own loop (maps: sweep_shape keeps points independent)
+            for c, over in sweep.accumulations():
                 if (ids[id(over)], sids[id(c)]) not in proven:
                     _fail(c, f"loop '{loop.var}' is marked 'reduce' (a sweep) but this statement is not a "
                              f"reduction over '{over.var}'{why}")
