@@ -406,11 +406,11 @@ class _Model:
         tpb = math.prod(block)
         # Row coarsening (plain launches): each thread runs ``rows`` iterations of the y loop, so
         # there are fewer blocks and longer chains, and the rows a stencil reads at several y
-        # offsets are loaded once per thread (the unrolled iterations share them: _shared_rows).
-        rows = self.tiling.rows if shape == "plain" and any(lp_.par == "y" for lp_, _ in chain) else 1
+        # offsets are loaded once per thread (the unrolled iterations share them: tile.shared_rows).
+        rows = tile.launch_rows(self.tiling, [lp_ for lp_, _ in chain]) if shape == "plain" else 1
         if rows > 1:
             y_var = next(lp_.var for lp_, _ in chain if lp_.par == "y")
-            saved = _shared_rows(body, y_var, rows)
+            saved = tile.shared_rows(body, y_var, rows)
             for x, share in saved:
                 w0 = _Work()
                 self._access(x, w0, inner_env, x_var)
@@ -465,7 +465,8 @@ class _Model:
         if rows <= 0 or cols <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
         e[inner.var] = _mid(inner, e)
-        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms)
+        shape = cuda_sweep.Shape.of(self.tiling)
+        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms, shape)
         # One (r, c) point: the terms only (the accumulators live in registers), each element read
         # once however many terms read it (the compiler loads it once); lanes run along c.
         work = _Work()
@@ -498,15 +499,15 @@ class _Model:
         dram += 2 * scratch  # written by the sweep, read by the fold
         for a, n in work.per_array.items():
             self.touched[a] = max(self.touched.get(a, 0.0), min(n * points, self._elements(a, env)) * self._esize(a))
-        tpb = cuda_sweep.LANES * cuda_sweep.WARPS
+        tpb = shape.threads
         blocks = tiles * bands
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(blocks * tpb, occ * d.threads_per_sm * d.sms))
         waves = max(1.0, blocks * tpb / resident)
-        # A thread: ceil(band / WARPS) rows of VEC columns, the VEC loads of a row independent.
-        per_thread = math.ceil(band / cuda_sweep.WARPS) * cuda_sweep.VEC
+        # A thread: ceil(band / warps) rows of vec columns, the vec loads of unroll rows independent.
+        per_thread = math.ceil(band / shape.warps) * shape.vec
         warps_per_sm = min(math.ceil(blocks / d.sms) * tpb / WARP, occ * d.threads_per_sm / WARP)
-        chain_s = per_thread * (work.iters * d.iter_s + work.accesses * d.access_s / cuda_sweep.VEC
+        chain_s = per_thread * (work.iters * d.iter_s + work.accesses * d.access_s / (shape.vec * shape.unroll)
                                 * (1 + warps_per_sm / d.contention_warps))
         busiest = math.ceil(blocks / d.sms) / max(blocks, 1)
         terms = {"dram_s": dram / d.dram_bw, "cache_s": cache / d.l2_bw,
@@ -686,37 +687,6 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     while block % 64 == 0 and math.ceil(n / block) < sms:
         block //= 2
     return block
-
-
-def _shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Index, float]]:
-    """The reads a ``rows``-coarsened thread no longer issues: ``(read, loads saved per output)``.
-
-    Reads of one array whose subscripts differ only in the constant of the positions that use the
-    ``y`` loop variable (``A[i-1][j]``, ``A[i][j]``, ``A[i+1][j]``: ``g`` offsets spanning ``s``
-    rows) cost ``g`` loads per output uncoarsened and ``(rows + s) / rows`` coarsened, the
-    unrolled iterations sharing the rest.
-    """
-    groups: dict[tuple[object, ...], list[tuple[ir.Index, int]]] = {}
-    for st in body:
-        for x in ir.walk(st):
-            if not isinstance(x, ir.Index):
-                continue
-            forms = [accesses.affine(sub, _names(sub)) for sub in x.indices]
-            if any(f is None for f in forms):
-                continue
-            ys = [f for f in forms if f is not None and f.coeff(y) != 0]
-            if len(ys) != 1 or abs(ys[0].coeff(y)) != 1:
-                continue
-            key = (x.array, tuple((f.coeffs, f.const if f.coeff(y) == 0 else None) for f in forms if f is not None))
-            groups.setdefault(key, []).append((x, ys[0].const * ys[0].coeff(y)))
-    saved: list[tuple[ir.Index, float]] = []
-    for reads in groups.values():
-        offsets = {c for _, c in reads}
-        span = max(offsets) - min(offsets)
-        share = len(offsets) - (rows + span) / rows
-        if share > 0:
-            saved.append((reads[0][0], share))
-    return saved
 
 
 def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1) -> float:

@@ -97,9 +97,10 @@ padded by one element against bank conflicts.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from passes import accesses
 from passes.builders import substitute_vars
 from transpile import ir
 
@@ -120,6 +121,9 @@ MAX_THREADS = 1024
 DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
 #: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
 DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
+#: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
+#: warp loads before it folds them, blocks the host aims for per SM.
+DEFAULT_SWEEP = (4, 8, 1, 16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +144,8 @@ class Options:
     mma: bool | None = None
     mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
     blocks: tuple[tuple[int, int, int], ...] = DEFAULT_BLOCKS
-    rows: int = 1  # plain launches: consecutive iterations of the y par loop per thread
+    rows: int = 0  # plain launches: consecutive iterations of the y par loop per thread (0: launch_rows decides)
+    sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -156,14 +161,19 @@ class Options:
             return f"tile {bm}x{bn} with micro-tile {tm}x{tn} gives {threads} threads per block (need 32..1024)"
         if (bm + 1) * 8 > SHARED_LIMIT // 2 or (bn + 1) * 8 > SHARED_LIMIT // 2:
             return f"tile {bm}x{bn} is too large for shared memory"
-        if not 1 <= self.rows <= 16:
-            return f"rows per thread {self.rows} must be 1..16"
+        if not 0 <= self.rows <= 16:
+            return f"rows per thread {self.rows} must be 1..16 (0: automatic)"
         if len(self.blocks) != 3 or any(len(b) != 3 or min(b) < 1 for b in self.blocks):
             return f"block shapes {self.blocks} must be three positive (x, y, z) triples"
         for dims, b in enumerate(self.blocks, 1):
             if b[dims:] != (1,) * (3 - dims) or not 32 <= b[0] * b[1] * b[2] <= MAX_THREADS or b[2] > 64:
                 return (f"block {'x'.join(map(str, b))} for {dims} parallel loop(s): needs 32..{MAX_THREADS} threads, "
                         f"z <= 64, and 1 in the dimensions beyond {dims}")
+        vec, warps, unroll, per_sm = self.sweep
+        if not (1 <= vec <= 8 and 1 <= warps <= MAX_THREADS // 32 and 1 <= unroll <= 8 and 1 <= per_sm <= 64) \
+                or warps * 32 * vec * 8 > 16384:
+            return (f"sweep shape {'x'.join(map(str, self.sweep))} needs 1..8 columns per lane, 1..32 warps, "
+                    f"1..8 rows per step, 1..64 blocks per SM, and at most 16 KiB of column partials per block")
         mbm, mbn, mbk, wm, wn, _ = self.mma_shape
         if min(self.mma_shape) < 1 or wm % 8 or wn % 8 or mbk % 4 or mbm % wm or mbn % wn \
                 or not 1 <= (mbm // wm) * (mbn // wn) <= MAX_THREADS // 32 \
@@ -465,3 +475,58 @@ def _reads(e: ir.Node) -> bool:
 
 def _is_var(e: ir.Expr, name: str) -> bool:
     return isinstance(e, ir.Var) and e.name == name
+
+
+#: Rows per thread that :func:`launch_rows` gives a launch reading one array at several ``y``
+#: offsets (a stencil).  Measured on the H200 against 1 (bench/results/h200_stencil_candidates.md,
+#: same-process baseline): jacobi-2d 1.24x, heat-3d 1.19x, fdtd-2d 1.09x; 4 and 8 won on one
+#: stencil and lost on another.
+AUTO_ROWS = 2
+
+
+def launch_rows(options: Options | None, chain: Sequence[ir.For]) -> int:
+    """Iterations of the ``y`` par loop per thread in a plain launch whose par loops are ``chain``:
+    ``options.rows`` when set; left automatic (0), :data:`AUTO_ROWS` when the unrolled iterations
+    share loads (:func:`shared_rows`), else 1.  Always 1 without a ``y`` loop or with tiling off
+    (the naive mapping)."""
+    y = next((loop for loop in chain if loop.par == "y"), None)
+    if options is None or not options.enabled or y is None:
+        return 1
+    if options.rows:
+        return options.rows
+    return AUTO_ROWS if shared_rows(chain[-1].body, y.var, AUTO_ROWS) else 1
+
+
+def shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Index, float]]:
+    """The reads a ``rows``-coarsened thread no longer issues: ``(read, loads saved per output)``.
+
+    Reads of one array whose subscripts differ only in the constant of the positions that use the
+    ``y`` loop variable (``A[i-1][j]``, ``A[i][j]``, ``A[i+1][j]``: ``g`` offsets spanning ``s``
+    rows) cost ``g`` loads per output uncoarsened and ``(rows + s) / rows`` coarsened, the
+    unrolled iterations sharing the rest.
+    """
+    groups: dict[tuple[object, ...], list[tuple[ir.Index, int]]] = {}
+    for st in body:
+        for x in ir.walk(st):
+            if not isinstance(x, ir.Index):
+                continue
+            forms = [accesses.affine(sub, _var_names(sub)) for sub in x.indices]
+            if any(f is None for f in forms):
+                continue
+            ys = [f for f in forms if f is not None and f.coeff(y) != 0]
+            if len(ys) != 1 or abs(ys[0].coeff(y)) != 1:
+                continue
+            key = (x.array, tuple((f.coeffs, f.const if f.coeff(y) == 0 else None) for f in forms if f is not None))
+            groups.setdefault(key, []).append((x, ys[0].const * ys[0].coeff(y)))
+    saved: list[tuple[ir.Index, float]] = []
+    for reads in groups.values():
+        offsets = {c for _, c in reads}
+        span = max(offsets) - min(offsets)
+        share = len(offsets) - (rows + span) / rows
+        if share > 0:
+            saved.append((reads[0][0], share))
+    return saved
+
+
+def _var_names(e: ir.Expr) -> set[str]:
+    return {x.name for x in ir.walk(e) if isinstance(x, ir.Var)}

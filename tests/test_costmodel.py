@@ -159,10 +159,10 @@ def test_row_coarsening_prices_the_rows_a_stencil_shares() -> None:
     launch = next(s for s in ir.walk(k) if isinstance(s, ir.Launch))
     # A read at rows i-1, i, i+1 (3 loads an output): rows=2 loads 4 rows for 2 outputs, rows=8 10 for 8.
     for rows, share in ((2, 1.0), (8, 1.75)):
-        (saved,) = costmodel._shared_rows(launch.body, "i", rows)
+        (saved,) = tile.shared_rows(launch.body, "i", rows)
         assert saved[0].array in ("A", "B") and saved[1] == pytest.approx(share)
     (g,) = pipeline.lower(c_kernel("gemm")).kernels
-    assert costmodel._shared_rows([s for s in ir.walk(g) if isinstance(s, ir.Launch)][0].body, "i", 4) == []
+    assert tile.shared_rows([s for s in ir.walk(g) if isinstance(s, ir.Launch)][0].body, "i", 4) == []
     sizes = {"tsteps": 10, "n": 2800}
     cache = [sum(c.cache_bytes for c in estimate(m, sizes, opts=tile.Options(rows=r)).launches) for r in (1, 2, 8)]
     assert cache[0] > cache[1] > cache[2]

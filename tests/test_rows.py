@@ -59,7 +59,8 @@ def test_row_coarsened_kernels_pass_verification(name: str, rows: int) -> None:
 
 
 def test_rows_are_validated() -> None:
-    assert tile.Options(rows=0).problem() is not None
+    assert tile.Options(rows=0).problem() is None  # automatic
+    assert tile.Options(rows=-1).problem() is not None
     assert tile.Options(rows=17).problem() is not None
     assert tile.Options(rows=16).problem() is None
 
@@ -95,3 +96,34 @@ def test_evolve_keeps_the_rows_and_blocks_the_user_set(tmp_path: Path) -> None:
     assert "dim3(32u, 4u, 1u)" in text and "gridDim.y * blockDim.y * 4" in text
     rows = [ln for ln in proc.stderr.splitlines() if ln.startswith("  0 ")]
     assert len(rows) >= 2 and all("block2=32x4x1" in ln and "rows=4" in ln for ln in rows)  # fixed: not searched
+
+
+def test_automatic_rows_coarsen_the_launches_that_share_rows_only() -> None:
+    """Left at 0, a plain launch reading one array at several ``y`` offsets (a stencil) gets
+    ``AUTO_ROWS`` rows per thread; every other launch, and the naive mapping, gets one."""
+    from dataclasses import replace
+
+    from transpile import ir
+
+    def par_chains(lowered: object) -> list[list[ir.For]]:
+        out = []
+        for lp in (s for k in lowered.kernels for s in ir.walk(k) if isinstance(s, ir.Launch)):  # type: ignore[attr-defined]
+            chain, body = [], list(lp.body)
+            while len(body) == 1 and isinstance(body[0], ir.For) and body[0].par:
+                chain.append(body[0])
+                body = list(body[0].body)
+            out.append(chain)
+        return out
+
+    auto = tile.Options()
+    for name in ("jacobi_2d", "fdtd_2d", "heat_3d"):
+        _, lowered, text = emit(name, auto)
+        rows = [tile.launch_rows(auto, c) for c in par_chains(lowered)]
+        assert tile.AUTO_ROWS in rows, (name, rows)
+        assert "#pragma unroll" in text
+        assert all(tile.launch_rows(replace(auto, enabled=False), c) == 1 for c in par_chains(lowered))
+        assert all(tile.launch_rows(tile.Options(rows=3), c) in (1, 3) for c in par_chains(lowered))
+    for name in ("gemver", "doitgen", "correlation", "2mm"):
+        _, lowered, text = emit(name, auto)
+        assert all(tile.launch_rows(auto, c) == 1 for c in par_chains(lowered)), name
+        assert text == cuda.emit(lowered, source=f"{name}.c", tiling=tile.Options(rows=1))  # type: ignore[arg-type]

@@ -344,3 +344,80 @@ def test_offset_bounds_float_min_max_and_subtraction(tmp_path: Path) -> None:
         np.testing.assert_allclose(got["s"], want["s"], rtol=1e-5, err_msg=f"s at {n}x{m}")  # type: ignore[arg-type]
         np.testing.assert_allclose(got["q"], want["q"], rtol=1e-5, err_msg=f"q at {n}x{m}")  # type: ignore[arg-type]
         assert np.array_equal(got["t"], want["t"]), f"t at {n}x{m}"  # max is exact
+
+
+# ---------------------------------------------------------------------------
+# Sweep shapes (``--sweep``, ``tile.Options.sweep``)
+
+SHAPES = [(4, 8, 2, 16), (4, 8, 3, 4), (8, 2, 2, 4), (1, 1, 5, 64)]
+"""Unrolled rows (2, and 3 with bands that are not a multiple of it), more columns per lane than
+warps (the column fold strides), one lane-column and one warp."""
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, int, int], object]:
+    """bicg built with each of SHAPES and with each one's single-row twin."""
+    from passes import tile
+    from transpile.sim.build import build
+    from transpile.sim.runner import SimLibrary
+
+    out = tmp_path_factory.mktemp("shapes")
+    lowered = pipeline.lower(_module("bicg"))
+    libs: dict[tuple[int, int, int, int], object] = {}
+    for shape in {s for v, w, u, b in SHAPES for s in ((v, w, u, b), (v, w, 1, b))}:
+        name = "x".join(map(str, shape))
+        cu = out / f"bicg_{name}.cu"
+        cu.write_text(cuda.emit(lowered, source="bicg.c", tiling=tile.Options(sweep=shape)))
+        libs[shape] = SimLibrary(build(cu, out / name))
+    return libs
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("m, n", [(129, 131), (300, 257), (37, 1000), (256, 64)])
+def test_sweep_shapes_match_the_interpreter_and_unrolling_keeps_the_bits(
+        shaped: dict[tuple[int, int, int, int], object], shape: tuple[int, int, int, int], m: int, n: int) -> None:
+    v, w, u, b = shape
+    order = ["m", "n", "A", "s", "q", "p", "r"]
+    args = _bicg_args(np.random.default_rng(m + 7 * n), m, n)
+    got = _check(shaped[shape], _module("bicg"), "kernel_bicg", args, order, ("s", "q"))
+    # The rows a warp takes together are added in the same order as one at a time.
+    single = _check(shaped[(v, w, 1, b)], _module("bicg"), "kernel_bicg", args, order, ("s", "q"))
+    assert np.array_equal(got["s"], single["s"]) and np.array_equal(got["q"], single["q"])
+
+
+@needs_gxx
+def test_gemver_map_under_unrolled_rows(tmp_path: Path) -> None:
+    """A map ``A[i][j] = ...`` among the accumulations, three rows at a time, partial tiles."""
+    from passes import tile
+    from transpile.sim.build import build
+    from transpile.sim.runner import SimLibrary
+
+    module = _module("gemver")
+    cu = tmp_path / "gemver.cu"
+    cu.write_text(cuda.emit(pipeline.lower(module), source="gemver.c", tiling=tile.Options(sweep=(2, 4, 3, 8))))
+    lib = SimLibrary(build(cu, tmp_path / "out"))
+    for n in (1, 70, 203):
+        rng = np.random.default_rng(n)
+        order = ["n", "alpha", "beta", "A", "u1", "v1", "u2", "v2", "w", "x", "y", "z"]
+        args: dict[str, object] = {k: rng.random(n) for k in order[4:]}
+        args.update(n=n, alpha=1.5, beta=1.2, A=rng.random((n, n)))
+        _check(lib, module, "kernel_gemver", args, order, ("A", "w", "x"))
+
+
+def test_sweep_shape_options_are_checked_and_reach_the_code() -> None:
+    from click.testing import CliRunner
+
+    from passes import tile
+    from transpile.cli import main
+
+    assert tile.Options(sweep=(4, 8, 2, 16)).problem() is None
+    for bad in ((0, 8, 1, 16), (4, 33, 1, 16), (4, 8, 9, 16), (4, 8, 1, 65), (8, 16, 1, 16)):
+        assert "sweep shape" in (tile.Options(sweep=bad).problem() or ""), bad
+    code = cuda.emit(pipeline.lower(_module("bicg")), source="bicg.c", tiling=tile.Options(sweep=(8, 4, 2, 6)))
+    assert "__launch_bounds__(128)" in code and "c_base + 256 <= c_n" in code and "rt += 8)" in code
+    assert "6LL * transpile_sm_count()" in code and "dim3(32u, 4u, 1u)" in code
+    assert cuda_sweep.grid(12288, 12288, 132, cuda_sweep.Shape(8, 4, 2, 6)) == (48, 17, 723)
+    spec = polybench.spec("bicg")
+    res = CliRunner().invoke(main, ["compile", str(spec.path), "--sweep", "4x8x0x16", "-o", "-", "--no-verify"])
+    assert res.exit_code == 2 and "sweep shape 4x8x0x16" in res.output

@@ -95,7 +95,12 @@ def main() -> None:
 @click.option("--coarsen", metavar="TMxTN", default=None, callback=lambda c, p, v: _pair(v, "--coarsen"),
               help="Outputs per thread in matmul-like launches, rows x columns (default 4x4).")
 @click.option("--rows", "rows", type=click.IntRange(1, 16), default=None,
-              help="Plain 2-D/3-D launches: consecutive iterations of the y loop per thread, unrolled (default 1).")
+              help="Plain 2-D/3-D launches: consecutive iterations of the y loop per thread, unrolled (default: "
+                   "2 where one array is read at several y offsets, a stencil; else 1).")
+@click.option("--sweep", "sweep", metavar="VxWxUxS", default=None, callback=lambda c, p, v: _sweep(v),
+              help="Sweep launches (one pass over a matrix for a row and a column reduction: bicg, mvt): "
+                   "columns per lane, warps per block, rows loaded before each fold, blocks per SM "
+                   "(default 4x8x1x16).")
 @click.option("--block", "blocks", multiple=True, metavar="X[xY[xZ]]", callback=lambda c, p, v: _blocks(v),
               help="Threads per block of plain launches with as many parallel loops as the shape has numbers "
                    "(repeatable; defaults 256, 32x8, 32x4x2).")
@@ -133,7 +138,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
                 no_mma: bool = False, evolve: bool = False, evolve_rounds: int = 4, evolve_time: float = 900.0,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
-                evolve_llm: bool = False, rows: int | None = None,
+                evolve_llm: bool = False, rows: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
@@ -154,11 +159,11 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     # off with --no-mma, --no-reassociate, and --tile/--coarsen (which shape the FMA tiles instead).
     schedule = Schedule(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen, shared=not no_shared,
                         mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
-                        rows=rows or defaults.rows, reassociate=not no_reassociate)
+                        rows=rows or defaults.rows, sweep=sweep or defaults.sweep, reassociate=not no_reassociate)
     tiling = replace(schedule.options(), enabled=not naive)
     problem = tiling.problem()
     if problem is not None:
-        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows'")
+        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows' / '--sweep'")
     for wid in silence_ids:
         silence(wid)
     evolving = None
@@ -167,7 +172,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
             raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
         given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
-                                    ("mma", no_mma or no_reassociate), ("rows", rows),
+                                    ("mma", no_mma or no_reassociate), ("rows", rows), ("sweep", sweep),
                                     ("block1", 1 in given_blocks), ("block2", 2 in given_blocks),
                                     ("block3", 3 in given_blocks)) if given}
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,
@@ -176,6 +181,16 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
                             reassociate=not no_reassociate, evolving=evolving))
+
+
+def _sweep(value: str | None) -> tuple[int, int, int, int] | None:
+    """``--sweep VxWxUxS`` as ``tile.Options.sweep``."""
+    if value is None:
+        return None
+    dims = _dims(value)
+    if dims is None or len(dims) != 4:
+        raise click.BadParameter(f"expected VxWxUxS (four positive integers), not {value!r}", param_hint="'--sweep'")
+    return (dims[0], dims[1], dims[2], dims[3])
 
 
 def _blocks(values: tuple[str, ...]) -> tuple[tuple[int, int, int], ...] | None:

@@ -785,10 +785,8 @@ class _KernelEmitter:
                         **self._config(chain)}
 
     def _rows(self, chain: list[ir.For]) -> int:
-        """Iterations of the ``y`` par loop per thread in a plain launch (``tile.Options.rows``)."""
-        if self.tiling is None or not any(loop.par == "y" for loop in chain):
-            return 1
-        return self.tiling.rows
+        """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""
+        return tile.launch_rows(self.tiling, chain)
 
     def _block(self, dims: int) -> tuple[int, int, int]:
         """Threads per block of a plain launch with ``dims`` par loops."""

@@ -6,15 +6,15 @@ The launch is one nest ``for r reduce(ops) { for c { X[r] op= f; Y[c] op= g; ...
 matrix; this shape reads every element once, coalesced along ``c``, and
 produces both reductions, deterministically (no atomics):
 
-* **Sweep kernel.**  A block of ``LANES x WARPS`` (32 x 8) threads owns a
-  *tile* of ``TILE`` (128) consecutive columns (``blockIdx.x``) and a *band*
+* **Sweep kernel.**  A block of ``32 x warps`` (32 x 8) threads owns a
+  *tile* of ``32 x vec`` (128) consecutive columns (``blockIdx.x``) and a *band*
   of rows (``blockIdx.y``).  Lane ``l`` takes the columns ``l, l + 32, l +
-  64, l + 96`` of the tile (``VEC`` independent coalesced loads per row: a
+  64, l + 96`` of the tile (``vec`` independent coalesced loads per row: a
   warp reads 32 consecutive elements per load); warp ``w`` takes rows ``w, w
-  + 8, ...`` of the band.  Per row, a thread adds its ``VEC`` terms of each
+  + 8, ...`` of the band.  Per row, a thread adds its ``vec`` terms of each
   ``X[r]`` statement into a register, the warp folds the 32 lanes with
   ``__shfl_down_sync`` (a fixed tree) and lane 0 stores the tile's partial
-  in ``X_part[tile][r]``.  A map runs at its point in program order.  The ``Y[c]`` terms stay in ``VEC`` registers per
+  in ``X_part[tile][r]``.  A map runs at its point in program order.  The ``Y[c]`` terms stay in ``vec`` registers per
   thread for the whole band; at the end the 8 warps' partials of each column
   meet in shared memory, are folded in warp order and stored in
   ``Y_part[band][c]``.  Every scratch element is written by exactly one thread.
@@ -24,21 +24,38 @@ produces both reductions, deterministically (no atomics):
   ``Y_part[0..bands)[t]`` into ``Y[c]``.
 
 Scratch: ``tiles x R`` elements per ``X`` statement and ``bands x C`` per
-``Y`` statement, allocated on the stream in ``NAME_device`` (freed at its
-end).  The host picks ``bands`` at run time: about ``BLOCKS_PER_SM`` blocks per SM
-(16; ``transpile_sm_count()`` asked once per process: 2112 blocks on a 132-SM H200;
-several waves of short blocks, so a partial last wave costs little), at least ``MIN_BAND`` rows a band (8 per warp), at most
-65535 bands.  With one statement of each kind, at 2000 x 2000 that is 16
-tiles x 32 bands of 63 rows (512 blocks; scratch 96000 elements, 2.4% of the
-matrix); at 12288 x 12288, 96 tiles x 22 bands of 559 rows (2112 blocks;
-scratch 1449984 elements, 0.96%).  The partials change the rounding order as
-``rows``/``cols`` do; the reduce mark permits it.
+``Y`` statement, from the module's scratch pool (``transpile_scratch``: a pool
+that keeps freed memory, so a call does not map memory again) on the stream,
+freed at the end of ``NAME_device``.  The host picks ``bands`` at run time:
+about ``per_sm`` blocks per SM (``transpile_sm_count()`` asked once per
+process), at least ``8 x warps`` rows a band, at most 65535 bands.
+
+The shape is ``tile.Options.sweep`` (``--sweep VxWxUxS``, a knob of
+``--evolve``; :class:`Shape`): ``vec`` columns per lane (the tile is ``32 x
+vec`` columns), ``warps`` per block, ``unroll`` rows a warp loads before it
+folds their row partials, ``per_sm`` blocks per SM; the figures above are the
+default 4 x 8 x 1 x 16.  A block whose tile lies inside the columns runs its
+rows without column guards (and ``unroll`` rows at a time while they all lie in
+the band); the others run one guarded row at a time.  Both versions add each
+row's terms in the same order.  With the default shape and one statement of
+each kind, at 2000 x 2000 that is 16 tiles x 32 bands of 63 rows (512 blocks;
+scratch 96000 elements, 2.4% of the matrix); at 12288 x 12288, 96 tiles x 22
+bands of 559 rows (2112 blocks; scratch 1449984 elements, 0.96%).  The partials
+change the rounding order as ``rows``/``cols`` do; the reduce mark permits it.
+
+Measured on the H200 (bench/results/h200_run18a.md, code of this commit): the
+scratch pool took bicg at EXTRALARGE from 0.183 ms (scratch from the default
+pool) to 0.044 ms, mvt from 0.146 to 0.069 ms, gemver from 0.290 to 0.155 ms;
+at 12288^2, mvt reaches 87.6% of the copy bandwidth, gemver 87.1%, bicg 66.1%
+(its rows of 12289 elements start off the 128-byte lines).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from passes.tile import DEFAULT_SWEEP, Options
 from transpile import accum, ir
 from transpile.cuda import (
     BARRIER,
@@ -62,23 +79,47 @@ from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
 if TYPE_CHECKING:
     from transpile.cuda import _KernelEmitter
 
-LANES, WARPS, VEC = WARP, 8, 4
-"""Block shape (lanes x warps) and columns per lane."""
-TILE = LANES * VEC
-"""Columns per block."""
-BLOCKS_PER_SM = 16
-"""Blocks the host aims for (16 per SM of an H200); fewer when the bands would get too thin."""
-MIN_BAND = 8 * WARPS
-"""Fewest rows per band (8 per warp)."""
+LANES = WARP
+"""Threads along the columns of a block (one warp)."""
 FOLD_THREADS = 256
 MAX_BANDS = GRID_CAPS[1]
 
 
-def grid(rows: int, cols: int, sms: int = 132) -> tuple[int, int, int]:
+@dataclass(frozen=True)
+class Shape:
+    """The sweep's knobs (``tile.Options.sweep``): ``vec`` columns per lane, ``warps`` per block,
+    ``unroll`` rows a warp loads before it folds their row partials (more loads in flight), and
+    ``per_sm`` blocks the host aims for per SM."""
+
+    vec: int = DEFAULT_SWEEP[0]
+    warps: int = DEFAULT_SWEEP[1]
+    unroll: int = DEFAULT_SWEEP[2]
+    per_sm: int = DEFAULT_SWEEP[3]
+
+    @staticmethod
+    def of(tiling: Options | None) -> Shape:
+        return Shape(*(tiling.sweep if tiling is not None else DEFAULT_SWEEP))
+
+    @property
+    def tile(self) -> int:
+        """Columns per block."""
+        return LANES * self.vec
+
+    @property
+    def threads(self) -> int:
+        return LANES * self.warps
+
+    @property
+    def min_band(self) -> int:
+        """Fewest rows per band (8 per warp)."""
+        return 8 * self.warps
+
+
+def grid(rows: int, cols: int, sms: int = 132, shape: Shape = Shape()) -> tuple[int, int, int]:
     """``(tiles, bands, band)`` for a ``rows x cols`` sweep on ``sms`` SMs: what the emitted host
     code computes."""
-    tiles = (cols + TILE - 1) // TILE
-    bands = min((BLOCKS_PER_SM * sms + tiles - 1) // tiles, (rows + MIN_BAND - 1) // MIN_BAND, MAX_BANDS)
+    tiles = (cols + shape.tile - 1) // shape.tile
+    bands = min((shape.per_sm * sms + tiles - 1) // tiles, (rows + shape.min_band - 1) // shape.min_band, MAX_BANDS)
     band = (rows + bands - 1) // bands
     return tiles, (rows + band - 1) // band, band
 
@@ -119,11 +160,12 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
     ptrs = [p for _a, _o, _w, p in parts]
 
-    sweep = _SweepPrinter(expr, namer, dev)
+    shape = Shape.of(emitter.tiling)
+    sweep = _SweepPrinter(expr, namer, dev, shape)
     sweep.sweep(sw, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": sweep.shared + loads + sweep.lines,
-              "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({LANES * WARPS})"}
-    fold = _SweepPrinter(expr, namer.child(), dev)
+              "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({shape.threads})"}
+    fold = _SweepPrinter(expr, namer.child(), dev, shape)
     fold.fold(sw, parts)
     fold_name = emitter.namer.fresh(f"{name}_fold")
     emitter.folds[name] = {"name": fold_name, "params": fparams, "body": loads + fold.lines,
@@ -137,24 +179,25 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
 
     p4, p6 = "    ", "      "
+    tile_, min_band = shape.tile, shape.min_band
     lines = [p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {emitter.trip_count(outer)};"),
              p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {emitter.trip_count(sw.inner)};"),
              f"{p4}if ({m('guard', f'{r_n} > 0 && {c_n} > 0')}) {{",
-             p6 + m("launch", f"const {INDEX_TYPE} {tiles} = ({c_n} + {TILE - 1}) / {TILE};"),
-             p6 + f"// Bands of rows: about {BLOCKS_PER_SM} blocks per SM, at least {MIN_BAND} rows a band.",
-             p6 + m("launch", f"{INDEX_TYPE} {bands} = ({BLOCKS_PER_SM}LL * transpile_sm_count() + {tiles} - 1) / {tiles};"),
-             p6 + m("launch", f"if ({bands} > ({r_n} + {MIN_BAND - 1}) / {MIN_BAND}) "
-                              f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
+             p6 + m("launch", f"const {INDEX_TYPE} {tiles} = ({c_n} + {tile_ - 1}) / {tile_};"),
+             p6 + f"// Bands of rows: about {shape.per_sm} blocks per SM, at least {min_band} rows a band.",
+             p6 + m("launch", f"{INDEX_TYPE} {bands} = ({shape.per_sm}LL * transpile_sm_count() + {tiles} - 1) / {tiles};"),
+             p6 + m("launch", f"if ({bands} > ({r_n} + {min_band - 1}) / {min_band}) "
+                              f"{bands} = ({r_n} + {min_band - 1}) / {min_band};"),
              p6 + m("launch", f"if ({bands} > {MAX_BANDS}) {bands} = {MAX_BANDS};"),
              p6 + m("launch", f"const {INDEX_TYPE} {band} = ({r_n} + {bands} - 1) / {bands};"),
              p6 + m("launch", f"{bands} = ({r_n} + {band} - 1) / {band};")]
     for a, _op, along, ptr in parts:
         count = f"(size_t){tiles} * (size_t){r_n}" if along == "r" else f"(size_t){bands} * (size_t){c_n}"
-        lines.append(p6 + m("transfer", f"{err} = cudaMallocAsync((void **)&{ptr}, {count} * "
+        lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, {count} * "
                                         f"sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    launch_sweep = (f"{name}<<<dim3((unsigned int){tiles}, (unsigned int){bands}, 1u), dim3({LANES}u, {WARPS}u, 1u), "
-                    f"0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band])});")
+    launch_sweep = (f"{name}<<<dim3((unsigned int){tiles}, (unsigned int){bands}, 1u), "
+                    f"dim3({LANES}u, {shape.warps}u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band])});")
     most = f"{r_n} > {c_n} ? {r_n} : {c_n}"
     launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
                    f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, tiles, bands])});")
@@ -163,17 +206,18 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         lines.append(f"{p6}{err} = cudaGetLastError();")
         lines += check(p6)
     lines.append(p4 + "}")
-    step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "sweep", "block": [f"{LANES}u", f"{WARPS}u", "1u"],
-            "kernel": name, "args": args}
+    step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "sweep",
+                               "block": [f"{LANES}u", f"{shape.warps}u", "1u"], "kernel": name, "args": args}
     return kernel, step
 
 
 class _SweepPrinter(_ReducePrinter):
     """Renders the bodies of the sweep kernel and of its fold kernel."""
 
-    def __init__(self, expr: ExprPrinter, namer: Namer, dev: dict[str, str]) -> None:
-        super().__init__(expr, namer, LANES * WARPS)
+    def __init__(self, expr: ExprPrinter, namer: Namer, dev: dict[str, str], shape: Shape) -> None:
+        super().__init__(expr, namer, shape.threads)
         self.n = dev  # the size parameters' names: r_n, c_n, band (sweep), tiles, bands (fold)
+        self.shape = shape
 
     def _var(self, loop: ir.For, t: str) -> None:
         """``const T v = lo + t;``: the loop variable at trip ``t``."""
@@ -181,9 +225,15 @@ class _SweepPrinter(_ReducePrinter):
         self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
 
     def sweep(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]]) -> None:
+        """The sweep kernel's body.  A warp steps through its rows ``unroll`` at a time.  When the
+        block's tile lies wholly inside the columns and all ``unroll`` rows inside the band, the rows
+        run unguarded (``unroll x vec`` independent loads per lane before the first use of one);
+        otherwise each row runs alone, its columns guarded.  Either way every row's terms are added
+        in the same order, so the two versions give the same bits."""
         from passes.reduce_gpu import Sweep
 
         assert isinstance(sw, Sweep)
+        sh = self.shape
         lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
         self.shared.append("  " + self.mark("index", f"const int {lane} = (int){THREAD_IDX}.x;"))
         self.shared.append("  " + self.mark("index", f"const int {warp} = (int){THREAD_IDX}.y;"))
@@ -191,92 +241,140 @@ class _SweepPrinter(_ReducePrinter):
         for a, _op, along, _p in parts:
             if along == "c":
                 buf = self.namer.fresh(f"{a.name}_cols")
-                self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{WARPS * TILE}];"))
+                self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{sh.warps * sh.tile}];"))
                 cols[a.name] = buf
         base, lo, hi = self.namer.fresh("c_base"), self.namer.fresh("r_lo"), self.namer.fresh("r_hi")
-        self.line(self.mark("index", f"const {INDEX_TYPE} {base} = ({INDEX_TYPE}){BLOCK_IDX}.x * {TILE};"))
+        full = self.namer.fresh("full")
+        self._base = base
+        self.line(self.mark("index", f"const {INDEX_TYPE} {base} = ({INDEX_TYPE}){BLOCK_IDX}.x * {sh.tile};"))
         self.line(self.mark("index", f"const {INDEX_TYPE} {lo} = ({INDEX_TYPE}){BLOCK_IDX}.y * {self.n['band']};"))
         self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {lo} + {self.n['band']} < {self.n['r_n']} ? {lo} + {self.n['band']} : {self.n['r_n']};"))
+        self.line(self.mark("index", f"const bool {full} = {base} + {sh.tile} <= {self.n['c_n']};") + "  // no column guards")
         ycols: dict[str, list[ir.Var]] = {}
         for a, op, along, _p in parts:
             if along == "c":
                 ty = a.target.ty
-                ycols[a.name] = [ir.Var(self.namer.fresh(f"{a.name}_part"), ty) for _ in range(VEC)]
+                ycols[a.name] = [ir.Var(self.namer.fresh(f"{a.name}_part"), ty) for _ in range(sh.vec)]
                 for v in ycols[a.name]:
                     self.line(self.mark("reduce", f"{ctype(ty)} {v.name} = {literal(accum.identity(op, ty), ty)[0]};"))
         rt = self.namer.fresh("rt")
-        self.line(self._strided(INDEX_TYPE, rt, f"{lo} + {warp}", hi, str(WARPS)))
+        self.line(self._strided(INDEX_TYPE, rt, f"{lo} + {warp}", hi, str(sh.warps * sh.unroll)))
         self.depth += 1
-        self._var(sw.outer, rt)
-        xs: dict[str, ir.Var] = {}
-        for a, op, along, _p in parts:
-            if along == "r":
-                ty = a.target.ty
-                xs[a.name] = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
-                self.line(self.mark("reduce", f"{ctype(ty)} {xs[a.name].name} = {literal(accum.identity(op, ty), ty)[0]};"))
-        for k in range(VEC):  # VEC independent loads per row, each coalesced over the warp
-            ct = self.namer.fresh("ct")
-            self.line("{")
-            self.depth += 1
-            self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {base} + {lane}" + (f" + {k * LANES};" if k else ";")))
-            test = self.mark("guard", f"{ct} < {self.n['c_n']}")
-            self.line(f"if ({test}) {{")
-            self.depth += 1
-            self._var(sw.inner, ct)
-            by_stmt = {id(a.stmt): (a, op, along) for a, op, along, _p in parts}
-            for st in sw.inner.body:  # the point's statements in program order
-                if id(st) not in by_stmt:
-                    self.visit(st)  # a map M[r][c] = e
-                    continue
-                a, op, along = by_stmt[id(st)]
-                p = xs[a.name] if along == "r" else ycols[a.name][k]
-                with self.region("reduce"):
-                    self.visit(ir.Assign(p, accum.combine(a, op, p, a.term)))
-            self.depth -= 1
-            self.line("}")
-            self.depth -= 1
-            self.line("}")
-        if xs:
-            self._rows_out(parts, xs, lane, rt)
+        rows = [rt] + [f"{rt} + {u * sh.warps}" for u in range(1, sh.unroll)]
+        fast = full if sh.unroll == 1 else f"{full} && {rows[-1]} < {hi}"
+        self.line(f"if ({self.mark('guard', fast)}) {{")
+        self.depth += 1
+        self._rows(sw, parts, ycols, lane, rows, guarded=False)
+        self.depth -= 1
+        self.line("} else {")
+        self.depth += 1
+        for u, r in enumerate(rows):
+            if u:
+                self.line(f"if ({self.mark('guard', f'{r} < {hi}')}) {{")
+                self.depth += 1
+            self._rows(sw, parts, ycols, lane, [r], guarded=True)
+            if u:
+                self.depth -= 1
+                self.line("}")
+        self.depth -= 1
+        self.line("}")
         self.depth -= 1
         self.line("}")
         if ycols:
             self._cols_out(parts, ycols, cols, lane, warp, base)
 
-    def _rows_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], xs: dict[str, ir.Var], lane: str,
-                  rt: str) -> None:
-        """The row's ``X`` partials: folded over the warp's lanes, stored by lane 0 for this tile."""
+    def _rows(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]],
+              ycols: dict[str, list[ir.Var]], lane: str, rows: list[str], guarded: bool) -> None:
+        """The tile's points of ``rows`` (row counters): each row in a scope of its own, its ``vec``
+        columns in program order; then the rows' ``X`` partials folded and stored."""
+        from passes.reduce_gpu import Sweep
+
+        assert isinstance(sw, Sweep)
+        xs: list[dict[str, ir.Var]] = []
+        by_stmt = {id(a.stmt): (a, op, along) for a, op, along, _p in parts}
+        for r in rows:
+            x: dict[str, ir.Var] = {}
+            for a, op, along, _p in parts:
+                if along == "r":
+                    ty = a.target.ty
+                    x[a.name] = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
+                    self.line(self.mark("reduce", f"{ctype(ty)} {x[a.name].name} = {literal(accum.identity(op, ty), ty)[0]};"))
+            xs.append(x)
+            self.line("{")
+            self.depth += 1
+            self._var(sw.outer, r)
+            for k in range(self.shape.vec):  # vec independent loads per row, each coalesced over the warp
+                ct = self.namer.fresh("ct")
+                self.line("{")
+                self.depth += 1
+                self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {self._col(lane, k)};"))
+                if guarded:
+                    test = self.mark("guard", f"{ct} < {self.n['c_n']}")
+                    self.line(f"if ({test}) {{")
+                    self.depth += 1
+                self._var(sw.inner, ct)
+                for st in sw.inner.body:  # the point's statements in program order
+                    if id(st) not in by_stmt:
+                        self.visit(st)  # a map M[r][c] = e
+                        continue
+                    a, op, along = by_stmt[id(st)]
+                    p = x[a.name] if along == "r" else ycols[a.name][k]
+                    with self.region("reduce"):
+                        self.visit(ir.Assign(p, accum.combine(a, op, p, a.term)))
+                if guarded:
+                    self.depth -= 1
+                    self.line("}")
+                self.depth -= 1
+                self.line("}")
+            self.depth -= 1
+            self.line("}")
+        if any(xs):
+            self._rows_out(parts, xs, lane, rows)
+
+    def _col(self, lane: str, k: int) -> str:
+        """Column counter of a lane's ``k``-th column of the tile."""
+        return f"{self._base} + {lane}" + (f" + {k * LANES}" if k else "")
+
+    def _rows_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], xs: list[dict[str, ir.Var]],
+                  lane: str, rows: list[str]) -> None:
+        """The rows' ``X`` partials: each folded over the warp's lanes (one shuffle tree, the rows'
+        steps interleaved), stored by lane 0 for this tile."""
         off = self.namer.fresh("off")
         with self.region("reduce"):  # the warp's lanes: a fixed shuffle tree
             self.line(f"for (int {off} = {LANES // 2}; {off} > 0; {off} >>= 1) {{")
             self.depth += 1
-            for a, op, along, _p in parts:
-                if along == "r":
-                    p = xs[a.name]
-                    self.visit(ir.Assign(p, accum.combine(
-                        a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, ir.Var(off, ir.I32)), p.ty))))
+            for x in xs:
+                for a, op, along, _p in parts:
+                    if along == "r":
+                        p = x[a.name]
+                        self.visit(ir.Assign(p, accum.combine(
+                            a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, ir.Var(off, ir.I32)), p.ty))))
             self.depth -= 1
             self.line("}")
         self.line(f"if ({lane} == 0) {{")
-        for a, _op, along, ptr in parts:
-            if along == "r":
-                at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.x * {self.n['r_n']} + {rt}")
-                self.line("  " + self.mark("reduce", f"{ptr}[{at}] = {xs[a.name].name};"))
+        for x, r in zip(xs, rows):
+            for a, _op, along, ptr in parts:
+                if along == "r":
+                    at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.x * {self.n['r_n']} + {r}")
+                    self.line("  " + self.mark("reduce", f"{ptr}[{at}] = {x[a.name].name};"))
         self.line("}")
 
     def _cols_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], ycols: dict[str, list[ir.Var]],
                   cols: dict[str, str], lane: str, warp: str, base: str) -> None:
         """The band's ``Y`` partials: one per warp in shared memory, folded in warp order, stored."""
+        sh = self.shape
         for a, _op, along, _p in parts:
             if along == "c":
                 for k, v in enumerate(ycols[a.name]):
-                    at = f"{warp} * {TILE} + {lane}" + (f" + {k * LANES}" if k else "")
+                    at = f"{warp} * {sh.tile} + {lane}" + (f" + {k * LANES}" if k else "")
                     self.line(self.mark("shared", f"{cols[a.name]}[{at}] = {v.name};"))
         self.line(self.mark("barrier", BARRIER))
         tid, ct = self.namer.fresh("tid"), self.namer.fresh("ct")
-        self.line(self.mark("index", f"const int {tid} = {warp} * {LANES} + {lane};"))
+        # The block's threads over the tile's columns (more than one column each when vec > warps).
+        self.line(self._strided("int", tid, f"{warp} * {LANES} + {lane}", str(sh.tile), str(sh.threads)))
+        self.depth += 1
         self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {base} + {tid};"))
-        test = self.mark("guard", f"{tid} < {TILE} && {ct} < {self.n['c_n']}")
+        test = self.mark("guard", f"{ct} < {self.n['c_n']}")
         self.line(f"if ({test}) {{")
         self.depth += 1
         w = ir.Var(self.namer.fresh("w"), ir.I32)
@@ -287,13 +385,15 @@ class _SweepPrinter(_ReducePrinter):
             buf = cols[a.name]
             self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[{tid}];"))
             with self.region("reduce"):
-                self.line(f"for (int {w.name} = 1; {w.name} < {WARPS}; ++{w.name}) {{")
-                slot = ir.Binary("+", ir.Binary("*", w, ir.Const(TILE, ir.I32), ir.I32), ir.Var(tid, ir.I32), ir.I32)
+                self.line(f"for (int {w.name} = 1; {w.name} < {sh.warps}; ++{w.name}) {{")
+                slot = ir.Binary("+", ir.Binary("*", w, ir.Const(sh.tile, ir.I32), ir.I32), ir.Var(tid, ir.I32), ir.I32)
                 elem = ir.Index(buf, (slot,), total.ty)
                 self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, elem))};")
                 self.line("}")
             at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.y * {self.n['c_n']} + {ct}")
             self.line(self.mark("reduce", f"{ptr}[{at}] = {total.name};"))
+        self.depth -= 1
+        self.line("}")
         self.depth -= 1
         self.line("}")
 

@@ -63,7 +63,7 @@ STUCK_ROUNDS = 2
 PARENTS = 2
 CHILDREN = 3
 #: Bumped when the knob space or the search changes (part of the cache key).
-SEARCH_VERSION = 2
+SEARCH_VERSION = 3
 
 # ---------------------------------------------------------------------------
 # Schedules
@@ -84,7 +84,9 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "block1": ((256, 1, 1), (128, 1, 1), (512, 1, 1), (1024, 1, 1), (64, 1, 1)),
     "block2": ((32, 8, 1), (32, 4, 1), (32, 16, 1), (64, 4, 1), (128, 2, 1), (16, 16, 1), (256, 1, 1)),
     "block3": ((32, 4, 2), (32, 8, 1), (32, 2, 4), (64, 4, 1), (16, 8, 2)),
-    "rows": (1, 2, 4, 8),
+    "rows": (0, 1, 2, 4, 8),  # 0: automatic (passes.tile.launch_rows)
+    "sweep": (tiles.DEFAULT_SWEEP, (4, 8, 2, 16), (4, 8, 4, 16), (8, 8, 1, 16), (8, 8, 2, 8), (2, 8, 4, 16),
+              (4, 16, 1, 8), (4, 8, 2, 8), (4, 8, 2, 32)),
 }
 
 
@@ -103,14 +105,15 @@ class Schedule:
     block1: Block = tiles.DEFAULT_BLOCKS[0]
     block2: Block = tiles.DEFAULT_BLOCKS[1]
     block3: Block = tiles.DEFAULT_BLOCKS[2]
-    rows: int = 1
+    rows: int = 0
+    sweep: tuple[int, int, int, int] = tiles.DEFAULT_SWEEP
     reassociate: bool = True  # not searched: --no-reassociate is the user's constraint (it also forbids mma)
 
     def options(self) -> tiles.Options:
         """The emitter's options (:mod:`passes.tile`)."""
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
-                            blocks=(self.block1, self.block2, self.block3), rows=self.rows)
+                            blocks=(self.block1, self.block2, self.block3), rows=self.rows, sweep=self.sweep)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
