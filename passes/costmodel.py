@@ -465,8 +465,6 @@ class _Model:
         if rows <= 0 or cols <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
         e[inner.var] = _mid(inner, e)
-        shape = cuda_sweep.Shape.of(self.tiling)
-        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms, shape)
         # One (r, c) point: the terms only (the accumulators live in registers), each element read
         # once however many terms read it (the compiler loads it once); lanes run along c.
         work = _Work()
@@ -475,6 +473,8 @@ class _Model:
 
         sw = sweep_shape(outer)
         assert sw is not None, lp
+        shape = cuda_sweep.shape_for(self.tiling, sw)
+        tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms, shape)
         for st, kind in zip(inner.body, sw.along):
             assert isinstance(st, ir.Assign), st
             acc = accum.accumulation(st) if kind != "map" else None

@@ -122,8 +122,11 @@ DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
 #: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
 DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
 #: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
-#: warp loads before it folds them, blocks the host aims for per SM.
-DEFAULT_SWEEP = (4, 8, 1, 16)
+#: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
+#: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x
+#: and 1.05x, mvt 0.99x and 1.02x, gemver 1.04x and 1.05x; no other of the 11 shapes timed was
+#: ahead on all three.
+DEFAULT_SWEEP = (4, 16, 2, 8)
 
 
 @dataclass(frozen=True, slots=True)

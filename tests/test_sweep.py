@@ -197,17 +197,49 @@ def test_shuffled_interpretation_of_a_sweep_matches_program_order(seed: int) -> 
 
 
 def test_grid_fills_the_device_and_scratch_stays_small() -> None:
+    old = cuda_sweep.Shape(4, 8, 1, 16)  # the first shape: 16 blocks of 256 threads per SM
     for n, blocks in ((2000, 512), (12288, 2112)):
-        tiles, bands, band = cuda_sweep.grid(n, n)
+        tiles, bands, band = cuda_sweep.grid(n, n, 132, old)
         assert tiles * bands == blocks and tiles * bands >= 132 * 3
         assert (bands - 1) * band < n <= bands * band  # every band holds rows
         assert (tiles * n + bands * n) / (n * n) < 0.03  # one X and one Y statement
+    default = cuda_sweep.Shape()
+    assert (default.vec, default.warps, default.unroll, default.per_sm) == (4, 16, 2, 8)
+    for n, blocks in ((2000, 256), (12288, 1056)):
+        tiles, bands, band = cuda_sweep.grid(n, n)
+        assert tiles * bands == blocks >= 132 and band >= default.warps * default.unroll
+        assert (bands - 1) * band < n <= bands * band
+        assert (tiles * n + bands * n) / (n * n) < 0.02
     assert cuda_sweep.grid(1, 1) == (1, 1, 1)
     assert cuda_sweep.grid(100000, 1)[1] <= cuda_sweep.MAX_BANDS
     # The emitted host code asks the device for its SM count; grid() takes it as a parameter.
-    tiles, bands, _ = cuda_sweep.grid(12288, 12288, 66)
+    tiles, bands, _ = cuda_sweep.grid(12288, 12288, 66, old)
     assert tiles * bands == 96 * 11
     assert "transpile_sm_count() + tiles - 1) / tiles" in cuda.emit(pipeline.lower(_module("bicg")), source="bicg.c")
+
+
+def test_column_partials_are_fitted_to_shared_memory() -> None:
+    """Four f64 column statements at 16 warps x 128 columns would need 64 KiB: the warps halve."""
+    assert cuda_sweep.Shape(4, 16, 2, 8).fitted(24) == cuda_sweep.Shape(4, 16, 2, 8)  # 48 KiB: fits
+    assert cuda_sweep.Shape(4, 16, 2, 8).fitted(32) == cuda_sweep.Shape(4, 8, 2, 8)
+    assert cuda_sweep.Shape(8, 1, 1, 8).fitted(8 * 64) == cuda_sweep.Shape(2, 1, 1, 8)
+    params = "i32 m, i32 n, in f64 A[n][m], inout f64 s[m], inout f64 t[m], inout f64 u[m], inout f64 v[m], " \
+             "inout f64 q[n], in f64 p[m]"
+    body = """
+  for i in 0..n {
+    for j in 0..m {
+      s[j] += A[i][j];
+      t[j] += A[i][j] * 2.0;
+      u[j] += A[i][j] * 3.0;
+      v[j] += A[i][j] * 4.0;
+      q[i] += A[i][j] * p[j];
+    }
+  }"""
+    module = text.parse(f"kernel k({params}) {{{body}\n}}")
+    lowered = pipeline.lower(module)
+    assert _shapes(lowered) == ["sweep"]
+    code = cuda.emit(lowered, source="k.ir")
+    assert code.count("[1024];") == 4 and "__launch_bounds__(256)" in code and "dim3(32u, 8u, 1u)" in code
 
 
 def test_cost_model_prices_a_sweep_as_one_pass() -> None:
@@ -415,6 +447,7 @@ def test_sweep_shape_options_are_checked_and_reach_the_code() -> None:
     for bad in ((0, 8, 1, 16), (4, 33, 1, 16), (4, 8, 9, 16), (4, 8, 1, 65), (8, 16, 1, 16)):
         assert "sweep shape" in (tile.Options(sweep=bad).problem() or ""), bad
     code = cuda.emit(pipeline.lower(_module("bicg")), source="bicg.c", tiling=tile.Options(sweep=(8, 4, 2, 6)))
+    assert "__launch_bounds__(512)" in cuda.emit(pipeline.lower(_module("bicg")), source="bicg.c")  # 4x16x2x8
     assert "__launch_bounds__(128)" in code and "c_base + 256 <= c_n" in code and "rt += 8)" in code
     assert "6LL * transpile_sm_count()" in code and "dim3(32u, 4u, 1u)" in code
     assert cuda_sweep.grid(12288, 12288, 132, cuda_sweep.Shape(8, 4, 2, 6)) == (48, 17, 723)

@@ -33,8 +33,11 @@ process), at least ``8 x warps`` rows a band, at most 65535 bands.
 The shape is ``tile.Options.sweep`` (``--sweep VxWxUxS``, a knob of
 ``--evolve``; :class:`Shape`): ``vec`` columns per lane (the tile is ``32 x
 vec`` columns), ``warps`` per block, ``unroll`` rows a warp loads before it
-folds their row partials, ``per_sm`` blocks per SM; the figures above are the
-default 4 x 8 x 1 x 16.  A block whose tile lies inside the columns runs its
+folds their row partials, ``per_sm`` blocks per SM; the figures above are for
+4 x 8 x 1 x 16, the first default; the default is now 4 x 16 x 2 x 8
+(``tile.DEFAULT_SWEEP``; 512 threads, two rows per warp step).  When the column
+statements' partials would overflow a block's static shared memory, the warps
+(then the columns per lane) are halved (:meth:`Shape.fitted`).  A block whose tile lies inside the columns runs its
 rows without column guards (and ``unroll`` rows at a time while they all lie in
 the band); the others run one guarded row at a time.  Both versions add each
 row's terms in the same order.  With the default shape and one statement of
@@ -47,15 +50,19 @@ Measured on the H200 (bench/results/h200_run18a.md, code of this commit): the
 scratch pool took bicg at EXTRALARGE from 0.183 ms (scratch from the default
 pool) to 0.044 ms, mvt from 0.146 to 0.069 ms, gemver from 0.290 to 0.155 ms;
 at 12288^2, mvt reaches 87.6% of the copy bandwidth, gemver 87.1%, bicg 66.1%
-(its rows of 12289 elements start off the 128-byte lines).
+(its rows of 12289 elements start off the 128-byte lines).  The shape
+4 x 16 x 2 x 8 then measured, against 4 x 8 x 1 x 16 in the same process
+(h200_run18b.md): bicg 1.18x at 12288^2 and 1.05x at EXTRALARGE, mvt 0.99x and
+1.02x, gemver 1.04x and 1.05x.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from passes.tile import DEFAULT_SWEEP, Options
+from passes.tile import DEFAULT_SWEEP, SHARED_LIMIT, Options
 from transpile import accum, ir
 from transpile.cuda import (
     BARRIER,
@@ -109,10 +116,32 @@ class Shape:
     def threads(self) -> int:
         return LANES * self.warps
 
+    def fitted(self, col_bytes: int) -> Shape:
+        """This shape with its warps halved (then its columns per lane) until the column partials,
+        ``col_bytes`` per (warp, column) slot over all ``Y`` statements, fit the static shared
+        memory of a block."""
+        shape = self
+        while shape.warps * shape.tile * col_bytes > SHARED_LIMIT and (shape.warps > 1 or shape.vec > 1):
+            shape = (dataclasses.replace(shape, warps=shape.warps // 2) if shape.warps > 1
+                     else dataclasses.replace(shape, vec=shape.vec // 2))
+        return shape
+
     @property
     def min_band(self) -> int:
         """Fewest rows per band (8 per warp)."""
         return 8 * self.warps
+
+
+def shape_for(tiling: Options | None, sw: object) -> Shape:
+    """The shape a sweep nest ``sw`` (:class:`passes.reduce_gpu.Sweep`) is emitted with: the
+    options' shape, :meth:`Shape.fitted` to its column statements."""
+    col_bytes = 0
+    for st, along in zip(sw.inner.body, sw.along):  # type: ignore[attr-defined]
+        if along == "c":
+            a = accum.accumulation(st)
+            assert a is not None, st
+            col_bytes += a.target.ty.bits // 8
+    return Shape.of(tiling).fitted(col_bytes)
 
 
 def grid(rows: int, cols: int, sms: int = 132, shape: Shape = Shape()) -> tuple[int, int, int]:
@@ -160,7 +189,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
     ptrs = [p for _a, _o, _w, p in parts]
 
-    shape = Shape.of(emitter.tiling)
+    shape = shape_for(emitter.tiling, sw)
     sweep = _SweepPrinter(expr, namer, dev, shape)
     sweep.sweep(sw, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": sweep.shared + loads + sweep.lines,
