@@ -9,6 +9,7 @@ from __future__ import annotations
 from passes import (
     distribute,
     expand,
+    forward,
     fuse,
     interchange,
     map_gpu,
@@ -23,6 +24,7 @@ REGISTRY: dict = {
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,
+    "forward": forward,
     "reschedule": reschedule,
     "distribute": distribute,
     "interchange": interchange,

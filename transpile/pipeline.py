@@ -31,6 +31,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     from passes import (
         distribute,
         expand,
+        forward,
         interchange,
         map_gpu,
         privatize,
@@ -59,6 +60,11 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: expand after snapshot and before distribute: distribution needs the expanded array to
     # split doitgen's (r, q) body into parallel nests (with one vector, r and q carry its reuse).
     module = step("expand", module, expand.run)
+    # NOTE: forward after expand and right before reschedule: an accumulator scalar loaded from and
+    # stored back to one element (ludcmp's w) is scalar state that reschedule refuses; accumulated in
+    # the element itself, the nest is lu's, which reschedule turns right-looking.  Kept only in a
+    # kernel that reschedule then changes: elsewhere the scalar stays in a register.
+    module = step("forward", module, lambda k: _forward_if_rescheduled(k, forward.run, reschedule.run))
     # NOTE: reschedule after expand (privatised scalars and expanded scratch arrays are what let a
     # nest qualify: it refuses scalar state) and before distribute: it may turn one nest into a
     # sequential loop around parallel pieces (lu's right-looking k), which distribution must then
@@ -87,6 +93,16 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, map_gpu.run)
     return module
+
+
+def _forward_if_rescheduled(kernel: ir.Kernel, forward: Callable[[ir.Kernel], ir.Kernel],
+                            reschedule: Callable[[ir.Kernel], ir.Kernel]) -> ir.Kernel:
+    """``forward(kernel)`` when reschedule changes the result, else ``kernel``: forwarding moves an
+    accumulator from a register into memory, which pays only as the price of a new schedule."""
+    forwarded = forward(kernel)
+    if forwarded is kernel or reschedule(forwarded) is forwarded:
+        return kernel
+    return forwarded
 
 
 class _Stepper:
