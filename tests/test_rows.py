@@ -33,7 +33,11 @@ def test_the_y_loop_strides_by_rows_and_the_x_loop_holds_the_unrolled_rows() -> 
     assert "gridDim.y * blockDim.y * 4" in body
     # the unrolled rows sit inside the x loop (where loads of shared rows can be reused)
     assert body.index("j_g = ") < body.index("#pragma unroll") < body.index("const int i = (int)row;")
-    assert re.search(r"if \(row < i_hi\)", body)
+    # Two versions: a thread's four rows all in range run unguarded (shared loads may be reused),
+    # the last, partial group guards each row.
+    full, partial = body.index("if (i_g + 4 <= i_hi) {"), body.index("} else {")
+    assert full < body.index("const int i = (int)row;") < partial < body.index("if (row1 < i_hi)")
+    assert not re.search(r"if \(row < i_hi\)", body)
     # the grid has a quarter of the blocks along y
     assert "transpile_grid(i_n, 32u, 65535u)" in text  # 8 threads x 4 rows
     plain = cuda.emit(lowered, source="jacobi_2d.c")  # type: ignore[arg-type]

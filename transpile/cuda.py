@@ -444,19 +444,38 @@ class StmtPrinter(ir.Visitor):
             self.block(s.body)
         else:
             y_counter, y_t, y_def, y_hi, rows = pending
-            r = self.namer.fresh("r")
-            row = self.namer.fresh("row")
-            self.line("  #pragma unroll")
-            self.line(f"  for ({self.mark('index', f'int {r} = 0; {r} < {rows}; ++{r}')}) {{")
-            self.line("    " + self.mark("index", f"const {y_t} {row} = {y_counter} + {r};"))
-            self.line(f"    if ({self.mark('guard', f'{row} < {y_hi}')}) {{")
-            self.depth += 2
-            self.line("  " + self.mark("index", f"{y_def}{row};"))
-            self.block(s.body)
-            self.depth -= 2
-            self.line("    }")
+            # Two versions: all of the thread's rows in range (no guards, so the compiler may load a
+            # row the unrolled iterations share once), and the last, partial group (each row guarded).
+            self.line(f"  if ({self.mark('guard', f'{y_counter} + {rows} <= {y_hi}')}) {{")
+            self.depth += 1
+            self._unrolled_rows(s, y_counter, y_t, y_def, None, rows)
+            self.depth -= 1
+            self.line("  } else {")
+            self.depth += 1
+            self._unrolled_rows(s, y_counter, y_t, y_def, y_hi, rows)
+            self.depth -= 1
             self.line("  }")
         self.line("}")
+
+    def _unrolled_rows(self, s: ir.For, y_counter: str, y_t: str, y_def: str, y_hi: str | None, rows: int) -> None:
+        """``s``'s body for rows ``y_counter + 0 .. rows - 1`` of a row-coarsened thread, unrolled;
+        each row guarded by ``row < y_hi`` unless ``y_hi`` is None."""
+        r = self.namer.fresh("r")
+        row = self.namer.fresh("row")
+        self.line("  #pragma unroll")
+        self.line(f"  for ({self.mark('index', f'int {r} = 0; {r} < {rows}; ++{r}')}) {{")
+        self.line("    " + self.mark("index", f"const {y_t} {row} = {y_counter} + {r};"))
+        if y_hi is not None:
+            self.line(f"    if ({self.mark('guard', f'{row} < {y_hi}')}) {{")
+            self.depth += 1
+        self.depth += 1
+        self.line("  " + self.mark("index", f"{y_def}{row};"))
+        self.block(s.body)
+        self.depth -= 1
+        if y_hi is not None:
+            self.depth -= 1
+            self.line("    }")
+        self.line("  }")
 
 
 def _is_zero(e: ir.Expr) -> bool:
