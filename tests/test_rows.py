@@ -131,3 +131,13 @@ def test_automatic_rows_coarsen_the_launches_that_share_rows_only() -> None:
         _, lowered, text = emit(name, auto)
         assert all(tile.launch_rows(auto, c) == 1 for c in par_chains(lowered)), name
         assert text == cuda.emit(lowered, source=f"{name}.c", tiling=tile.Options(rows=1))  # type: ignore[arg-type]
+
+
+def test_only_two_dimensional_launches_get_the_unguarded_row_group() -> None:
+    """heat-3d's 3-D body copied twice needed 80 registers instead of 64 on sm_90 and ran 0.84x."""
+    _, _, text = emit("heat_3d", tile.Options(rows=2))
+    body = text[text.index("kernel_heat_3d_kernel0("):]
+    body = body[: body.index("\n}\n")]
+    assert "#pragma unroll" in body and "+ 2 <= j_hi" not in body and "if (row < j_hi)" in body
+    _, _, text = emit("jacobi_2d", tile.Options(rows=2))
+    assert "if (i_g + 2 <= i_hi) {" in text

@@ -279,6 +279,7 @@ class StmtPrinter(ir.Visitor):
         self.depth = depth
         self.lines: list[str] = []
         self.rows = 1  # consecutive iterations of the ``y`` par loop per thread (plain launches)
+        self.split_rows = True  # rows: an unguarded version for a thread's full group of rows too
         self.pending_rows: tuple[str, str, str, str, int] | None = None  # the y loop's, for the x loop
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
@@ -444,6 +445,10 @@ class StmtPrinter(ir.Visitor):
             self.block(s.body)
         else:
             y_counter, y_t, y_def, y_hi, rows = pending
+            if not self.split_rows:
+                self._unrolled_rows(s, y_counter, y_t, y_def, y_hi, rows)
+                self.line("}")
+                return
             # Two versions: all of the thread's rows in range (no guards, so the compiler may load a
             # row the unrolled iterations share once), and the last, partial group (each row guarded).
             self.line(f"  if ({self.mark('guard', f'{y_counter} + {rows} <= {y_hi}')}) {{")
@@ -796,6 +801,10 @@ class _KernelEmitter:
                     {"kind": "launch", "kernel": name, "args": args, **config})
         printer = StmtPrinter(self.expr, namer)
         printer.rows = self._rows(chain)
+        # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
+        # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
+        # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
+        printer.split_rows = not any(loop.par == "z" for loop in chain)
         body = printer.emit(launch.body)
         threads = math.prod(self._block(len(chain))) if chain else 1
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
