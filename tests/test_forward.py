@@ -15,6 +15,7 @@ from passes import REGISTRY, forward
 from tests import affine_nests, strategies
 from tests.interp_check import assert_same_results
 from tests.polybench import SPECS, make_args
+from tests.test_reschedule import _launch_shapes
 from transpile import frontend, interp, ir, ircheck, pipeline, text
 
 HEAD = ("kernel k(i32 n, inout f64 a[n][n], inout f64 v[n], in i32 ix[n], inout f32 c[n][n]) {\n")
@@ -41,17 +42,6 @@ def _same(m: ir.Module, out: ir.Module, n: int = 6, seed: int = 0) -> None:
     args = {"n": n, "a": a, "v": rng.random(n), "ix": rng.integers(0, max(n, 1), n).astype(np.int32),
             "c": rng.random((n, n)).astype(np.float32)}
     assert_same_results(m, out, "k", args, ("a", "v", "c"))
-
-
-def _launch_shapes(body: tuple[ir.Stmt, ...]) -> list[object]:
-    """Top-level structure after map-gpu: ``[par letters]`` per launch, ``("host", var, [...])`` per host loop."""
-    out: list[object] = []
-    for s in body:
-        if isinstance(s, ir.Launch):
-            out.append([f.par for f in ir.walk(s) if isinstance(f, ir.For) and f.par])
-        elif isinstance(s, ir.For):
-            out.append(("host", s.var, _launch_shapes(s.body)))
-    return out
 
 
 def test_registered() -> None:
