@@ -585,7 +585,7 @@ class _Model:
             self._expr_work(s.cond, w, env, x_var)
             a = self._work(s.then, env, x_var, red_var, coop)
             b = self._work(s.orelse, env, x_var, red_var, coop)
-            divergent = x_var is not None and x_var in _names(s.cond)
+            divergent = x_var is not None and x_var in tile.var_names(s.cond)
             if divergent:  # both sides run, one after the other, in a warp
                 w.add(a)
                 w.add(b)
@@ -637,8 +637,8 @@ class _Model:
         dims = [value(d, env) for d in ty.dims]
         stride, mult = 0.0, 1.0
         for sub, extent in zip(reversed(x.indices), reversed(dims)):
-            if x_var in _names(sub):
-                aff = accesses.affine(sub, _names(sub))
+            if x_var in tile.var_names(sub):
+                aff = accesses.affine(sub, tile.var_names(sub))
                 if aff is None:
                     return None
                 stride += aff.coeff(x_var) * mult
@@ -699,7 +699,4 @@ def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[in
         n *= math.ceil(trips(loop, e) / per)
     return n
 
-
-def _names(e: ir.Expr) -> set[str]:
-    return {x.name for x in ir.walk(e) if isinstance(x, ir.Var)}
 

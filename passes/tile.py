@@ -513,7 +513,7 @@ def shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Ind
         for x in ir.walk(st):
             if not isinstance(x, ir.Index):
                 continue
-            forms = [accesses.affine(sub, _var_names(sub)) for sub in x.indices]
+            forms = [accesses.affine(sub, var_names(sub)) for sub in x.indices]
             if any(f is None for f in forms):
                 continue
             ys = [f for f in forms if f is not None and f.coeff(y) != 0]
@@ -531,5 +531,6 @@ def shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Ind
     return saved
 
 
-def _var_names(e: ir.Expr) -> set[str]:
+def var_names(e: ir.Expr) -> set[str]:
+    """The names of the variables ``e`` reads."""
     return {x.name for x in ir.walk(e) if isinstance(x, ir.Var)}

@@ -100,7 +100,7 @@ def main() -> None:
 @click.option("--sweep", "sweep", metavar="VxWxUxS", default=None, callback=lambda c, p, v: _sweep(v),
               help="Sweep launches (one pass over a matrix for a row and a column reduction: bicg, mvt): "
                    "columns per lane, warps per block, rows loaded before each fold, blocks per SM "
-                   "(default 4x8x1x16).")
+                   "(default 4x16x2x8).")
 @click.option("--block", "blocks", multiple=True, metavar="X[xY[xZ]]", callback=lambda c, p, v: _blocks(v),
               help="Threads per block of plain launches with as many parallel loops as the shape has numbers "
                    "(repeatable; defaults 256, 32x8, 32x4x2).")

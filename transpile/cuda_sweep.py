@@ -274,7 +274,6 @@ class _SweepPrinter(_ReducePrinter):
                 cols[a.name] = buf
         base, lo, hi = self.namer.fresh("c_base"), self.namer.fresh("r_lo"), self.namer.fresh("r_hi")
         full = self.namer.fresh("full")
-        self._base = base
         self.line(self.mark("index", f"const {INDEX_TYPE} {base} = ({INDEX_TYPE}){BLOCK_IDX}.x * {sh.tile};"))
         self.line(self.mark("index", f"const {INDEX_TYPE} {lo} = ({INDEX_TYPE}){BLOCK_IDX}.y * {self.n['band']};"))
         self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {lo} + {self.n['band']} < {self.n['r_n']} ? {lo} + {self.n['band']} : {self.n['r_n']};"))
@@ -293,7 +292,7 @@ class _SweepPrinter(_ReducePrinter):
         fast = full if sh.unroll == 1 else f"{full} && {rows[-1]} < {hi}"
         self.line(f"if ({self.mark('guard', fast)}) {{")
         self.depth += 1
-        self._rows(sw, parts, ycols, lane, rows, guarded=False)
+        self._rows(sw, parts, ycols, lane, base, rows, guarded=False)
         self.depth -= 1
         self.line("} else {")
         self.depth += 1
@@ -301,7 +300,7 @@ class _SweepPrinter(_ReducePrinter):
             if u:
                 self.line(f"if ({self.mark('guard', f'{r} < {hi}')}) {{")
                 self.depth += 1
-            self._rows(sw, parts, ycols, lane, [r], guarded=True)
+            self._rows(sw, parts, ycols, lane, base, [r], guarded=True)
             if u:
                 self.depth -= 1
                 self.line("}")
@@ -313,7 +312,7 @@ class _SweepPrinter(_ReducePrinter):
             self._cols_out(parts, ycols, cols, lane, warp, base)
 
     def _rows(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]],
-              ycols: dict[str, list[ir.Var]], lane: str, rows: list[str], guarded: bool) -> None:
+              ycols: dict[str, list[ir.Var]], lane: str, base: str, rows: list[str], guarded: bool) -> None:
         """The tile's points of ``rows`` (row counters): each row in a scope of its own, its ``vec``
         columns in program order; then the rows' ``X`` partials folded and stored."""
         from passes.reduce_gpu import Sweep
@@ -336,7 +335,7 @@ class _SweepPrinter(_ReducePrinter):
                 ct = self.namer.fresh("ct")
                 self.line("{")
                 self.depth += 1
-                self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {self._col(lane, k)};"))
+                self.line(self.mark("index", f"const {INDEX_TYPE} {ct} = {self._col(base, lane, k)};"))
                 if guarded:
                     test = self.mark("guard", f"{ct} < {self.n['c_n']}")
                     self.line(f"if ({test}) {{")
@@ -360,9 +359,9 @@ class _SweepPrinter(_ReducePrinter):
         if any(xs):
             self._rows_out(parts, xs, lane, rows)
 
-    def _col(self, lane: str, k: int) -> str:
-        """Column counter of a lane's ``k``-th column of the tile."""
-        return f"{self._base} + {lane}" + (f" + {k * LANES}" if k else "")
+    def _col(self, base: str, lane: str, k: int) -> str:
+        """Column counter of a lane's ``k``-th column of the tile starting at ``base``."""
+        return f"{base} + {lane}" + (f" + {k * LANES}" if k else "")
 
     def _rows_out(self, parts: list[tuple[accum.Accumulation, str, str, str]], xs: list[dict[str, ir.Var]],
                   lane: str, rows: list[str]) -> None:
