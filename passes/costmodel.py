@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from passes import accesses, tile
+from passes import accesses, collapse, tile
 from transpile import accum, ir
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
@@ -522,10 +522,15 @@ class _Model:
         d = self.dev
         li = self.info[id(lp)]
         plan = tile.plan(lp, self.tiling)
+        flat = None
+        if plan is None:  # the emitter may have tiled it after merging two par loops (passes/collapse.py)
+            flat = collapse.collapse(lp, self.arrays, ir.identifiers(self.k))
+            plan = tile.plan(flat.launch, self.tiling) if flat is not None else None
         if plan is None:  # the emitter tiled it, so plan cannot fail with the same options
             return self._generic(lp, env, "plain", li.block)
         e_row = dict(env)
-        m = trips(plan.row, e_row)
+        # A merged row loop's bound is guarded by a Select, which value() averages: count its rows.
+        m = trips(plan.row, e_row) if flat is None else trips(flat.outer[0], env) * trips(flat.outer[1], env)
         e_row[plan.row.var] = _mid(plan.row, e_row)
         n = trips(plan.col, e_row)
         e_row[plan.col.var] = _mid(plan.col, e_row)

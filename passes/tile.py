@@ -37,7 +37,8 @@ an optional last ``X[j][i] = X[i][j]`` (*mirror*, needs ``j >= i``) and
 statements ``X[i][i] = e`` before the ``j`` loop (*diag*, need ``j >= i + 1``).
 gemm, 2mm, 3mm, syrk, syr2k, covariance and correlation match; trmm and
 symm match in the triangular-k form below (symm's first launch also in the
-scalar form); doitgen (1-D) does not.
+scalar form); doitgen's 3-D launch matches once :mod:`passes.collapse` merges its
+two outer loops (at emission and in the cost model).
 
 *Scalar accumulator* (rectangular form): the ``j`` body may instead be
 ``Decl t = init`` (``init`` reads no array and no loop variable), the ``k``

@@ -36,7 +36,7 @@ from functools import cache
 import jinja2
 import numpy as np
 
-from passes import tile
+from passes import collapse, tile
 from transpile import ir, regions
 from transpile.resources import data_dir
 
@@ -786,13 +786,25 @@ class _KernelEmitter:
 
         shaped = None  # (qualifiers, body, launch config) from a specialised emitter
         plan = tile.plan(launch, self.tiling) if chain and not stores else None
+        expr = self.expr
+        if plan is None and len(chain) == 3 and not stores:
+            # Two outer par loops over the leading subscripts of every array they index: one loop
+            # over rows of the merged extents (passes/collapse.py), which the tile planner may take.
+            flat = collapse.collapse(launch, {**self.arrays, **self.allocs}, namer.taken)
+            plan = tile.plan(flat.launch, self.tiling) if flat is not None else None
+            if plan is not None:
+                assert flat is not None
+                namer.taken.add(flat.var)
+                chain = _par_chain(flat.launch)
+                extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
+                expr = ExprPrinter(extents, self.rename, marks=True)
         red = cuda_reduce.shape(launch) if plan is None else None
         if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
             from transpile import cuda_sweep
 
             return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
-            shaped = cuda_tiled.launch(plan, self.expr, namer, loads, self._config(chain))
+            shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
             shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain))
         if shaped is not None:
