@@ -29,6 +29,16 @@ Then the declaration is removed from ``B`` and that first assignment becomes
 ``Decl x = e`` in ``L``'s body, if that makes more loops parallel (see :func:`run`).  Nothing else changes: the same statements
 compute the same values in the same order.
 
+**Live ranges.**  A scalar reused by several loop nests (deriche's ``ym1``: the row pass, then
+the column pass, each starting with ``ym1 = 0.0``) has several users in ``B``, so the rule above
+does not apply to it as one variable.  But a user loop ``L_k`` whose every iteration writes ``x``
+before reading it (the condition above) never reads the value ``x`` had on entry, and when the
+next user ``L_{k+1}`` (if any) does not read its entry value either, nothing reads the value
+``L_k`` leaves.  Such an ``L_k`` (``k`` >= 2) gets a variable of its own, a fresh name for every
+mention of ``x`` in it, declared inside it by the rule above; the first user keeps ``x``, and moves
+too once it is the only user left.  This is the classic split of a variable into its webs: each
+value is still written and read by the same statements in the same order.
+
 Before::
 
     f64 temp2;
@@ -56,6 +66,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
+from passes.builders import fresh_name, substitute_vars
 from transpile import ir
 
 
@@ -71,37 +82,83 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     names = sorted({s.name for s in ir.walk(kernel) if isinstance(s, ir.Decl)})
     for name in names:
-        body = _block(kernel.body, name)
-        if body == kernel.body:
+        moved = _apply(kernel, [name])
+        if moved is kernel:
             continue
-        moved = dataclasses.replace(kernel, body=body)
         before, after = deps.parallel_count(kernel), deps.parallel_count(moved)
         if before is not None and after is not None and after > before:
             kernel = moved
+    # Scalars that free a loop only together (deriche's row pass carries ym1, ym2 and xm1): all the
+    # remaining moves at once, then without each one the gain does not need.
+    rest = [n for n in names if _apply(kernel, [n]) is not kernel]
+    if not rest:
+        return kernel
+    before, joint = deps.parallel_count(kernel), deps.parallel_count(_apply(kernel, rest))
+    if before is None or joint is None or joint <= before:
+        return kernel
+    for name in list(rest):
+        fewer = [n for n in rest if n != name]
+        count = deps.parallel_count(_apply(kernel, fewer))
+        if count is not None and count >= joint:
+            rest = fewer
+    return _apply(kernel, rest)
+
+
+def _apply(kernel: ir.Kernel, names: list[str]) -> ir.Kernel:
+    """``kernel`` with the moves of ``names``' declarations made, one name after another (itself if none)."""
+    for name in names:
+        body = _block(kernel.body, name, ir.identifiers(kernel))
+        if body != kernel.body:
+            kernel = dataclasses.replace(kernel, body=body)
     return kernel
 
 
-def _block(body: tuple[ir.Stmt, ...], name: str) -> tuple[ir.Stmt, ...]:
-    """``body`` with its declarations of ``name`` moved inward, then its children's blocks."""
+def _block(body: tuple[ir.Stmt, ...], name: str, used: set[str]) -> tuple[ir.Stmt, ...]:
+    """``body`` with its declarations of ``name`` moved inward, then its children's blocks.
+
+    ``used``: every identifier of the kernel; names made for split live ranges are added to it.
+    """
     out = list(body)
     n = 0
     while n < len(out):
         s = out[n]
         if isinstance(s, ir.Decl) and s.name == name and _pure(s.init):
-            moved = _move(s, out[n + 1:])
+            rest = _split(s, out[n + 1:], used)
+            moved = _move(s, rest)
             if moved is not None:
                 out[n:] = moved
                 continue  # the statement now at n is the next one
+            out[n + 1:] = rest
         n += 1
-    return tuple(_children(s, name) for s in out)
+    return tuple(_children(s, name, used) for s in out)
 
 
-def _children(s: ir.Stmt, name: str) -> ir.Stmt:
+def _children(s: ir.Stmt, name: str, used: set[str]) -> ir.Stmt:
     if isinstance(s, ir.For):
-        return dataclasses.replace(s, body=_block(s.body, name))
+        return dataclasses.replace(s, body=_block(s.body, name, used))
     if isinstance(s, ir.If):
-        return dataclasses.replace(s, then=_block(s.then, name), orelse=_block(s.orelse, name))
+        return dataclasses.replace(s, then=_block(s.then, name, used), orelse=_block(s.orelse, name, used))
     return s
+
+
+def _split(decl: ir.Decl, rest: list[ir.Stmt], used: set[str]) -> list[ir.Stmt]:
+    """``rest`` with the user loops of ``decl``'s variable after the first given variables of their own
+    (declared inside them), where their live ranges are separate (the module docstring, *Live ranges*)."""
+    users = [k for k, s in enumerate(rest) if _mentions(s, decl.name)]
+    # A user that never reads the value the variable has on entry (a loop that writes it first on
+    # every iteration: _into's condition; zero iterations read nothing).
+    fresh = [isinstance(rest[k], ir.For) and _into(rest[k], decl) is not None for k in users]  # type: ignore[arg-type]
+    out = list(rest)
+    for n in range(1, len(users)):
+        if not (fresh[n] and (n + 1 == len(users) or fresh[n + 1])):
+            continue
+        name = fresh_name(f"{decl.name}_{n}", used)
+        used.add(name)
+        renamed = substitute_vars(rest[users[n]], {decl.name: ir.Var(name, decl.ty)})
+        own = _into(renamed, ir.Decl(name, decl.ty, None, loc=decl.loc))  # type: ignore[arg-type]
+        assert own is not None, f"renaming changed _into's verdict on {rest[users[n]]!r}"
+        out[users[n]] = own
+    return out
 
 
 def _move(decl: ir.Decl, rest: list[ir.Stmt]) -> list[ir.Stmt] | None:
