@@ -7,6 +7,7 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 from __future__ import annotations
 
 from passes import (
+    closure,
     distribute,
     expand,
     forward,
@@ -29,6 +30,7 @@ REGISTRY: dict = {
     "distribute": distribute,
     "interchange": interchange,
     "fuse": fuse,
+    "closure": closure,
     "wavefront": wavefront,
     "reduce-gpu": reduce_gpu,
     "map-gpu": map_gpu,
