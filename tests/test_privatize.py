@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -46,6 +48,16 @@ def _same(m: ir.Module, n: int = 7) -> None:
     got = interp.run(_run(m), "k", args)
     for name in ("c", "out"):
         assert np.array_equal(want[name], got[name]), name
+
+
+#: t accumulates across iterations (t = t + ... reads the old value), then is read after the loop.
+ACCUMULATE = """  f64 t;
+  t = 0.0;
+  for i in 0..n {
+    t = t + a[i][0];
+  }
+  out[0] = t;
+"""
 
 
 SYMM_LIKE = """  f64 t;
@@ -99,13 +111,7 @@ def test_makes_symm_parallel() -> None:
   }
 """,
     # accumulates across iterations: t = t + ... reads the old value
-    """  f64 t;
-  t = 0.0;
-  for i in 0..n {
-    t = t + a[i][0];
-  }
-  out[0] = t;
-""",
+    ACCUMULATE,
     # read after the loop: the last iteration's value is live
     """  f64 t;
   for i in 0..n {
@@ -145,15 +151,18 @@ def _random_kernel(rng: np.random.Generator) -> str:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_scalar_nests_lower_to_the_same_results(seed: int) -> None:
     """Privatised alone, and the whole pipeline after it run shuffled: equal to the sequential original."""
-    rng = np.random.default_rng(seed)
-    n = 6
+    _check_random(np.random.default_rng(seed), 6, _random_kernel)
+
+
+def _check_random(rng: np.random.Generator, n: int, draw: Callable[[np.random.Generator], str]) -> None:
+    """A program drawn by ``draw``, privatised alone and lowered and run shuffled, against the original."""
     args = {"n": n, "a": rng.random((n, n)), "c": rng.random((n, n)), "out": np.zeros(1)}
 
     def fresh() -> dict:
         return {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
 
     while True:  # draw until the program is defined on these inputs (C leaves reading an unset local undefined)
-        m = _kernel(_random_kernel(rng))
+        m = _kernel(draw(rng))
         try:
             want = interp.run(m, "k", fresh())
         except interp.InterpError as e:
@@ -235,13 +244,7 @@ def test_live_ranges_that_meet_are_not_split(body: str) -> None:
 
 
 def test_a_fresh_last_nest_is_split_from_an_accumulation() -> None:
-    m = _kernel("""  f64 t;
-  t = 0.0;
-  for i in 0..n {
-    t = t + a[i][0];
-  }
-  out[0] = t;
-  for i in 0..n {
+    m = _kernel(ACCUMULATE + """  for i in 0..n {
     t = a[i][1];
     c[i][1] = t;
   }
@@ -292,27 +295,7 @@ def _random_sequence(rng: np.random.Generator) -> str:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_scalar_sequences_lower_to_the_same_results(seed: int) -> None:
     """Several nests sharing two scalars: privatised alone, and lowered and run shuffled, as the original."""
-    rng = np.random.default_rng(1000 + seed)
-    n = 5
-    args = {"n": n, "a": rng.random((n, n)), "c": rng.random((n, n)), "out": np.zeros(1)}
-
-    def fresh() -> dict:
-        return {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
-
-    while True:
-        m = _kernel(_random_sequence(rng))
-        try:
-            want = interp.run(m, "k", fresh())
-        except interp.InterpError as e:
-            assert "uninitialised" in str(e)
-            continue
-        break
-    lowered = pipeline.lower(m)
-    for mod, shuffles in ((_run(m), [None]), (lowered, [0, 1, 2])):
-        for shuffle in shuffles:
-            got = interp.run(mod, "k", fresh(), shuffle=shuffle)
-            for name in ("c", "out"):
-                assert np.allclose(want[name], got[name], rtol=1e-12, atol=0), (name, text.show(mod))
+    _check_random(np.random.default_rng(1000 + seed), 5, _random_sequence)
 
 
 def test_random_sequences_are_sometimes_split() -> None:
