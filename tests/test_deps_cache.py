@@ -56,8 +56,11 @@ def assert_same_uncached(seen: list[tuple[ir.Kernel, str]]) -> None:
 @pytest.mark.parametrize("name", polybench.NAMES)
 def test_polybench_graphs_same_with_and_without_cache(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = polybench.spec(name)
-    seen = analysed(cfront.parse_file(str(spec.path), function=spec.function), monkeypatch)
-    assert seen
+    module = cfront.parse_file(str(spec.path), function=spec.function)
+    seen = analysed(module, monkeypatch)
+    if not seen:  # passes/closure.py maps floyd-warshall before any pass asks for its graph
+        assert name == "floyd-warshall"
+        seen = [(k, dump(deps.analyze(k))) for k in module.kernels]
     assert_same_uncached(seen)
 
 
