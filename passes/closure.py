@@ -68,9 +68,9 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     k, i, j = (ir.Var(loop.var, loop.ty) for loop in (kl, il, jl))
     target = update.target
     assert isinstance(target, ir.Index)
-    x_name = fresh_name("x", ir.identifiers(kernel))
-    used = ir.identifiers(kernel) | {x_name}
-    moved_name = fresh_name("moved", used)
+    used = ir.identifiers(kernel)
+    x_name = fresh_name("x", used)
+    moved_name = fresh_name("moved", used | {x_name})
 
     def inv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
         at = {il.var: a, jl.var: b}

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from passes import tile
 from passes.builders import fresh_name
 from transpile import ir
 
@@ -56,6 +57,21 @@ class Collapsed:
     var: str
     arrays: frozenset[str]
     outer: tuple[ir.For, ir.For]  # the two loops merged, outermost first
+
+
+def plan(launch: ir.Launch, options: tile.Options | None, arrays: Mapping[str, ir.ArrayType],
+         used: set[str]) -> tuple[tile.Plan, Collapsed | None] | None:
+    """The tiling plan of ``launch`` as it is, else of its collapsed form (with that form), else None.
+
+    What the emitter (:mod:`transpile.cuda`) and the cost model both do with a launch; the arguments
+    are :func:`collapse`'s, ``options`` :func:`passes.tile.plan`'s.
+    """
+    direct = tile.plan(launch, options)
+    if direct is not None:
+        return direct, None
+    flat = collapse(launch, arrays, used)
+    merged = tile.plan(flat.launch, options) if flat is not None else None
+    return (merged, flat) if merged is not None else None
 
 
 def collapse(launch: ir.Launch, arrays: Mapping[str, ir.ArrayType], used: set[str]) -> Collapsed | None:
@@ -78,18 +94,18 @@ def collapse(launch: ir.Launch, arrays: Mapping[str, ir.ArrayType], used: set[st
     for loop in (r, q):
         if not (loop.step == 1 and loop.ty.is_int and loop.ty.is_signed and _is_zero(loop.lo)):
             return None
-        if _reads(loop.hi) or _names(loop.hi) & {r.var, q.var}:
+        if _reads(loop.hi) or tile.var_names(loop.hi) & {r.var, q.var}:
             return None
     if r.var == q.var:
         return None
     outer = {r.var, q.var}
     # No shadowing: r and q keep one meaning throughout the body.
     for n in ir.walk(p):
-        if isinstance(n, (ir.For, ir.Decl)) and getattr(n, "var", getattr(n, "name", None)) in outer:
+        if (isinstance(n, ir.For) and n.var in outer) or (isinstance(n, ir.Decl) and n.name in outer):
             return None
     merged: set[str] = set()
     for n in ir.walk(p):
-        if isinstance(n, ir.Index) and _names(n) & outer:
+        if isinstance(n, ir.Index) and tile.var_names(n) & outer:
             merged.add(n.array)
     if not merged:
         return None
@@ -101,7 +117,7 @@ def collapse(launch: ir.Launch, arrays: Mapping[str, ir.ArrayType], used: set[st
             return None
         if not (_is_var(n.indices[0], r.var) and _is_var(n.indices[1], q.var)):
             return None
-        if any(_names(x) & outer for x in n.indices[2:]):
+        if any(tile.var_names(x) & outer for x in n.indices[2:]):
             return None
     # r and q only as those leading subscripts (not in p's bounds, not in any other expression).
     stripped = _Merge(merged, None).transform(p)
@@ -111,8 +127,8 @@ def collapse(launch: ir.Launch, arrays: Mapping[str, ir.ArrayType], used: set[st
     rq = ir.Var(var, ir.I64, loc=q.loc)
     body = _Merge(merged, rq).transform(p)
     wide = [h if h.ty == ir.I64 else ir.Cast(h, ir.I64, loc=h.loc) for h in (r.hi, q.hi)]
-    positive = ir.Binary("&&", ir.Binary(">", r.hi, _zero(r.hi.ty), ir.I32),
-                         ir.Binary(">", q.hi, _zero(q.hi.ty), ir.I32), ir.I32)
+    positive = ir.Binary("&&", ir.Binary(">", r.hi, ir.Const(0, r.hi.ty), ir.I32),
+                         ir.Binary(">", q.hi, ir.Const(0, q.hi.ty), ir.I32), ir.I32)
     hi = ir.Select(positive, ir.Binary("*", wide[0], wide[1], ir.I64), ir.Const(0, ir.I64), ir.I64)
     loop = ir.For(var, ir.I64, ir.Const(0, ir.I64), hi, 1, (body,), par="y", loc=r.loc)
     return Collapsed(ir.Launch((loop,), loc=launch.loc), var, frozenset(merged), (r, q))
@@ -132,20 +148,12 @@ class _Merge(ir.Transformer):
         return ir.Index(e.array, (*lead, *rest), e.ty, loc=e.loc)  # type: ignore[arg-type]
 
 
-def _zero(ty: ir.Scalar) -> ir.Const:
-    return ir.Const(0, ty)
-
-
 def _is_zero(e: ir.Expr) -> bool:
     return isinstance(e, ir.Const) and e.value == 0
 
 
 def _is_var(e: ir.Expr, name: str) -> bool:
     return isinstance(e, ir.Var) and e.name == name
-
-
-def _names(e: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
 
 
 def _reads(e: ir.Node) -> bool:

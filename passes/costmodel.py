@@ -521,13 +521,10 @@ class _Model:
                ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
         d = self.dev
         li = self.info[id(lp)]
-        plan = tile.plan(lp, self.tiling)
-        flat = None
-        if plan is None:  # the emitter may have tiled it after merging two par loops (passes/collapse.py)
-            flat = collapse.collapse(lp, self.arrays, ir.identifiers(self.k))
-            plan = tile.plan(flat.launch, self.tiling) if flat is not None else None
-        if plan is None:  # the emitter tiled it, so plan cannot fail with the same options
+        planned = collapse.plan(lp, self.tiling, self.arrays, ir.identifiers(self.k))  # as the emitter does
+        if planned is None:  # the emitter tiled it, so plan cannot fail with the same options
             return self._generic(lp, env, "plain", li.block)
+        plan, flat = planned
         e_row = dict(env)
         # A merged row loop's bound is guarded by a Select, which value() averages: count its rows.
         m = trips(plan.row, e_row) if flat is None else trips(flat.outer[0], env) * trips(flat.outer[1], env)

@@ -64,6 +64,13 @@ def test_doitgen_is_collapsed_and_planned() -> None:
     assert plan is not None and plan.row.var == "rq" and plan.col.var == "p" and plan.red.var == "s"
     assert {(o.index.array, o.side) for o in plan.operands} == {("A", "row"), ("C4", "col")}
     assert tile.plan(launches[0]) is None  # three par loops: only through the collapse
+    planned = collapse.plan(launches[0], None, arrays, ir.identifiers(k))
+    assert planned is not None and planned[1] is not None and planned[0].row.var == "rq"
+    assert collapse.plan(launches[1], None, arrays, ir.identifiers(k)) is None  # the copy back: no matmul
+    (gemm,) = [s for s in pipeline.lower(frontend.load(KERNELS / "gemm.c")).kernels[0].body
+               if isinstance(s, ir.Launch)]
+    direct = collapse.plan(gemm, None, {}, set())
+    assert direct is not None and direct[1] is None  # planned as it is: no collapse needed
 
 
 def test_collapsed_subscripts_and_guarded_trip_count() -> None:

@@ -785,19 +785,17 @@ class _KernelEmitter:
         from transpile import cuda_reduce, cuda_tiled
 
         shaped = None  # (qualifiers, body, launch config) from a specialised emitter
-        plan = tile.plan(launch, self.tiling) if chain and not stores else None
+        # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
+        # of every array they index (passes/collapse.py: doitgen's batched product).
+        planned = collapse.plan(launch, self.tiling, {**self.arrays, **self.allocs}, namer.taken) \
+            if chain and not stores else None
+        plan, flat = planned if planned is not None else (None, None)
         expr = self.expr
-        if plan is None and len(chain) == 3 and not stores:
-            # Two outer par loops over the leading subscripts of every array they index: one loop
-            # over rows of the merged extents (passes/collapse.py), which the tile planner may take.
-            flat = collapse.collapse(launch, {**self.arrays, **self.allocs}, namer.taken)
-            plan = tile.plan(flat.launch, self.tiling) if flat is not None else None
-            if plan is not None:
-                assert flat is not None
-                namer.taken.add(flat.var)
-                chain = _par_chain(flat.launch)
-                extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
-                expr = ExprPrinter(extents, self.rename, marks=True)
+        if flat is not None:
+            namer.taken.add(flat.var)
+            chain = _par_chain(flat.launch)
+            extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
+            expr = ExprPrinter(extents, self.rename, marks=True)
         red = cuda_reduce.shape(launch) if plan is None else None
         if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
             from transpile import cuda_sweep

@@ -67,19 +67,19 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # kernel that reschedule then changes: elsewhere the scalar stays in a register.
     # NOTE: closure right after expand and before reschedule: floyd-warshall's k step is parallel by a
     # value argument (row and column k hold still), which isl's scheduler would hide by skewing the
-    # nest into a wavefront.  The kernel it takes comes out mapped; every pass after it leaves a
-    # mapped kernel alone (_unmapped).
+    # nest into a wavefront.  The kernel it takes comes out mapped, and every pass after it returns a
+    # kernel holding a Launch unchanged (each module's precondition).
     module = step("closure", module, closure.run)
-    module = step("forward", module, _unmapped(lambda k: _forward_if_rescheduled(k, forward.run, reschedule.run)))
+    module = step("forward", module, lambda k: _forward_if_rescheduled(k, forward.run, reschedule.run))
     # NOTE: reschedule after expand (privatised scalars and expanded scratch arrays are what let a
     # nest qualify: it refuses scalar state) and before distribute: it may turn one nest into a
     # sequential loop around parallel pieces (lu's right-looking k), which distribution must then
     # split so that map-gpu makes k a host loop launching them.
-    module = step("reschedule", module, _unmapped(reschedule.run))
-    module = step("distribute", module, _unmapped(distribute.run))
+    module = step("reschedule", module, reschedule.run)
+    module = step("distribute", module, distribute.run)
     # NOTE: interchange before map-gpu: it moves parallel loops outward so
     # that map-gpu's outermost-perfect-nest marking finds them.
-    module = step("interchange", module, _unmapped(interchange.run))
+    module = step("interchange", module, interchange.run)
     # NOTE: fuse after interchange: a piece's parallel depth (what fusion must
     # not lower) is only known once interchange has moved its parallel loops
     # outward; fusing earlier could glue an imperfect nest interchange needs.
@@ -99,12 +99,6 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, map_gpu.run)
     return module
-
-
-def _unmapped(run: Callable[[ir.Kernel], ir.Kernel]) -> Callable[[ir.Kernel], ir.Kernel]:
-    """``run`` for kernels without a ``Launch``; a kernel an earlier pass mapped (passes/closure.py)
-    goes through unchanged."""
-    return lambda k: k if any(isinstance(n, ir.Launch) for n in ir.walk(k)) else run(k)
 
 
 def _forward_if_rescheduled(kernel: ir.Kernel, forward: Callable[[ir.Kernel], ir.Kernel],
