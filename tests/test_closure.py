@@ -116,3 +116,12 @@ def test_the_parallel_step_alone_would_be_wrong_with_a_negative_cycle() -> None:
 def test_refusals(src: str) -> None:
     k = _kernel(src)
     assert closure.run(k) is k
+
+
+def test_the_passes_after_it_leave_the_mapped_kernel_alone() -> None:
+    """closure runs before forward, reschedule, distribute and interchange: each returns its result as is."""
+    from passes import distribute, forward, interchange, reschedule
+
+    out = closure.run(_kernel())
+    for p in (forward, reschedule, distribute, interchange):
+        assert p.run(out) is out, p.__name__
