@@ -81,6 +81,10 @@ class Device:
     access_s: float = 30e-9  # fitted: exposed latency of one global access in a serial chain
     step_s: float = 0.15e-6  # fitted: one k step of a tiled block (barriers, pipeline fill)
     mma_eff: float = 0.6  # fitted: fraction of the tensor-core peak a tiled DMMA loop sustains
+    # Each f64 mma.sync shape's share of the tensor-core peak (.gpu/dmma_shapes.cu on the H200,
+    # independent chains: m8n8k4 33 TFLOP/s, m16n8k4 52-66, m16n8k8 and m16n8k16 66).
+    mma_share: tuple[tuple[tuple[int, int], float], ...] = (((8, 4), 0.5), ((16, 4), 0.85), ((16, 8), 1.0),
+                                                            ((16, 16), 1.0))
     contention_warps: float = 22.0  # fitted: warps per SM that double a serial chain's access latency
     sm_share: float = 4.0  # fitted: how many times its fair share of L2 bandwidth one SM can draw
     hiding_occupancy: float = 0.1875  # resident threads / limit that hide a tiled loop's latency (12 warps)
@@ -534,8 +538,10 @@ class _Model:
         k = trips(plan.red, e_row)
         if m <= 0 or n <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
+        rate = d.fp64 * 0.7
         if shape == "mma" and plan.mma is not None:
             bm, bn, bk = plan.mma[0], plan.mma[1], plan.mma[2]
+            rate = d.fp64_mma * d.mma_eff * dict(d.mma_share)[tile.mma_instruction(plan.mma_inst, plan.mma[3], bk)]
         else:
             bm, bn, bk = plan.bm, plan.bn, plan.bk
         tpb = math.prod(li.block)
@@ -553,7 +559,6 @@ class _Model:
         dram = sum(self._elements(a, env) * self._esize(a) for a in arrays)
         slots = max(1.0, occ * d.threads_per_sm / tpb) * d.sms  # blocks resident at once
         waves = max(1.0, tiles / slots)
-        rate = d.fp64_mma * d.mma_eff if shape == "mma" else d.fp64 * 0.7
         fill = min(1.0, tiles / d.sms)  # a block per SM at least, or SMs idle
         hide = min(1.0, occ / d.hiding_occupancy)  # too few warps per SM cannot hide the pipeline's latency
         compute_s = flops / (rate * fill * hide)

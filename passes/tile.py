@@ -122,6 +122,27 @@ MAX_THREADS = 1024
 DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
 #: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
 DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
+#: The f64 ``mma.sync`` instructions, as (rows, k) of an ``m{rows}n8k{k}`` fragment product:
+#: m8n8k4 (sm_80 and later) and the sm_90 shapes m16n8k4, m16n8k8 and m16n8k16.
+MMA_INSTRUCTIONS = ((8, 4), (16, 4), (16, 8), (16, 16))
+#: Default instruction.  Measured on the H200 (.gpu/dmma_shapes.cu, independent chains, 2026-12-04):
+#: m8n8k4 peaks at 33 TFLOP/s, half the fp64 tensor rate; m16n8k4 reaches 52 (16 warps per SM)
+#: to 66 (32 warps), m16n8k8 and m16n8k16 66 with 16 warps per SM.
+DEFAULT_MMA_INST = (16, 8)
+
+
+def mma_instruction(inst: tuple[int, int], wm: int, bk: int) -> tuple[int, int]:
+    """The instruction (rows, k) a warp tile of ``wm`` rows and a ``k`` step of ``bk`` can use, from the
+    requested ``inst``: 16 rows need ``wm % 16 == 0`` (else m8n8k4, the only 8-row f64 shape) and ``k``
+    must divide ``bk`` (halved until it does, down to 4)."""
+    rows, k = inst
+    if wm % rows or rows == 8:
+        return 8, 4
+    while bk % k and k > 4:
+        k //= 2
+    return rows, k
+
+
 #: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
 #: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
 #: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x
@@ -147,6 +168,7 @@ class Options:
     enabled: bool = True
     mma: bool | None = None
     mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
+    mma_inst: tuple[int, int] = DEFAULT_MMA_INST  # (rows, k) of the f64 mma.sync instruction
     blocks: tuple[tuple[int, int, int], ...] = DEFAULT_BLOCKS
     rows: int = 0  # plain launches: consecutive iterations of the y par loop per thread (0: launch_rows decides)
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
@@ -183,6 +205,9 @@ class Options:
                 or not 1 <= (mbm // wm) * (mbn // wn) <= MAX_THREADS // 32 \
                 or (mbm * mbk) % (mbm // wm * mbn // wn * 32) or (mbn * mbk) % (mbm // wm * mbn // wn * 32):
             return f"tensor-core shape {self.mma_shape} is not a grid of 8x8 warp fragments with even staging"
+        if tuple(self.mma_inst) not in MMA_INSTRUCTIONS:
+            return (f"tensor-core instruction m{self.mma_inst[0]}n8k{self.mma_inst[1]} is not one of "
+                    + ", ".join(f"m{m}n8k{k}" for m, k in MMA_INSTRUCTIONS))
         return None
 
 
@@ -219,6 +244,7 @@ class Plan:
     mirror: bool = False  # also store X[j][i] = X[i][j] at the end
     diag: tuple[ir.Assign, ...] = ()  # X[i][i] = e before the j loop (triangular, j >= i + 1)
     mma: tuple[int, int, int, int, int, int] | None = None  # tensor-core shape, if allowed (Options.mma)
+    mma_inst: tuple[int, int] = DEFAULT_MMA_INST  # its instruction (Options.mma_inst)
     k_tri: bool = False  # k's bounds read i (rectangular form only): each row's k range is its own
     # The scalar form (*Scalar accumulator*): ``Decl t = init`` before the k loop, ``t = f(t, ...)`` in
     # it (``update``), and ``X[i][j] = h(X[i][j], t, ...)`` after it (``epilogue``); else None.
@@ -365,7 +391,7 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
              # see the scalar form's conditions above).
              None if opts.mma is False or not opts.shared or (scalar is not None and scalar.ty != ir.F64)
              else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
-             k_tri, scalar, epilogue)
+             opts.mma_inst, k_tri, scalar, epilogue)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None

@@ -205,7 +205,7 @@ def _emit(options: tile.Options | None = None) -> tuple[ir.Module, ir.Module, st
 
 def test_doitgen_emits_a_tiled_kernel() -> None:
     _, _, out = _emit()
-    assert "mma.sync.aligned.m8n8k4" in out and "rq_hi" in out
+    assert "mma.sync.aligned.m16n8k8" in out and "rq_hi" in out
     assert "A[rq * np + s]" in out  # the merged row, one multiply per address
     _, _, fma = _emit(tile.Options(mma=False))
     assert "Block tiles" in fma and "mma.sync" not in fma

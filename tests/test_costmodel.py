@@ -92,6 +92,18 @@ def test_tensor_cores_beat_the_fma_tiles_and_the_naive_mapping() -> None:
     assert 0 < mma.efficiency <= 1
 
 
+def test_m8n8k4_is_priced_at_half_the_tensor_rate() -> None:
+    # Measured on the H200: m8n8k4 sustains half the f64 tensor-core rate of m16n8k8 (passes/tile.py).
+    m = c_kernel("gemm")
+    sizes = {"ni": 2000, "nj": 2300, "nk": 2600}
+    m16 = estimate(m, sizes)
+    m8 = estimate(m, sizes, opts=tile.Options(mma_inst=(8, 4)))
+    narrow = estimate(m, sizes, opts=tile.Options(mma_shape=(32, 32, 8, 8, 16, 2)))  # 8-row warp tiles: m8n8k4
+    assert m16.launches[0].compute_s * 1.9 < m8.launches[0].compute_s
+    assert m8.launches[0].compute_s <= narrow.launches[0].compute_s
+    assert m16.seconds < m8.seconds
+
+
 def test_serial_chain_is_latency_bound() -> None:
     m = c_kernel("durbin")
     est = estimate(m, {"n": 4000})

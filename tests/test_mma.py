@@ -1,8 +1,9 @@
 """The fp64 tensor-core path: transpile/cuda_mma.py and templates/mma_matmul.cu.j2.
 
 Which launches take it (bilinear f64 updates, reassociation allowed); the
-emitted lambda's shuffle emulation of ``mma.sync`` m8n8k4 f64 equals an 8x8x4
-numpy product under the PTX fragment layout; the CUDA builds for sm_90
+emitted lambda's shuffle emulation of each ``mma.sync`` f64 shape equals a
+numpy product under the PTX fragment layout (the same layout the H200 ran
+correctly at EXTRALARGE, bench/results/h200_run20a_mma.md); the CUDA builds for sm_90
 without spills; the CPU simulation (stage c) matches the C reference at sizes
 off the tile grid; ``--no-mma``/``--no-reassociate`` keep the FMA kernel.
 """
@@ -26,6 +27,8 @@ KERNELS = ROOT / "tests" / "kernels"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+#: The instruction in an emitted kernel (one per tensor-core kernel, in its lambda).
+DMMA = re.compile(r"mma\.sync\.aligned\.m(\d+)n8k(\d+)\.row\.col\.f64\.f64\.f64\.f64")
 
 #: Kernel -> launches on tensor cores (every tiled launch of the seven).
 MMA = {"gemm": 1, "2mm": 2, "3mm": 3, "syrk": 1, "syr2k": 1, "covariance": 1, "correlation": 1,
@@ -55,19 +58,38 @@ def test_gemm_stages_alpha_times_a() -> None:
     (t,) = cuda_mma.terms(p)  # type: ignore[misc]
     assert t.row == p.update.value.rhs.lhs and t.row_klast and not t.col_klast  # type: ignore[union-attr]
     out = _emit("gemm", tile.Options(mma_shape=(128, 64, 16, 32, 32, 1)))  # register prefetch: computed
-    assert "= alpha * A[(long long)i * nk + k];" in out and cuda_mma.PTX_DMMA in out
+    assert "= alpha * A[(long long)i * nk + k];" in out and DMMA.search(out)
     assert out.count("__syncthreads();") == 2 and "cp.async" not in out
     out = _emit("gemm")  # cp.async copies elements: alpha * A[i][k] is computed from shared memory
-    assert re.search(r"fa\[fm\] = alpha \* s\w+\[cur\]\[kk \+ q\]\[wr \+ 8 \* fm \+ g\];", out), out
+    assert re.search(r"fa\[sx\]\[fm\] = alpha \* s\w+\[cur\]\[kx \+ q\]\[wr \+ 8 \* fm \+ g\];", out), out
     assert out.count("cp.async.ca.shared.global") == 1 and out.count("__syncthreads();") == 2
 
 
 def test_options_turn_the_path_off() -> None:
     for opts in (tile.Options(mma=False), tile.Options(shared=False)):
-        assert cuda_mma.PTX_DMMA not in _emit("gemm", opts)
+        assert not DMMA.search(_emit("gemm", opts))
     assert "Block tiles of 64x64" in _emit("gemm", tile.Options(mma=False))
     assert tile.Options(mma_shape=(64, 64, 16, 32, 12, 1)).problem() is not None
     assert tile.Options(mma_shape=(64, 64, 16, 32, 32, 1)).problem() is None
+    assert tile.Options(mma_inst=(8, 8)).problem() is not None and tile.Options(mma_inst=(16, 16)).problem() is None
+
+
+@pytest.mark.parametrize("inst, wm, bk, used", [
+    ((16, 8), 32, 8, (16, 8)), ((16, 16), 32, 16, (16, 16)), ((16, 16), 32, 8, (16, 8)), ((16, 8), 8, 8, (8, 4)),
+    ((16, 4), 48, 8, (16, 4)), ((16, 8), 24, 16, (8, 4)), ((8, 4), 32, 16, (8, 4)), ((16, 16), 16, 4, (16, 4)),
+])
+def test_instruction_falls_back_to_what_the_tile_allows(inst: tuple[int, int], wm: int, bk: int,
+                                                         used: tuple[int, int]) -> None:
+    i = cuda_mma.instruction(inst, wm, bk)
+    assert (i.rows, i.k) == used and wm % i.rows == 0 and bk % i.k == 0
+
+
+@pytest.mark.parametrize("inst", tile.MMA_INSTRUCTIONS, ids=lambda i: f"m{i[0]}n8k{i[1]}")
+def test_emitted_instruction_is_the_requested_one(inst: tuple[int, int]) -> None:
+    out = _emit("gemm", tile.Options(mma_shape=(64, 64, 16, 32, 32, 2), mma_inst=inst))
+    assert [tuple(map(int, m)) for m in DMMA.findall(out)] == [inst]
+    nd, na, nb = cuda_mma.Instruction(*inst).counts
+    assert f"const double av[{na}]" in out and f"const double bv[{nb}]" in out and f"double *const dv[{nd}]" in out
 
 
 @pytest.mark.parametrize("body", [
@@ -87,7 +109,7 @@ def test_non_bilinear_updates_keep_the_fma_path(body: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# The instruction's emulation against numpy (PTX ISA fragment layout of m8n8k4 .f64).
+# The instruction's emulation against numpy (PTX ISA fragment layouts of the f64 shapes).
 
 _HARNESS = """
 #include <cuda_runtime.h>
@@ -95,43 +117,57 @@ _HARNESS = """
 __global__ void dmma_kernel(const double *A, const double *B, double *D)
 {
 LAMBDA
-  const int l = (int)threadIdx.x;
-  double d0 = D[(l >> 2) * 8 + 2 * (l & 3)];
-  double d1 = D[(l >> 2) * 8 + 2 * (l & 3) + 1];
-  dmma(d0, d1, A[(l >> 2) * 4 + (l & 3)], B[(l & 3) * 8 + (l >> 2)]);
-  D[(l >> 2) * 8 + 2 * (l & 3)] = d0;
-  D[(l >> 2) * 8 + 2 * (l & 3) + 1] = d1;
+  const int l = (int)threadIdx.x, g = l >> 2, q = l & 3;
+  double d[4], a[8], b[4];
+  for (int h = 0; h < DMMA_H; ++h)
+    for (int c = 0; c < 2; ++c)
+      d[2 * h + c] = D[(8 * h + g) * 8 + 2 * q + c];
+  for (int s = 0; s < DMMA_K / 4; ++s) {
+    for (int h = 0; h < DMMA_H; ++h)
+      a[DMMA_H * s + h] = A[(8 * h + g) * DMMA_K + 4 * s + q];
+    b[s] = B[(4 * s + q) * 8 + g];
+  }
+  dmma(CALL);
+  for (int h = 0; h < DMMA_H; ++h)
+    for (int c = 0; c < 2; ++c)
+      D[(8 * h + g) * 8 + 2 * q + c] = d[2 * h + c];
 }
 
 extern "C" int dmma_test(const double *A, const double *B, double *D)
 {
   double *a, *b, *d;
-  cudaMalloc(&a, 32 * sizeof(double));
-  cudaMalloc(&b, 32 * sizeof(double));
-  cudaMalloc(&d, 64 * sizeof(double));
-  cudaMemcpy(a, A, 32 * sizeof(double), cudaMemcpyHostToDevice);
-  cudaMemcpy(b, B, 32 * sizeof(double), cudaMemcpyHostToDevice);
-  cudaMemcpy(d, D, 64 * sizeof(double), cudaMemcpyHostToDevice);
+  cudaMalloc(&a, 16 * DMMA_K * sizeof(double));
+  cudaMalloc(&b, 8 * DMMA_K * sizeof(double));
+  cudaMalloc(&d, 128 * sizeof(double));
+  cudaMemcpy(a, A, 8 * DMMA_H * DMMA_K * sizeof(double), cudaMemcpyHostToDevice);
+  cudaMemcpy(b, B, 8 * DMMA_K * sizeof(double), cudaMemcpyHostToDevice);
+  cudaMemcpy(d, D, 64 * DMMA_H * sizeof(double), cudaMemcpyHostToDevice);
   dmma_kernel<<<1, 32>>>(a, b, d);
-  cudaMemcpy(D, d, 64 * sizeof(double), cudaMemcpyDeviceToHost);
+  cudaMemcpy(D, d, 64 * DMMA_H * sizeof(double), cudaMemcpyDeviceToHost);
   return (int)cudaDeviceSynchronize();
 }
 """
 
 
 @needs_gxx
-def test_emulated_dmma_is_an_8x8x4_product(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inst", tile.MMA_INSTRUCTIONS, ids=lambda i: f"m{i[0]}n8k{i[1]}")
+def test_emulated_dmma_is_the_fragment_product(tmp_path: Path, inst: tuple[int, int]) -> None:
     from transpile.sim import build, run_isolated
 
-    (lam,) = re.findall(r"^  const auto dmma = .*?^  };$", _emit("gemm"), re.S | re.M)
+    rows, k = inst
+    out = _emit("gemm", tile.Options(mma_shape=(64, 64, 16, 32, 32, 2), mma_inst=inst))
+    (lam,) = re.findall(r"^  const auto dmma = .*?^  };$", out, re.S | re.M)
+    nd, na, nb = cuda_mma.Instruction(rows, k).counts
+    call = ", ".join([f"d[{i}]" for i in range(nd)] + [f"a[{i}]" for i in range(na)] + [f"b[{i}]" for i in range(nb)])
     cu = tmp_path / "dmma.cu"
-    cu.write_text(_HARNESS.replace("LAMBDA", lam))
+    cu.write_text(f"constexpr int DMMA_H = {rows // 8}, DMMA_K = {k};\n"
+                  + _HARNESS.replace("LAMBDA", lam).replace("CALL", call))
     rng = np.random.default_rng(3)
-    a, b, d = rng.standard_normal((8, 4)), rng.standard_normal((4, 8)), rng.standard_normal((8, 8))
-    out = d.ravel().copy()
-    run = run_isolated(build(cu, tmp_path), "dmma_test", a.ravel().copy(), b.ravel().copy(), out)
+    a, b, d = rng.standard_normal((rows, k)), rng.standard_normal((k, 8)), rng.standard_normal((rows, 8))
+    res = d.ravel().copy()
+    run = run_isolated(build(cu, tmp_path), "dmma_test", a.ravel().copy(), b.ravel().copy(), res)
     assert run.ok and run.ret == 0, run
-    np.testing.assert_allclose(out.reshape(8, 8), d + a @ b, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(res.reshape(rows, 8), d + a @ b, rtol=1e-14, atol=1e-14)
 
 
 # ---------------------------------------------------------------------------
@@ -143,7 +179,7 @@ def test_emulated_dmma_is_an_8x8x4_product(tmp_path: Path) -> None:
 def test_ptxas_no_spills(tmp_path: Path, name: str) -> None:
     cu = tmp_path / f"{name}.cu"
     out = _emit(name)
-    assert out.count(cuda_mma.PTX_DMMA) == MMA[name]
+    assert len(DMMA.findall(out)) == MMA[name]
     cu.write_text(out)
     r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", str(cu), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True)
@@ -159,7 +195,7 @@ def _verify(name: str, sizes: dict[str, int], options: tile.Options | None = Non
     module = frontend.load(path)
     lowered = pipeline.lower(module)
     out = cuda.emit(lowered, source=path.name, tiling=options)
-    assert cuda_mma.PTX_DMMA in out
+    assert DMMA.search(out)
     (report,) = verify_module(module, out, source=path, lowered=lowered,
                               options=Options(seed=7, mode="full", sizes=sizes, stages="abc", gpu=False))
     assert report.ok, report.summary()
@@ -180,8 +216,10 @@ def test_gemm_shapes(shape: tuple[int, int, int, int, int, int]) -> None:
     _verify("gemm", {"ni": 137, "nj": 71, "nk": 45}, tile.Options(mma_shape=shape))
 
 
-#: Small shapes (several blocks and warps at the test sizes): register prefetch, and a cp.async pipeline.
-SMALL = {"prefetch": (16, 16, 8, 8, 8, 1), "cp.async": (16, 16, 8, 8, 8, 3)}
+#: Small shapes (several blocks and warps at the test sizes): register prefetch, and a cp.async pipeline,
+#: with 8-row warp tiles (m8n8k4) and with 16-row ones (the default m16n8k8; ``k16`` at a k step of 16).
+SMALL = {"prefetch": (16, 16, 8, 8, 8, 1), "cp.async": (16, 16, 8, 8, 8, 3), "m16-prefetch": (32, 16, 8, 16, 8, 1),
+         "m16-cp.async": (32, 16, 8, 16, 8, 3), "k16": (32, 16, 16, 16, 8, 2)}
 
 
 @needs_gxx
@@ -193,7 +231,7 @@ SMALL = {"prefetch": (16, 16, 8, 8, 8, 1), "cp.async": (16, 16, 8, 8, 8, 3)}
     ("trmm", {"m": 37, "n": 21}), ("symm", {"m": 37, "n": 21}),
 ])
 def test_matches_the_reference(name: str, sizes: dict[str, int], shape: str) -> None:
-    _verify(name, sizes, tile.Options(mma_shape=SMALL[shape]))
+    _verify(name, sizes, tile.Options(mma_shape=SMALL[shape], mma_inst=(16, 16) if shape == "k16" else tile.DEFAULT_MMA_INST))
 
 
 def test_no_reassociate_and_no_mma_keep_the_fma_kernel() -> None:
@@ -205,7 +243,7 @@ def test_no_reassociate_and_no_mma_keep_the_fma_kernel() -> None:
     for flag in ("--no-mma", "--no-reassociate"):
         r = CliRunner().invoke(main, ["compile", str(src), "-o", "-", "--no-verify", flag])
         assert r.exit_code == 0, r.output
-        assert cuda_mma.PTX_DMMA not in r.output and "Block tiles of 64x64" in r.output
+        assert not DMMA.search(r.output) and "Block tiles of 64x64" in r.output
 
 
 @needs_gxx
@@ -253,7 +291,7 @@ def test_triangular_k_matches_the_reference(tmp_path: Path, shape: str, mma: str
     module = frontend.load(path)
     lowered = pipeline.lower(module)
     out = cuda.emit(lowered, source=path.name, tiling=tile.Options(mma_shape=SMALL[mma]))
-    assert out.count(cuda_mma.PTX_DMMA) == 1 and "k range all of this block's rows take" in out
+    assert len(DMMA.findall(out)) == 1 and "k range all of this block's rows take" in out
     for n in (1, 16, 37):  # one row, one row tile of 16, three of them (off the grid)
         (report,) = verify_module(module, out, source=path, lowered=lowered,
                                   options=Options(seed=7, mode="full", sizes={"n": n, "p": n + 5}, stages="abc",
@@ -316,7 +354,7 @@ def test_scalar_accumulator_matches_the_reference(tmp_path: Path, hi: str, mma: 
     module = frontend.load(path)
     lowered = pipeline.lower(module)
     out = cuda.emit(lowered, source=path.name, tiling=tile.Options(mma_shape=SMALL[mma]))
-    assert out.count(cuda_mma.PTX_DMMA) == 1 and "scalar accumulator's initial value" in out
+    assert len(DMMA.findall(out)) == 1 and "scalar accumulator's initial value" in out
     for n in (1, 37):
         (report,) = verify_module(module, out, source=path, lowered=lowered,
                                   options=Options(seed=7, mode="full", sizes={"n": n, "p": n + 3}, stages="abc",

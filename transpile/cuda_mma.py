@@ -1,4 +1,4 @@
-"""CUDA for a tiled matmul-like launch on fp64 tensor cores (DMMA, ``mma.sync`` m8n8k4 f64).
+"""CUDA for a tiled matmul-like launch on fp64 tensor cores (DMMA, ``mma.sync`` f64: m16n8k8 by default).
 
 :func:`launch` is tried first by :func:`transpile.cuda_tiled.launch` when the
 plan allows it (``Plan.mma``: tile option ``mma`` not False, shared staging
@@ -37,24 +37,68 @@ guarded to its own range, from global memory: no term outside a row's range is
 ever multiplied (``tests/test_mma.py`` puts inf and NaN where it would show).  :func:`_fit` shrinks the shape
 until it fits 48 KB of static shared memory.
 
-The instruction sits in a lambda at the top of the kernel: inline PTX under
-``__CUDA_ARCH__``, else an exact emulation with ``__shfl_sync`` following the
-same fragment layout, which the CPU simulator runs (so stage (c) checks our
-fragment indexing against the PTX layout).
+The instruction (:func:`instruction`: ``Plan.mma_inst``, one of
+``passes.tile.MMA_INSTRUCTIONS``) sits in a lambda at the top of the kernel:
+inline PTX under ``__CUDA_ARCH__``, else an emulation with ``__shfl_sync``
+following the same fragment layout, which the CPU simulator runs (so stage (c)
+checks our fragment indexing against the PTX layout).  Every shape reads the
+same 8x4 pieces from shared memory: lane ``l`` holds ``A[l/4][l%4]`` of an
+8-row, 4-``k`` piece and ``B[l%4][l/4]`` of a 4-``k``, 8-column one; an
+``m16n8kK`` instruction takes the pieces of two 8-row halves ``h`` and ``K/4``
+``k`` quarters ``s`` (``a[2s + h]``, ``b[s]``) and its accumulators are those
+of the two 8x8 fragments (``d[2h]``, ``d[2h + 1]``), so the accumulator
+layout, the guards and the stores are those of m8n8k4.  On the H200 m8n8k4
+runs at half the fp64 tensor rate (33 of 66 TFLOP/s, ``passes.tile.DEFAULT_MMA_INST``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from passes.tile import SHARED_LIMIT, Operand, Plan, substitute
+from passes.tile import SHARED_LIMIT, Operand, Plan, mma_instruction, substitute
 from transpile import cuda as cu
 from transpile import ir
 from transpile.cuda_tiled import row_bound, scalar_form, tile_grid
 
 TEMPLATE = "mma_matmul.cu.j2"
-#: The instruction: D = A * B + C on 8x8x4 f64 fragments (A row-major, B column-major).
-PTX_DMMA = "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+#: The instruction D = A * B + C on f64 fragments (A row-major, B column-major): operands
+#: ``%0..`` are the accumulators (read and written), then A's and B's registers.
+PTX_DMMA = "mma.sync.aligned.m{m}n8k{k}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One f64 ``mma.sync`` shape: ``rows`` (8 or 16) x 8 outputs, ``k`` (4, 8 or 16) terms each."""
+
+    rows: int
+    k: int
+
+    @property
+    def halves(self) -> int:
+        """8-row fragments per instruction."""
+        return self.rows // 8
+
+    @property
+    def quarters(self) -> int:
+        """4-``k`` pieces per instruction."""
+        return self.k // 4
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """Registers (doubles) per lane: accumulators, A, B."""
+        return 2 * self.halves, self.halves * self.quarters, self.quarters
+
+    def ptx(self) -> str:
+        nd, na, nb = self.counts
+        regs = [", ".join(f"%{i}" for i in range(lo, lo + n)) for lo, n in ((0, nd), (nd, na), (nd + na, nb))]
+        return PTX_DMMA.format(m=self.rows, k=self.k, d=regs[0], a=regs[1], b=regs[2])
+
+
+def instruction(inst: tuple[int, int], wm: int, bk: int) -> Instruction:
+    """The instruction a warp tile of ``wm`` rows and a ``k`` step of ``bk`` can use (:func:`passes.tile.mma_instruction`)."""
+    return Instruction(*mma_instruction(inst, wm, bk))
+
+
 CUDA = {"tid": "threadIdx.x", "bid_x": "blockIdx.x", "bid_y": "blockIdx.y", "grid_x": "gridDim.x",
         "grid_y": "gridDim.y", "barrier": "__syncthreads();", "smem": "__shared__ __align__(16) ",
         "arch": "defined(__CUDA_ARCH__)", "full_mask": "0xffffffffu", "shfl": "__shfl_sync", "fma": "fma"}
@@ -64,8 +108,10 @@ PAD = 4
 PRAGMA_UNROLL = "#pragma unroll"
 #: 32-bit registers per SM (sm_90).
 REGISTERS = 65536
-#: Registers per thread the pipelined kernels are capped at (``__launch_bounds__``' min blocks).
-REG_CAP = 168
+#: Registers a pipelined kernel's thread needs besides its accumulators and fragments (addresses,
+#: bounds, loop state): ptxas gave gemm's 32x32 warp tile 149 (m8n8k4) and 159 (m16n8k8) registers,
+#: 63 of them beyond the 96 of its fragments.  :func:`_min_blocks` sizes ``__launch_bounds__`` from it.
+REG_BASE = 64
 
 
 # Term(row, col, row_klast, col_klast): one product R * Q of the update;
@@ -136,6 +182,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     if shape is None:
         return None
     bm, bn, bk, wm, wn, nbuf = shape
+    inst = instruction(plan.mma_inst, wm, bk)
     warps_c = bn // wn
     threads = (bm // wm) * warps_c * 32
     copy = nbuf >= 2  # cp.async into nbuf buffers; else one buffer and register prefetch
@@ -143,7 +190,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     p = expr
     fresh = namer.fresh
     names = {b: fresh(b) for b in (
-        "dmma", "d0", "d1", "a", "b", "el", "s", "as", "b0", "b1", "tid", "lane", "warp", "wr", "wc", "g", "q",
+        "dmma", "el", "s", "hx", "av", "bv", "dv", "as", "bl", "bh", "kx", "sx", "tid", "lane", "warp", "wr", "wc", "g", "q",
         "ib", "jb", "acc", "fm", "fn", "h", "gi", "gj", "lo", "hi", "kb", "kn", "kk", "t", "r", "c", "gr", "gk",
         "jmin", "jmax", "l", "u", "fa", "fb", "cp", "dst", "src", "ok", "kt", "cur", "nxt", "p0")}
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
@@ -166,7 +213,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
              for g in ("gi", "gr")}
     row_k = {g: (row_bound(plan, p, plan.red.lo, names[g]), row_bound(plan, p, plan.red.hi, names[g]))
              for g in ("gi", "gr")}
-    t_, r_, kk_, g_, q_ = names["t"], names["r"], names["kk"], names["g"], names["q"]
+    t_, r_, kk_, kx_, g_, q_ = names["t"], names["r"], names["kk"], names["kx"], names["g"], names["q"]
     stages: list[dict[str, object]] = []
     reads: dict[tuple[str, ir.Expr], str] = {}
     for (side, e), contiguous in staged.items():
@@ -180,7 +227,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         rmajor = dims[0] == width  # [width][bk + PAD]: k contiguous in shared memory too
         buf = f"[{names['cur']}]" if copy else ""
         rr = f"{names['wr' if row else 'wc']} + 8 * {names['fm' if row else 'fn']} + {g_}"
-        reads[(side, e)] = f"{smem}{buf}[{rr}][{kk_} + {q_}]" if rmajor else f"{smem}{buf}[{kk_} + {q_}][{rr}]"
+        reads[(side, e)] = f"{smem}{buf}[{rr}][{kx_} + {q_}]" if rmajor else f"{smem}{buf}[{kx_} + {q_}][{rr}]"
         stages.append({
             # k contiguous in memory: tile [width][bk + PAD], else [bk][width + PAD]; either way
             # consecutive threads load consecutive addresses and store to consecutive banks.
@@ -242,7 +289,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         edge = printer.lines
     ctx = {
         "loads": loads, "stages": stages, "steps": steps, "bounds": bounds, "n": names, "cuda": CUDA,
-        "ptx": PTX_DMMA, "triangular": plan.triangular, "row_j": row_j,
+        "inst": inst, "mma": _lambda(inst, names, fresh), "triangular": plan.triangular, "row_j": row_j,
         "k_tri": plan.k_tri, "row_k": row_k, "edge": edge,
         "edge_k": decl(plan.red, names["kq"]) if plan.k_tri else "",
         "c": {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "fm": wm // 8, "fn": wn // 8,
@@ -264,13 +311,40 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     cfg["grid"] = tile_grid(config, plan.triangular, bm, bn)
     cfg["shape"] = "mma"
     cfg["block"] = [f"{threads}u", "1u", "1u"]
-    # NOTE: ptxas gives the pipelined kernels ~145-165 registers.  A cap of REG_CAP keeps them
-    # spill-free at 128 threads with 3 blocks per SM (gemm 149 registers); a cap of 128 (4 blocks)
-    # spilled inside the k loop and measured slower on the H200 (0.47 against 0.50 of cuBLAS).
-    blocks = REGISTERS // (threads * REG_CAP) if copy else 0
+    blocks = _min_blocks(threads, wm, wn, inst) if copy else 0
     bounds_arg = f"{threads}, {blocks}" if blocks > 1 else f"{threads}"
     return f"{cu.GLOBAL} void {cu.LAUNCH_BOUNDS}({bounds_arg})", body, cfg
 
+
+
+def _min_blocks(threads: int, wm: int, wn: int, inst: Instruction) -> int:
+    """Blocks per SM ``__launch_bounds__`` asks for: as many as the registers allow when each thread
+    keeps its accumulators, one k step's fragments and :data:`REG_BASE` more.
+
+    NOTE: a tighter cap spills inside the k loop: gemm's 32x32 warp tile at 128 threads and a cap of
+    128 registers (4 blocks) measured 0.47 of cuBLAS on the H200 against 0.50 with 3 blocks
+    (bench/results/h200_mma.md); 64x32 warp tiles spilled 344 bytes under the old fixed cap of 168.
+    """
+    need = 2 * (wm * wn // 32) + 2 * inst.quarters * (wm // 8 + wn // 8) + REG_BASE
+    return REGISTERS // (threads * need)
+
+
+def _lambda(inst: Instruction, n: dict[str, str], fresh) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """The instruction lambda's parameters, its asm operands, and the call of one instruction at
+    fragment ``(fm, fn)`` (``fm`` counting instructions' rows) from the staged pieces ``fa``/``fb``."""
+    nd, na, nb = inst.counts
+    d, a, b = ([fresh(f"{x}{i}") for i in range(cnt)] for x, cnt in (("d", nd), ("a", na), ("b", nb)))
+    fm, fn, halves = n["fm"], n["fn"], inst.halves
+    row = [f"{fm}" if halves == 1 else f"{halves} * {fm} + {h}" for h in range(halves)]
+    call = ([f"{n['acc']}[{row[h]}][{fn}][{c}]" for h in range(halves) for c in range(2)]
+            + [f"{n['fa']}[{q}][{row[h]}]" for q in range(inst.quarters) for h in range(halves)]
+            + [f"{n['fb']}[{q}][{fn}]" for q in range(inst.quarters)])
+    return {
+        "params": ", ".join([f"double &{x}" for x in d] + [f"const double {x}" for x in a + b]),
+        "ptx": inst.ptx(), "outs": ", ".join(f'"+d"({x})' for x in d), "ins": ", ".join(f'"d"({x})' for x in a + b),
+        "nd": nd, "na": na, "nb": nb, "a": ", ".join(a), "b": ", ".join(b), "dptrs": ", ".join(f"&{x}" for x in d),
+        "call": ", ".join(call),
+    }
 
 
 def _fit(found: tuple[Term, ...], k_last: dict[ir.Index, bool], shape: tuple[int, int, int, int, int, int],

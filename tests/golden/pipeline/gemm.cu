@@ -106,19 +106,25 @@ __global__ void __launch_bounds__(128, 3) kernel_gemm_kernel0(int ni, int nj, in
 {
   __shared__ __align__(16) double sr0[4][8][68];
   __shared__ __align__(16) double sc1[4][8][68];
-  // D(8x8) += A(8x4) * B(4x8) by one warp (PTX mma.sync m8n8k4 f64: lane l holds A[l/4][l%4],
-  // B[l%4][l/4] and D[l/4][2*(l%4)], D[l/4][2*(l%4)+1]); off the GPU, the same layout emulated with shuffles.
-  const auto dmma = [](double &d0, double &d1, const double a, const double b) {
+  // D(16x8) += A(16x8) * B(8x8) by one warp (PTX mma.sync m16n8k8 f64): for the
+  // 8-row half h and the 4-k quarter s, lane l holds A[8h + l/4][4s + l%4] in a[2s + h], B[4s + l%4][l/4] in b[s],
+  // D[8h + l/4][2*(l%4)] in d[2h] and D[8h + l/4][2*(l%4)+1] in d[2h + 1]; off the GPU, the same layout emulated with shuffles.
+  const auto dmma = [](double &d0, double &d1, double &d2, double &d3, const double a0, const double a1, const double a2, const double a3, const double b0, const double b1) {
 #if defined(__CUDA_ARCH__)
-    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" : "+d"(d0), "+d"(d1) : "d"(a), "d"(b));
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+d"(d0), "+d"(d1), "+d"(d2), "+d"(d3) : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
 #else
     const int el = (int)(threadIdx.x & 31u);
-    for (int s = 0; s < 4; ++s) {
-      const double as = __shfl_sync(0xffffffffu, a, (el >> 2) * 4 + s);
-      const double b0 = __shfl_sync(0xffffffffu, b, (el & 3) * 8 + s);
-      const double b1 = __shfl_sync(0xffffffffu, b, (el & 3) * 8 + 4 + s);
-      d0 = fma(as, b0, d0);
-      d1 = fma(as, b1, d1);
+    const double av[4] = {a0, a1, a2, a3};
+    const double bv[2] = {b0, b1};
+    double *const dv[4] = {&d0, &d1, &d2, &d3};
+    for (int s = 0; s < 8; ++s) {
+      for (int hx = 0; hx < 2; ++hx) {
+        const double as = __shfl_sync(0xffffffffu, av[(s >> 2) * 2 + hx], (el >> 2) * 4 + (s & 3));
+        const double bl = __shfl_sync(0xffffffffu, bv[s >> 2], (el & 3) * 8 + (s & 3));
+        const double bh = __shfl_sync(0xffffffffu, bv[s >> 2], (el & 3) * 8 + 4 + (s & 3));
+        *dv[2 * hx] = fma(as, bl, *dv[2 * hx]);
+        *dv[2 * hx + 1] = fma(as, bh, *dv[2 * hx + 1]);
+      }
     }
 #endif
   };
@@ -388,23 +394,27 @@ __global__ void __launch_bounds__(128, 3) kernel_gemm_kernel0(int ni, int nj, in
         }
         const int kn = k_hi - kb < 8 ? (int)(k_hi - kb) : 8;
 #pragma unroll
-        for (int kk = 0; kk < 8; kk += 4) {
+        for (int kk = 0; kk < 8; kk += 8) {
           if (kk < kn) {
-            double fa[4];
-            double fb[4];
+            double fa[2][4];
+            double fb[2][4];
 #pragma unroll
-            for (int fm = 0; fm < 4; ++fm) {
-              fa[fm] = alpha * sr0[cur][kk + q][wr + 8 * fm + g];
-            }
+            for (int sx = 0; sx < 2; ++sx) {
+              const int kx = kk + 4 * sx;
 #pragma unroll
-            for (int fn = 0; fn < 4; ++fn) {
-              fb[fn] = sc1[cur][kk + q][wc + 8 * fn + g];
-            }
-#pragma unroll
-            for (int fm = 0; fm < 4; ++fm) {
+              for (int fm = 0; fm < 4; ++fm) {
+                fa[sx][fm] = alpha * sr0[cur][kx + q][wr + 8 * fm + g];
+              }
 #pragma unroll
               for (int fn = 0; fn < 4; ++fn) {
-                dmma(acc[fm][fn][0], acc[fm][fn][1], fa[fm], fb[fn]);
+                fb[sx][fn] = sc1[cur][kx + q][wc + 8 * fn + g];
+              }
+            }
+#pragma unroll
+            for (int fm = 0; fm < 2; ++fm) {
+#pragma unroll
+              for (int fn = 0; fn < 4; ++fn) {
+                dmma(acc[2 * fm + 0][fn][0], acc[2 * fm + 0][fn][1], acc[2 * fm + 1][fn][0], acc[2 * fm + 1][fn][1], fa[0][2 * fm + 0], fa[0][2 * fm + 1], fa[1][2 * fm + 0], fa[1][2 * fm + 1], fb[0][fn], fb[1][fn]);
               }
             }
           }
