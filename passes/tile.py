@@ -122,6 +122,10 @@ MAX_THREADS = 1024
 DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
 #: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
 DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
+#: ... and when k's bounds read i (symm, trmm: each row's terms outside the block's common k range go
+#: through the FMA pipes one by one, so fewer rows per block).  Measured on the H200 against the default
+#: (bench/results/h200_run21_mma.md, EXTRALARGE): symm 1.40 -> 1.12 ms, trmm 0.610 -> 0.585 ms.
+DEFAULT_MMA_K_TRI = (32, 64, 8, 16, 32, 4)
 #: The f64 ``mma.sync`` instructions, as (rows, k) of an ``m{rows}n8k{k}`` fragment product:
 #: m8n8k4 (sm_80 and later) and the sm_90 shapes m16n8k4, m16n8k8 and m16n8k16.
 MMA_INSTRUCTIONS = ((8, 4), (16, 4), (16, 8), (16, 16))
@@ -264,6 +268,13 @@ class Plan:
         return self.bn // self.tn, self.bm // self.tm
 
     @property
+    def k_grows(self) -> bool:
+        """k's range grows with the row (``k < i``: symm's first launch): the last row tiles do the most
+        work, so the emitter hands them out first."""
+        i = self.row.var
+        return self.k_tri and i in _vars(self.red.hi) and i not in _vars(self.red.lo)
+
+    @property
     def shared_bytes(self) -> int:
         """Static shared memory of one block (operand tiles, one padding element per row)."""
         if not self.shared:
@@ -390,7 +401,8 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
              # A scalar accumulator: the f64 fragments start from its initial value (always present:
              # see the scalar form's conditions above).
              None if opts.mma is False or not opts.shared or (scalar is not None and scalar.ty != ir.F64)
-             else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
+             else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA
+             else DEFAULT_MMA_K_TRI if k_tri and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
              opts.mma_inst, k_tri, scalar, epilogue)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
