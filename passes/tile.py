@@ -268,13 +268,6 @@ class Plan:
         return self.bn // self.tn, self.bm // self.tm
 
     @property
-    def k_grows(self) -> bool:
-        """k's range grows with the row (``k < i``: symm's first launch): the last row tiles do the most
-        work, so the emitter hands them out first."""
-        i = self.row.var
-        return self.k_tri and i in _vars(self.red.hi) and i not in _vars(self.red.lo)
-
-    @property
     def shared_bytes(self) -> int:
         """Static shared memory of one block (operand tiles, one padding element per row)."""
         if not self.shared:

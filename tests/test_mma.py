@@ -149,14 +149,12 @@ extern "C" int dmma_test(const double *A, const double *B, double *D)
 """
 
 
-def test_triangular_k_shape_and_tile_order() -> None:
-    # symm's first launch sums k < i (later rows take more terms: the row tiles go out last first);
-    # its second and trmm's sum k > i (earlier rows take more: in order).  Both get the k_tri shape.
+def test_triangular_k_shape() -> None:
+    # symm's two launches (k < i, then k > i) and trmm's (k > i) get the k_tri shape; gemm the default.
     plans = {name: [p for p in _plans(name) if p.mma is not None] for name in ("symm", "trmm", "gemm")}
-    assert [p.k_grows for p in plans["symm"]] == [True, False] and [p.k_grows for p in plans["trmm"]] == [False]
+    assert [p.k_tri for p in plans["symm"] + plans["trmm"]] == [True] * 3
     assert {p.mma for p in plans["symm"] + plans["trmm"]} == {tile.DEFAULT_MMA_K_TRI}
     assert [(p.k_tri, p.mma) for p in plans["gemm"]] == [(False, tile.DEFAULT_MMA)]
-    assert _emit("symm").count("go out last first") == 1 and "go out last first" not in _emit("trmm")
 
 
 @needs_gxx

@@ -198,8 +198,6 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         names[f"{key}_hi"] = fresh(f"{loop.var}_hi")
     if plan.k_tri:
         names.update({b: fresh(b) for b in ("kl", "ku", "kq")})  # only here: other kernels' names stay
-    if plan.k_grows:
-        names["it"] = fresh("it")
     bounds = []
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
         if (key == "j" and plan.triangular) or (key == "k" and plan.k_tri):
@@ -292,7 +290,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     ctx = {
         "loads": loads, "stages": stages, "steps": steps, "bounds": bounds, "n": names, "cuda": CUDA,
         "inst": inst, "mma": _lambda(inst, names, fresh), "triangular": plan.triangular, "row_j": row_j,
-        "k_tri": plan.k_tri, "reverse": plan.k_grows, "row_k": row_k, "edge": edge,
+        "k_tri": plan.k_tri, "row_k": row_k, "edge": edge,
         "edge_k": decl(plan.red, names["kq"]) if plan.k_tri else "",
         "c": {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "fm": wm // 8, "fn": wn // 8,
               "warps_c": warps_c, "threads": threads, "nbuf": nbuf, "last": nbuf - 1, "wait": nbuf - 2},
