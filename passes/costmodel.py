@@ -411,16 +411,20 @@ class _Model:
         # Row coarsening (plain launches): each thread runs ``rows`` iterations of the y loop, so
         # there are fewer blocks and longer chains, and the rows a stencil reads at several y
         # offsets are loaded once per thread (the unrolled iterations share them: tile.shared_rows).
-        rows = tile.launch_rows(self.tiling, [lp_ for lp_, _ in chain]) if shape == "plain" else 1
-        if rows > 1:
-            y_var = next(lp_.var for lp_, _ in chain if lp_.par == "y")
-            saved = tile.shared_rows(body, y_var, rows)
+        # Streaming (3-D plain launches): the same along z, as a serial loop of ``stream`` planes.
+        loops = [lp_ for lp_, _ in chain]
+        rows = tile.launch_rows(self.tiling, loops) if shape == "plain" else 1
+        stream = tile.launch_stream(self.tiling, loops) if shape == "plain" else 1
+        for axis, count in (("y", rows), ("z", stream)):
+            if count <= 1:
+                continue
+            saved = tile.shared_rows(body, next(lp_.var for lp_ in loops if lp_.par == axis), count)
             for x, share in saved:
                 w0 = _Work()
                 self._access(x, w0, inner_env, x_var)
                 work.sectors = max(0.0, work.sectors - w0.sectors * share)
         blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols") else (
-            _padded_blocks(chain, block, rows))
+            _padded_blocks(chain, block, rows, stream))
         launched = blocks * tpb
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(launched, occ * d.threads_per_sm * d.sms))
@@ -437,7 +441,7 @@ class _Model:
         compute_s = flops / (d.fp64 * min(1.0, resident / d.fp64_lanes))
         # A serial chain's accesses wait longer on a crowded SM (its warps share the load pipes).
         warps_per_sm = min(math.ceil(blocks / d.sms) * math.ceil(tpb / WARP), occ * d.threads_per_sm / WARP)
-        chain_s = rows * (work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps))
+        chain_s = rows * stream * (work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps))
         latency_s = waves * chain_s
         if shape in ("block", "rows", "cols") and coop > 1:
             latency_s += math.log2(coop) * d.access_s  # the tree combine
@@ -696,13 +700,14 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     return block
 
 
-def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1) -> float:
+def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1,
+                   stream: int = 1) -> float:
     """Blocks of a plain launch: each par dimension rounded up to the block's extent in it (times
-    ``rows`` iterations per thread along y)."""
+    ``rows`` iterations per thread along y, ``stream`` along z)."""
     n = 1.0
     for loop, e in chain:
         axis = "xyz".index(loop.par or "x")
-        per = block[axis] * (rows if loop.par == "y" else 1) if axis < len(block) else 1
+        per = block[axis] * {"y": rows, "z": stream}.get(loop.par or "x", 1) if axis < len(block) else 1
         n *= math.ceil(trips(loop, e) / per)
     return n
 

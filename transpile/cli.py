@@ -97,6 +97,9 @@ def main() -> None:
 @click.option("--rows", "rows", type=click.IntRange(1, 16), default=None,
               help="Plain 2-D/3-D launches: consecutive iterations of the y loop per thread, unrolled (default: "
                    "2 where one array is read at several y offsets, a stencil; else 1).")
+@click.option("--stream", "stream", type=click.IntRange(1, 64), default=None,
+              help="Plain 3-D launches: consecutive iterations of the z loop per thread, a serial loop (default: "
+                   "8 where one array is read at several z offsets, a stencil; else 1).")
 @click.option("--sweep", "sweep", metavar="VxWxUxS", default=None, callback=lambda c, p, v: _sweep(v),
               help="Sweep launches (one pass over a matrix for a row and a column reduction: bicg, mvt): "
                    "columns per lane, warps per block, rows loaded before each fold, blocks per SM "
@@ -138,7 +141,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 report: Path | None = None, from_text: Path | None = None, no_reassociate: bool = False,
                 no_mma: bool = False, evolve: bool = False, evolve_rounds: int = 4, evolve_time: float = 900.0,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
-                evolve_llm: bool = False, rows: int | None = None, sweep: tuple[int, int, int, int] | None = None,
+                evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
@@ -159,11 +162,13 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     # off with --no-mma, --no-reassociate, and --tile/--coarsen (which shape the FMA tiles instead).
     schedule = Schedule(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen, shared=not no_shared,
                         mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
-                        rows=rows or defaults.rows, sweep=sweep or defaults.sweep, reassociate=not no_reassociate)
+                        rows=rows or defaults.rows, stream=stream or defaults.stream, sweep=sweep or defaults.sweep,
+                        reassociate=not no_reassociate)
     tiling = replace(schedule.options(), enabled=not naive)
     problem = tiling.problem()
     if problem is not None:
-        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows' / '--sweep'")
+        raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows' / '--stream' / "
+                                                      "'--sweep'")
     for wid in silence_ids:
         silence(wid)
     evolving = None
@@ -172,7 +177,8 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
             raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
         given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
-                                    ("mma", no_mma or no_reassociate), ("rows", rows), ("sweep", sweep),
+                                    ("mma", no_mma or no_reassociate), ("rows", rows), ("stream", stream),
+                                    ("sweep", sweep),
                                     ("block1", 1 in given_blocks), ("block2", 2 in given_blocks),
                                     ("block3", 3 in given_blocks)) if given}
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,

@@ -280,7 +280,10 @@ class StmtPrinter(ir.Visitor):
         self.lines: list[str] = []
         self.rows = 1  # consecutive iterations of the ``y`` par loop per thread (plain launches)
         self.split_rows = True  # rows: an unguarded version for a thread's full group of rows too
-        self.pending_rows: tuple[str, str, str, str, int] | None = None  # the y loop's, for the x loop
+        self.stream = 1  # iterations of the ``z`` par loop per thread, a serial loop (3-D plain launches)
+        # The coarsened loop's (y unrolled, or z serial), for the x loop: counter, its type, the
+        # variable's declaration prefix, the bound, the count, and whether it is the serial z loop.
+        self.pending_rows: tuple[str, str, str, str, int, bool] | None = None
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
         """Render ``stmts`` at the current depth; returns all lines so far."""
@@ -417,7 +420,7 @@ class StmtPrinter(ir.Visitor):
         v = self.expr.ident(s.var)
         counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_g")
         hi = self.bound(s.hi, f"{s.var}_hi")
-        rows = self.rows if a == "y" else 1
+        rows = self.rows if a == "y" else self.stream if a == "z" else 1
         scale = f" * {rows}" if rows > 1 else ""
         start = f"({counter_t}){BLOCK_IDX}.{a} * {BLOCK_DIM}.{a} + {THREAD_IDX}.{a}"
         if rows > 1:
@@ -431,20 +434,28 @@ class StmtPrinter(ir.Visitor):
         self.line(f"for ({init}; {test}; {step}) {{")
         if rows > 1:
             # Row coarsening: this thread's ``rows`` consecutive iterations run inside the x loop
-            # below, unrolled, so that the compiler can keep the rows a stencil shares in registers.
-            assert len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par == "x", \
-                f"row coarsening needs the x par loop directly inside y: {s!r}"
-            self.pending_rows = (counter, counter_t, f"const {ctype(s.ty)} {v} = ({ctype(s.ty)})", hi, rows)
+            # below, unrolled (y), so that the compiler can keep the rows a stencil shares in
+            # registers, or as a serial loop (z: the thread streams through its planes).
+            inner = s.body[0] if len(s.body) == 1 and isinstance(s.body[0], ir.For) else None
+            if a == "z":
+                inner = inner.body[0] if inner is not None and inner.par == "y" and len(inner.body) == 1 \
+                    and isinstance(inner.body[0], ir.For) else None
+            assert inner is not None and inner.par == "x", f"row coarsening needs the x par loop directly inside: {s!r}"
+            self.pending_rows = (counter, counter_t, f"const {ctype(s.ty)} {v} = ({ctype(s.ty)})", hi, rows, a == "z")
             self.block(s.body)
             self.line("}")
             return
         if counter != v:
             self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
-        pending, self.pending_rows = self.pending_rows, None
+        pending = None
+        if a == "x":
+            pending, self.pending_rows = self.pending_rows, None
         if pending is None:
             self.block(s.body)
+        elif pending[5]:
+            self._serial_rows(s, *pending[:4], pending[4])
         else:
-            y_counter, y_t, y_def, y_hi, rows = pending
+            y_counter, y_t, y_def, y_hi, rows, _ = pending
             if not self.split_rows:
                 self._unrolled_rows(s, y_counter, y_t, y_def, y_hi, rows)
                 self.line("}")
@@ -461,6 +472,22 @@ class StmtPrinter(ir.Visitor):
             self.depth -= 1
             self.line("  }")
         self.line("}")
+
+    def _serial_rows(self, s: ir.For, z_counter: str, z_t: str, z_def: str, z_hi: str, rows: int) -> None:
+        """``s``'s body for planes ``z_counter + 0 .. rows - 1`` (below ``z_hi``) of a streaming thread,
+        a serial loop: the next plane's loads meet the ones this thread just made in L1."""
+        end = self.namer.fresh("plane_end")
+        plane = self.namer.fresh("plane")
+        self.line("  " + self.mark("index", f"const {z_t} {end} = {z_counter} + {rows} < {z_hi} ? {z_counter} + {rows} : {z_hi};"))
+        # Not unrolled: ptxas gave heat-3d's streaming body 76 registers unrolled, 40 not (sm_90).
+        self.line("  #pragma unroll 1")
+        self.line(f"  for ({self.mark('index', f'{z_t} {plane} = {z_counter}')}; {self.mark('guard', f'{plane} < {end}')}; "
+                  f"{self.mark('index', f'++{plane}')}) {{")
+        self.depth += 1
+        self.line("  " + self.mark("index", f"{z_def}{plane};"))
+        self.block(s.body)
+        self.depth -= 1
+        self.line("  }")
 
     def _unrolled_rows(self, s: ir.For, y_counter: str, y_t: str, y_def: str, y_hi: str | None, rows: int) -> None:
         """``s``'s body for rows ``y_counter + 0 .. rows - 1`` of a row-coarsened thread, unrolled;
@@ -811,6 +838,7 @@ class _KernelEmitter:
                     {"kind": "launch", "kernel": name, "args": args, **config})
         printer = StmtPrinter(self.expr, namer)
         printer.rows = self._rows(chain)
+        printer.stream = tile.launch_stream(self.tiling, chain)
         # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
         # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
         # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
@@ -848,7 +876,8 @@ class _KernelEmitter:
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
             t = self.host_namer.fresh(f"{loop.var}_n")
             trips.append({"name": t, "expr": self.trip_count(loop)})
-            per = shape[a] * (self._rows(chain) if loop.par == "y" else 1)
+            per = shape[a] * (self._rows(chain) if loop.par == "y" else
+                              tile.launch_stream(self.tiling, chain) if loop.par == "z" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
         block = [f"{b}u" for b in shape]
         if len(chain) == 1 and shape[0] % 64 == 0:

@@ -87,6 +87,7 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "block2": ((32, 8, 1), (32, 4, 1), (32, 16, 1), (64, 4, 1), (128, 2, 1), (16, 16, 1), (256, 1, 1)),
     "block3": ((32, 4, 2), (32, 8, 1), (32, 2, 4), (64, 4, 1), (16, 8, 2)),
     "rows": (0, 1, 2, 4, 8),  # 0: automatic (passes.tile.launch_rows)
+    "stream": (0, 1, 4, 16),  # 0: automatic (passes.tile.launch_stream)
     "sweep": (tiles.DEFAULT_SWEEP, (4, 8, 2, 16), (4, 8, 4, 16), (8, 8, 1, 16), (8, 8, 2, 8), (2, 8, 4, 16),
               (4, 16, 1, 8), (4, 8, 2, 8), (4, 8, 2, 32)),
 }
@@ -109,6 +110,7 @@ class Schedule:
     block2: Block = tiles.DEFAULT_BLOCKS[1]
     block3: Block = tiles.DEFAULT_BLOCKS[2]
     rows: int = 0
+    stream: int = 0
     sweep: tuple[int, int, int, int] = tiles.DEFAULT_SWEEP
     reassociate: bool = True  # not searched: --no-reassociate is the user's constraint (it also forbids mma)
 
@@ -117,7 +119,7 @@ class Schedule:
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
                             mma_inst=self.mma_inst, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
-                            sweep=self.sweep)
+                            stream=self.stream, sweep=self.sweep)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
