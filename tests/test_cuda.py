@@ -124,7 +124,15 @@ def test_flattened_indices() -> None:
     n_, m_ = v("n"), v("m")
     assert show(at("A", x, y), A=(m_,)) == "A[(long long)x * m + y]"
     assert show(at("A", x, y, z), A=(m_, c(4))) == "A[((long long)x * m + y) * 4 + z]"
-    assert show(at("A", b("+", x, c(1)), y), A=(b("+", m_, c(1)),)) == "A[(long long)(x + 1) * (m + 1) + y]"
+    # Constant offsets are added to the flattened variable part (a stencil's neighbours share it);
+    # not when the variable part is an extent (n - 1) or unsigned, nor for a constant subscript alone.
+    assert show(at("A", b("+", x, c(1)), y), A=(b("+", m_, c(1)),)) == "A[(long long)x * (m + 1) + y + 1LL * (m + 1)]"
+    assert show(at("A", b("+", x, c(1)), y, b("-", z, c(1))), A=(n_, n_)) == \
+        "A[((long long)x * n + y) * n + z + (1LL * n * n - 1LL)]"
+    assert show(at("A", b("+", c(1), x), b("-", y, c(1))), A=(n_,)) == "A[(long long)x * n + y + (1LL * n - 1LL)]"
+    assert show(at("A", x, b("-", y, c(1))), A=(n_,)) == "A[(long long)x * n + y - 1LL]"
+    assert show(at("A", b("-", n_, c(1)), y), A=(n_,)) == "A[(long long)(n - 1) * n + y]"
+    assert show(at("A", b("+", v("u", U32), c(1)), y), A=(n_,)) == "A[(long long)(u + (unsigned int)1) * n + y]"
     assert show(at("A", c(0), y), A=(n_,)) == "A[y]"
     assert show(at("A", c(2), y), A=(n_,)) == "A[2LL * n + y]"
     assert show(at("A", x, c(0), c(0)), A=(n_, m_)) == "A[(long long)x * n * m]"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -184,10 +184,25 @@ class ExprPrinter(ir.Visitor):
         dims = self.extents.get(e.array)
         assert dims is not None and len(dims) == len(e.indices) - 1, f"no extents to flatten {e!r}"
         indices = e.indices
+        # Constant offsets (A[i + 1][j][k - 1]) are summed apart from the variable part:
+        # ((i * n1 + j) * n2 + k) + (n1 * n2 - 1), so the neighbours of a stencil point share one
+        # flattened index (computed once) and add loop-invariant offsets; as one expression,
+        # ((i + 1) * n1 + j) * n2 + (k - 1) each, nvcc kept 76 registers for heat-3d's body (40 split).
+        sizes = {n.name for d in self.extents.values() for x in d for n in ir.walk(x) if isinstance(n, ir.Var)}
+        split = [_split_offset(ix, sizes) for ix in indices]
+        offset = None
+        # (Only where a neighbour's variable part is left: A[2][j] stays 2 * n + j.)
+        if all(p is not None for p in split) and any(p[1] and not isinstance(p[0], ir.Const)  # type: ignore[index]
+                                                     for p in split):
+            offset = self._flat_offset([p[1] for p in split], dims)  # type: ignore[index]
+            indices = tuple(p[0] for p in split)  # type: ignore[index]
         while len(indices) > 1 and isinstance(indices[0], ir.Const) and indices[0].value == 0:
             indices, dims = indices[1:], dims[1:]  # A[0][j] is A[j]
         if len(indices) == 1:
-            return f"{name}[{self(indices[0])}]", PREC_POSTFIX
+            if offset is None:
+                return f"{name}[{self(indices[0])}]", PREC_POSTFIX
+            base = literal(0, ir.I64)[0] if _is_zero(indices[0]) else self.cast_to(indices[0], INDEX_TYPE)
+            return f"{name}[{self.mark('index', _plus(base, offset))}]", PREC_POSTFIX
         first = indices[0]
         if isinstance(first, ir.Const):
             acc, prec = literal(first.value, ir.I64)
@@ -201,7 +216,23 @@ class ExprPrinter(ir.Visitor):
             acc, prec = f"{left} * {self.operand(dim, PREC['*'] + 1)}", PREC["*"]
             if not _is_zero(ix):
                 acc, prec = f"{acc} + {self.operand(ix, PREC['+'] + 1)}", PREC["+"]
+        if offset is not None:
+            acc = _plus(acc, offset)
         return f"{name}[{self.mark('index', acc)}]", PREC_POSTFIX
+
+    def _flat_offset(self, consts: Sequence[int], dims: Sequence[ir.Expr]) -> str:
+        """``((c0 * n1 + c1) * n2 + c2)...`` in 64 bits, zero terms left out; parenthesised unless one
+        term.  ``consts`` are the subscripts' constant parts, ``dims`` the extents after the first."""
+        acc, prec = "", 0
+        for k, c in enumerate(consts):
+            if k and acc:
+                left = acc if prec >= PREC["*"] else f"({acc})"
+                acc, prec = f"{left} * {self.operand(dims[k - 1], PREC['*'] + 1)}", PREC["*"]
+            if c and acc:
+                acc, prec = f"{acc} {'+' if c > 0 else '-'} {literal(abs(c), ir.I64)[0]}", PREC["+"]
+            elif c:
+                acc, prec = literal(c, ir.I64)
+        return acc if prec >= PREC["*"] else f"({acc})"
 
     def visit_Unary(self, e: ir.Unary) -> tuple[str, int]:
         inner = self.operand(e.operand, PREC_UNARY)
@@ -508,6 +539,30 @@ class StmtPrinter(ir.Visitor):
             self.depth -= 1
             self.line("    }")
         self.line("  }")
+
+
+def _plus(acc: str, offset: str) -> str:
+    """``acc + offset``, or ``acc - term`` for an offset that is one negative term."""
+    return f"{acc} - {offset[1:]}" if offset.startswith("-") else f"{acc} + {offset}"
+
+
+def _split_offset(ix: ir.Expr, sizes: set[str]) -> tuple[ir.Expr, int] | None:
+    """A signed integer subscript as (variable part, constant) where the variable part reads a
+    variable that is no array extent (a loop index, not ``n``): ``i + 1`` -> (i, 1), ``1 + i`` ->
+    (i, 1), ``w - 2 * i - 1`` -> (w - 2 * i, -1); ``3`` -> (0, 3); anything else -> (ix, 0).  None
+    if unsigned, or for ``n - 1`` (splitting an extent's neighbour only spreads loop-invariant
+    arithmetic)."""
+    if not (ix.ty.is_int and ix.ty.is_signed):  # type: ignore[union-attr]
+        return None
+    if isinstance(ix, ir.Const):
+        return ir.Const(0, ix.ty), int(ix.value)
+    if isinstance(ix, ir.Binary) and ix.op in ("+", "-") and ix.lhs.ty == ix.ty and ix.rhs.ty == ix.ty:
+        var, const = (ix.lhs, ix.rhs) if isinstance(ix.rhs, ir.Const) else (ix.rhs, ix.lhs) if ix.op == "+" else (None, None)
+        if var is not None and isinstance(const, ir.Const):
+            if not any(isinstance(n, ir.Var) and n.name not in sizes for n in ir.walk(var)):
+                return None
+            return var, int(const.value) * (-1 if ix.op == "-" else 1)
+    return ix, 0
 
 
 def _is_zero(e: ir.Expr) -> bool:

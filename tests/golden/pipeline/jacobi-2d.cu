@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_kernel0(int n, const dou
     const int j_hi = n - 1;
     for (long long j_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_g < j_hi; j_g += (long long)gridDim.x * blockDim.x) {
       const int j = (int)j_g;
-      B[(long long)i * n + j] = 0.2 * (A[(long long)i * n + j] + A[(long long)i * n + (j - 1)] + A[(long long)i * n + (1 + j)] + A[(long long)(1 + i) * n + j] + A[(long long)(i - 1) * n + j]);
+      B[(long long)i * n + j] = 0.2 * (A[(long long)i * n + j] + A[(long long)i * n + j - 1LL] + A[(long long)i * n + j + 1LL] + A[(long long)i * n + j + 1LL * n] + A[(long long)i * n + j - 1LL * n]);
     }
   }
 }
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_kernel1(int n, double *_
     const int j_hi = n - 1;
     for (long long j_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_g < j_hi; j_g += (long long)gridDim.x * blockDim.x) {
       const int j = (int)j_g;
-      A[(long long)i * n + j] = 0.2 * (B[(long long)i * n + j] + B[(long long)i * n + (j - 1)] + B[(long long)i * n + (1 + j)] + B[(long long)(1 + i) * n + j] + B[(long long)(i - 1) * n + j]);
+      A[(long long)i * n + j] = 0.2 * (B[(long long)i * n + j] + B[(long long)i * n + j - 1LL] + B[(long long)i * n + j + 1LL] + B[(long long)i * n + j + 1LL * n] + B[(long long)i * n + j - 1LL * n]);
     }
   }
 }

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(256) kernel_seidel_2d_kernel0(int n, double *_
   for (long long i_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_g < i_hi; i_g += (long long)gridDim.x * blockDim.x) {
     const int i = (int)i_g;
     if (1 <= w - 2 * i && w - 2 * i < n - 1) {
-      A[(long long)i * n + (w - 2 * i)] = (A[(long long)(i - 1) * n + (w - 2 * i - 1)] + A[(long long)(i - 1) * n + (w - 2 * i)] + A[(long long)(i - 1) * n + (w - 2 * i + 1)] + A[(long long)i * n + (w - 2 * i - 1)] + A[(long long)i * n + (w - 2 * i)] + A[(long long)i * n + (w - 2 * i + 1)] + A[(long long)(i + 1) * n + (w - 2 * i - 1)] + A[(long long)(i + 1) * n + (w - 2 * i)] + A[(long long)(i + 1) * n + (w - 2 * i + 1)]) / 9.0;
+      A[(long long)i * n + (w - 2 * i)] = (A[(long long)i * n + (w - 2 * i) + (-1LL * n - 1LL)] + A[(long long)i * n + (w - 2 * i) - 1LL * n] + A[(long long)i * n + (w - 2 * i) + (-1LL * n + 1LL)] + A[(long long)i * n + (w - 2 * i) - 1LL] + A[(long long)i * n + (w - 2 * i)] + A[(long long)i * n + (w - 2 * i) + 1LL] + A[(long long)i * n + (w - 2 * i) + (1LL * n - 1LL)] + A[(long long)i * n + (w - 2 * i) + 1LL * n] + A[(long long)i * n + (w - 2 * i) + (1LL * n + 1LL)]) / 9.0;
     }
   }
 }
