@@ -107,17 +107,7 @@ def test_automatic_rows_coarsen_the_launches_that_share_rows_only() -> None:
     ``AUTO_ROWS`` rows per thread; every other launch, and the naive mapping, gets one."""
     from dataclasses import replace
 
-    from transpile import ir
-
-    def par_chains(lowered: object) -> list[list[ir.For]]:
-        out = []
-        for lp in (s for k in lowered.kernels for s in ir.walk(k) if isinstance(s, ir.Launch)):  # type: ignore[attr-defined]
-            chain, body = [], list(lp.body)
-            while len(body) == 1 and isinstance(body[0], ir.For) and body[0].par:
-                chain.append(body[0])
-                body = list(body[0].body)
-            out.append(chain)
-        return out
+    from tests.test_stream import chains as par_chains
 
     auto = tile.Options()
     for name in ("jacobi_2d", "fdtd_2d", "heat_3d"):
