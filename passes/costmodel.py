@@ -567,6 +567,15 @@ class _Model:
         hide = min(1.0, occ / d.hiding_occupancy)  # too few warps per SM cannot hide the pipeline's latency
         compute_s = flops / (rate * fill * hide)
         latency_s = waves * math.ceil(k / bk) * d.step_s
+        if shape == "mma" and plan.mma is not None and plan.k_tri:
+            # The terms outside a tile's common k range: about bm / 2 per row (unit-affine bounds).
+            # On the tensor cores (mma_edge): bm more k, in unpipelined steps of two barriers each;
+            # else one by one on the FMA pipes, their operands from global memory.
+            if plan.mma_edge:
+                latency_s += waves * math.ceil(bm / bk) * 2 * d.step_s
+            else:
+                edge = body.flops * tiles * bm * bn * bm / 2  # part of flops, at the FMA rate
+                compute_s += edge / (d.fp64 * 0.7 * fill * hide)
         terms = {"dram_s": dram / d.dram_bw, "cache_s": cache / d.l2_bw, "compute_s": compute_s,
                  "latency_s": latency_s}
         seconds = max(terms.values()) * self._spill_penalty(li.kernel)

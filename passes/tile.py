@@ -60,10 +60,12 @@ before; a block's ``k`` loop covers the union of its rows' ranges, one
 interval (see :func:`_unit_affine`); a row operand element is loaded only
 inside its own row's range (an element outside it need not exist), a column
 operand's ``k`` lies in some row's range.  On tensor cores (a bilinear update,
-:mod:`transpile.cuda_mma`) only the ``k`` range common to all of a block's rows
-goes through the MMAs: an MMA cannot skip a row's terms, and a zero operand is
-not a skipped term (0 * inf is NaN); each row's other terms are then added one
-by one, guarded to its own range (reassociation, like every MMA sum).
+:mod:`transpile.cuda_mma`) the ``k`` range common to all of a block's rows
+goes through the pipelined MMAs; an MMA cannot skip a row's terms, and a zero
+operand is not a skipped term (0 * inf is NaN), so each row's other terms go
+through masked MMA steps only where the column factors they meet are finite,
+else one by one, guarded to its own range (``mma_edge``; reassociation, like
+every MMA sum).
 
 **The plan.**  A block computes a ``bm x bn`` tile of the ``(i, j)`` space
 with ``(bm/tm) x (bn/tn)`` threads; each thread owns a ``tm x tn`` micro-tile
@@ -122,9 +124,12 @@ MAX_THREADS = 1024
 DEFAULT_MMA = (64, 64, 8, 32, 32, 4)
 #: ... and for the triangular form (the same shape: half the tiles astride the diagonal).
 DEFAULT_MMA_TRIANGULAR = DEFAULT_MMA
-#: ... and when k's bounds read i (symm, trmm: each row's terms outside the block's common k range go
-#: through the FMA pipes one by one, so fewer rows per block).  Measured on the H200 against the default
-#: (bench/results/h200_run21_mma.md, EXTRALARGE): symm 1.40 -> 1.12 ms, trmm 0.610 -> 0.585 ms.
+#: ... and when k's bounds read i (symm, trmm) with ``Options.mma_edge`` off: each row's terms outside
+#: the block's common k range then go through the FMA pipes one by one, so fewer rows per block.
+#: Measured on the H200 against the default (bench/results/h200_run21_mma.md, EXTRALARGE): symm
+#: 1.40 -> 1.12 ms, trmm 0.610 -> 0.585 ms.  With the edge terms on the tensor cores (the default) the
+#: default shape is the fastest measured (bench/results/h200_run25b.md: symm 0.835 ms against 0.910 for
+#: 32x128x8x16x32x3 and 1.016 for this one; trmm 0.403 against 0.445).
 DEFAULT_MMA_K_TRI = (32, 64, 8, 16, 32, 4)
 #: The f64 ``mma.sync`` instructions, as (rows, k) of an ``m{rows}n8k{k}`` fragment product:
 #: m8n8k4 (sm_80 and later) and the sm_90 shapes m16n8k4, m16n8k8 and m16n8k16.
@@ -173,6 +178,7 @@ class Options:
     mma: bool | None = None
     mma_shape: tuple[int, int, int, int, int, int] = DEFAULT_MMA
     mma_inst: tuple[int, int] = DEFAULT_MMA_INST  # (rows, k) of the f64 mma.sync instruction
+    mma_edge: bool = True  # triangular k: the rows' terms outside the common range on the tensor cores too
     blocks: tuple[tuple[int, int, int], ...] = DEFAULT_BLOCKS
     rows: int = 0  # plain launches: consecutive iterations of the y par loop per thread (0: launch_rows decides)
     stream: int = 0  # 3-D plain launches: iterations of the z par loop per thread, a serial loop (0: launch_stream)
@@ -257,6 +263,7 @@ class Plan:
     # it (``update``), and ``X[i][j] = h(X[i][j], t, ...)`` after it (``epilogue``); else None.
     scalar: ir.Decl | None = None
     epilogue: ir.Assign | None = None
+    mma_edge: bool = True  # k_tri on tensor cores: the edge terms too, masked (Options.mma_edge)
 
     @property
     def output(self) -> ir.Index:
@@ -391,15 +398,17 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     bk = DEFAULT_BK
     p = Plan(row, col, red, update, pre, post, operands, bm, bn, bk, tm, tn, opts.shared,  # type: ignore[arg-type]
              triangular, mirror, diag,  # type: ignore[arg-type]
-             # NOTE: with a triangular k, the tensor cores take only the k range common to all of a
+             # NOTE: with a triangular k, the pipelined MMAs take only the k range common to all of a
              # block's rows (an MMA cannot skip a row's terms, and a zero operand is not a skipped
-             # term: 0 * inf is NaN); each row's other terms are added one by one (cuda_mma).
+             # term: 0 * inf is NaN); each row's other terms follow in masked steps where the column
+             # factors are finite, else one by one (cuda_mma, mma_edge).
              # A scalar accumulator: the f64 fragments start from its initial value (always present:
              # see the scalar form's conditions above).
              None if opts.mma is False or not opts.shared or (scalar is not None and scalar.ty != ir.F64)
              else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA
-             else DEFAULT_MMA_K_TRI if k_tri and opts.mma_shape == DEFAULT_MMA else opts.mma_shape,
-             opts.mma_inst, k_tri, scalar, epilogue)
+             else DEFAULT_MMA_K_TRI if k_tri and not opts.mma_edge and opts.mma_shape == DEFAULT_MMA
+             else opts.mma_shape,
+             opts.mma_inst, k_tri, scalar, epilogue, opts.mma_edge)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None

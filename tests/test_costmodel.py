@@ -104,6 +104,18 @@ def test_m8n8k4_is_priced_at_half_the_tensor_rate() -> None:
     assert m16.seconds < m8.seconds
 
 
+
+@pytest.mark.parametrize("name, sizes", [("trmm", {"m": 2000, "n": 2600}), ("symm", {"m": 2000, "n": 2600})])
+def test_triangular_k_edge_terms_are_cheaper_on_the_tensor_cores(name: str, sizes: dict[str, int]) -> None:
+    # The terms outside a tile's common k range: masked steps on the tensor cores (the default) against
+    # one by one on the FMA pipes (mma_edge=False), measured faster on the H200 (docs/tiling.md).
+    m = c_kernel(name)
+    on = estimate(m, sizes)
+    off = estimate(m, sizes, opts=tile.Options(mma_edge=False))
+    assert [c.shape for c in on.launches] == [c.shape for c in off.launches] and "mma" in [c.shape for c in on.launches]
+    assert on.seconds < off.seconds
+    assert sum(c.flops for c in on.launches) == sum(c.flops for c in off.launches)
+
 def test_serial_chain_is_latency_bound() -> None:
     m = c_kernel("durbin")
     est = estimate(m, {"n": 4000})

@@ -40,10 +40,10 @@ def _emit(name: str, options: tile.Options | None = None, *, reassociate: bool =
     return cuda.emit(module, source=f"{name}.c", tiling=options)
 
 
-def _plans(name: str) -> list[tile.Plan]:
+def _plans(name: str, options: tile.Options | None = None) -> list[tile.Plan]:
     module = pipeline.lower(frontend.load(KERNELS / f"{name}.c"))
     launches = [s for k in module.kernels for s in ir.walk(k) if isinstance(s, ir.Launch)]
-    return [p for p in (tile.plan(x) for x in launches) if p is not None]
+    return [p for p in (tile.plan(x, options) if options else tile.plan(x) for x in launches) if p is not None]
 
 
 @pytest.mark.parametrize("name", sorted(MMA))
@@ -150,11 +150,14 @@ extern "C" int dmma_test(const double *A, const double *B, double *D)
 
 
 def test_triangular_k_shape() -> None:
-    # symm's two launches (k < i, then k > i) and trmm's (k > i) get the k_tri shape; gemm the default.
-    plans = {name: [p for p in _plans(name) if p.mma is not None] for name in ("symm", "trmm", "gemm")}
-    assert [p.k_tri for p in plans["symm"] + plans["trmm"]] == [True] * 3
-    assert {p.mma for p in plans["symm"] + plans["trmm"]} == {tile.DEFAULT_MMA_K_TRI}
-    assert [(p.k_tri, p.mma) for p in plans["gemm"]] == [(False, tile.DEFAULT_MMA)]
+    # symm's two launches (k < i, then k > i) and trmm's (k > i) get the default shape with their edge
+    # terms on the tensor cores, the k_tri shape without; gemm the default either way.
+    for edge, shape in ((True, tile.DEFAULT_MMA), (False, tile.DEFAULT_MMA_K_TRI)):
+        plans = {name: [p for p in _plans(name, tile.Options(mma_edge=edge)) if p.mma is not None]
+                 for name in ("symm", "trmm", "gemm")}
+        assert [p.k_tri for p in plans["symm"] + plans["trmm"]] == [True] * 3
+        assert {p.mma for p in plans["symm"] + plans["trmm"]} == {shape}
+        assert [(p.k_tri, p.mma) for p in plans["gemm"]] == [(False, tile.DEFAULT_MMA)]
 
 
 @needs_gxx
@@ -307,6 +310,26 @@ def test_triangular_k_matches_the_reference(tmp_path: Path, shape: str, mma: str
         assert report.ok and report.stage("c").status == "pass", (n, report.summary())
 
 
+
+@needs_gxx
+@pytest.mark.parametrize("shape", ["upper-edge", "lower-edge"])
+def test_triangular_k_row_factor_not_zero_at_zero(tmp_path: Path, shape: str) -> None:
+    """A row factor that is not zero where its operand is (``a + 0.5``): the edge steps must zero
+    the factor outside each row's range, not only leave the staged element zero."""
+    path = tmp_path / "tri.ir"
+    path.write_text(_tri_source(shape).replace("a[AI][AK] * b[k][j]", "(a[AI][AK] + 0.5) * b[k][j]")
+                    .replace("a[i][k] * b[k][j]", "(a[i][k] + 0.5) * b[k][j]")
+                    .replace("a[k][i] * b[k][j]", "(a[k][i] + 0.5) * b[k][j]"))
+    assert "+ 0.5" in path.read_text()
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    out = cuda.emit(lowered, source=path.name, tiling=tile.Options(mma_shape=SMALL["cp.async"]))
+    assert len(DMMA.findall(out)) == 1 and "isfinite(" in out
+    (report,) = verify_module(module, out, source=path, lowered=lowered,
+                              options=Options(seed=5, mode="full", sizes={"n": 37, "p": 42}, stages="abc",
+                                              gpu=False))
+    assert report.ok and report.stage("c").status == "pass", report.summary()
+
 @needs_gxx
 def test_triangular_k_never_multiplies_outside_a_rows_range(tmp_path: Path) -> None:
     """b's rows that no output row's k range reaches hold inf and NaN: a zero-masked operand would
@@ -336,6 +359,58 @@ def test_triangular_k_never_multiplies_outside_a_rows_range(tmp_path: Path) -> N
     assert np.isfinite(c).all()
     np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
 
+
+
+#: Rows of b that some output rows' k ranges take and others' (in the same row tile) do not.
+POISON = {"lower-edge": 5, "upper-edge": 20, "no-common-k": 9}
+
+
+@needs_gxx
+@pytest.mark.parametrize("shape", sorted(POISON))
+@pytest.mark.parametrize("mma, edge", [("cp.async", True), ("m16-prefetch", True), ("k16", True),
+                                       ("cp.async", False)])
+def test_triangular_k_edge_terms_keep_non_finite_columns_to_their_rows(
+        tmp_path: Path, shape: str, mma: str, edge: bool) -> None:
+    """The edge steps put zeros in the row factors outside each row's range: with inf and NaN in a
+    column factor that only some rows of a tile take, a warp must add that step's terms one by one,
+    or the other rows turn NaN (0 * inf).  The outputs match the loop nest exactly in where they are
+    finite, inf or NaN."""
+    from transpile.sim.build import build
+    from transpile.sim.runner import run_isolated
+
+    path = tmp_path / "tri.ir"
+    path.write_text(_tri_source(shape))
+    module = frontend.load(path)
+    out = cuda.emit(pipeline.lower(module), source=path.name,
+                    tiling=tile.Options(mma_shape=SMALL[mma], mma_edge=edge))
+    assert ("isfinite(" in out) == edge and len(DMMA.findall(out)) == 1
+    cu = tmp_path / "tri.cu"
+    cu.write_text(out)
+    n, p = 37, 42
+    ra, rb = TRI_SHAPES[shape]["RA"], TRI_SHAPES[shape]["RB"]
+    dims = {"n": n, "p": p}
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((dims[ra], dims[rb]))
+    b = rng.standard_normal((p, n))
+    poison = POISON[shape]
+    b[poison, :] = np.inf
+    b[poison, ::3] = np.nan
+    c = rng.standard_normal((n, n))
+    lo = {"lower-edge": lambda i: i + 1, "upper-edge": lambda i: 0, "no-common-k": lambda i: i}[shape]
+    hi = {"lower-edge": lambda i: p, "upper-edge": lambda i: i, "no-common-k": lambda i: i + 5}[shape]
+    want = c.copy()
+    for i in range(n):
+        for k in range(lo(i), hi(i)):
+            aik = a[k, i] if shape == "lower-edge" else a[i, k]
+            want[i, :] += aik * b[k, :]
+    takes = np.array([lo(i) <= poison < hi(i) for i in range(n)])
+    assert takes.any() and not takes.all()  # the poisoned row splits the rows
+    run = run_isolated(build(cu, tmp_path), "tri", np.int32(n), np.int32(p), a, b, c)
+    assert run.ok, run
+    assert np.isfinite(c[~takes]).all()
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(c), np.isinf(want))
+    np.testing.assert_allclose(c, want, rtol=1e-12, atol=1e-12)
 
 #: Scalar accumulators (symm's first launch): the accumulators start at t's init, the epilogue is
 #: evaluated once per output; with a rectangular and with a triangular k.

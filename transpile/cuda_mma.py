@@ -30,11 +30,15 @@ staging into one buffer and the next step is prefetched into registers.
 Guards, the triangular column interval, the mirror and diagonal statements
 are those of :mod:`transpile.cuda_tiled` (same exactness argument for what is
 loaded and stored; zero fill for the rest).  A triangular ``k`` (trmm, symm's
-second launch) runs the MMAs over the range every row of the block tile takes
-(the intersection of their ranges; empty when they share none) and then adds
-each row's terms outside it one at a time, ``k`` outermost and every row
-guarded to its own range, from global memory: no term outside a row's range is
-ever multiplied (``tests/test_mma.py`` puts inf and NaN where it would show).  :func:`_fit` shrinks the shape
+second launch) runs the pipelined MMAs over the range every row of the block
+tile takes (the intersection of their ranges; empty when they share none) and
+then the rest of the union of the rows' ranges in *edge steps* (``Plan.mma_edge``):
+staged with plain loads, each row factor outside its own row's range an exact
+zero at the fragment, on the tensor cores when every column factor the warp
+meets in the step is finite, else one term at a time, ``k`` outermost, every row
+guarded to its own range, from global memory (the only form with ``mma_edge``
+off): no term outside a row's range is ever multiplied into a result
+(``tests/test_mma.py`` puts inf and NaN where it would show).  :func:`_fit` shrinks the shape
 until it fits 48 KB of static shared memory.
 
 The instruction (:func:`instruction`: ``Plan.mma_inst``, one of
@@ -198,6 +202,8 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         names[f"{key}_hi"] = fresh(f"{loop.var}_hi")
     if plan.k_tri:
         names.update({b: fresh(b) for b in ("kl", "ku", "kq")})  # only here: other kernels' names stay
+        if plan.mma_edge:
+            names.update({b: fresh(b) for b in ("kmn", "kmx", "ke", "kf", "fin", "v")})
     bounds = []
     for loop, key in ((plan.row, "i"), (plan.col, "j"), (plan.red, "k")):
         if (key == "j" and plan.triangular) or (key == "k" and plan.k_tri):
@@ -242,11 +248,15 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
             "decls": [decl(loop, names["gr"]), decl(plan.red, names["gk"])],
             "value": p(e),
             "in_rows": in_rows,
+            # The edge steps (triangular k): k in [kb, kb + kn), a row operand only inside its row's range.
+            "in_edge": f"{in_rows} && {names['gk']} < {names['kb']} + {names['kn']}" + (
+                f" && {names['gk']} >= {row_k['gr'][0]} && {names['gk']} < {row_k['gr'][1]}" if row else ""),
             # cp.async: per element a running source pointer, advanced by bk * (elements per unit of k).
             "ptr": fresh(f"g{side[0]}{len(stages)}"), "rowok": fresh(f"v{side[0]}{len(stages)}"),
             "stride": fresh(f"d{side[0]}{len(stages)}"), "cstride": fresh(f"e{side[0]}{len(stages)}"),
         })
         st = stages[-1]
+        st["at_edge"] = st["at_buf"] if copy else st["at"]  # the edge steps stage into buffer 0
         k0 = f"{names['k_lo']} + {kk_}"
         st["probes"] = [  # element 0 at k_lo; the same at k_lo + 1; element 1 at k_lo
             {"t": names["tid"], "k": k0, "set": f"{st['ptr']} = ", "end": ""},
@@ -290,7 +300,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     ctx = {
         "loads": loads, "stages": stages, "steps": steps, "bounds": bounds, "n": names, "cuda": CUDA,
         "inst": inst, "mma": _lambda(inst, names, fresh), "triangular": plan.triangular, "row_j": row_j,
-        "k_tri": plan.k_tri, "row_k": row_k, "edge": edge,
+        "k_tri": plan.k_tri, "row_k": row_k, "edge": edge, "edge_mma": plan.k_tri and plan.mma_edge,
         "edge_k": decl(plan.red, names["kq"]) if plan.k_tri else "",
         "c": {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "fm": wm // 8, "fn": wn // 8,
               "warps_c": warps_c, "threads": threads, "nbuf": nbuf, "last": nbuf - 1, "wait": nbuf - 2},
@@ -311,21 +321,26 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     cfg["grid"] = tile_grid(config, plan.triangular, bm, bn)
     cfg["shape"] = "mma"
     cfg["block"] = [f"{threads}u", "1u", "1u"]
-    blocks = _min_blocks(threads, wm, wn, inst) if copy else 0
+    blocks = _min_blocks(threads, wm, wn, inst, edge=plan.k_tri and plan.mma_edge) if copy else 0
     bounds_arg = f"{threads}, {blocks}" if blocks > 1 else f"{threads}"
     return f"{cu.GLOBAL} void {cu.LAUNCH_BOUNDS}({bounds_arg})", body, cfg
 
 
 
-def _min_blocks(threads: int, wm: int, wn: int, inst: Instruction) -> int:
+def _min_blocks(threads: int, wm: int, wn: int, inst: Instruction, *, edge: bool = False) -> int:
     """Blocks per SM ``__launch_bounds__`` asks for: as many as the registers allow when each thread
-    keeps its accumulators, one k step's fragments and :data:`REG_BASE` more.
+    keeps its accumulators, one k step's fragments and :data:`REG_BASE` more; with the edge steps of a
+    triangular k (``edge``), also its rows' k ranges and the block's (64-bit bounds).
 
     NOTE: a tighter cap spills inside the k loop: gemm's 32x32 warp tile at 128 threads and a cap of
     128 registers (4 blocks) measured 0.47 of cuBLAS on the H200 against 0.50 with 3 blocks
     (bench/results/h200_mma.md); 64x32 warp tiles spilled 344 bytes under the old fixed cap of 168.
+    symm and trmm's 32x32 warp tiles with edge steps spilled 528 bytes at 3 blocks (168 registers);
+    at 2 they ran 1.22x (symm) and 1.11x (trmm) faster on the H200 (bench/results/h200_run25b.md).
     """
     need = 2 * (wm * wn // 32) + 2 * inst.quarters * (wm // 8 + wn // 8) + REG_BASE
+    if edge:
+        need += 2 * 2 * (wm // 8) + 8  # kl/ku per fragment row; k_lo, k_hi, kmn, kmx
     return REGISTERS // (threads * need)
 
 

@@ -83,6 +83,7 @@ SPACE: dict[str, tuple[Any, ...]] = {
                   (32, 32, 8, 16, 16, 2), (64, 64, 8, 32, 32, 2), (128, 64, 8, 64, 32, 3),
                   (32, 128, 8, 16, 32, 3)),
     "mma_inst": (tiles.DEFAULT_MMA_INST,) + tuple(i for i in tiles.MMA_INSTRUCTIONS if i != tiles.DEFAULT_MMA_INST),
+    "mma_edge": (True, False),  # triangular k: edge terms on the tensor cores (masked) or one by one
     "block1": ((256, 1, 1), (128, 1, 1), (512, 1, 1), (1024, 1, 1), (64, 1, 1)),
     "block2": ((32, 8, 1), (32, 4, 1), (32, 16, 1), (64, 4, 1), (128, 2, 1), (16, 16, 1), (256, 1, 1)),
     "block3": ((32, 4, 2), (32, 8, 1), (32, 2, 4), (64, 4, 1), (16, 8, 2)),
@@ -106,6 +107,7 @@ class Schedule:
     coarsen: Pair = tiles.DEFAULT_COARSEN
     mma_shape: tuple[int, int, int, int, int, int] = tiles.DEFAULT_MMA
     mma_inst: Pair = tiles.DEFAULT_MMA_INST
+    mma_edge: bool = True
     block1: Block = tiles.DEFAULT_BLOCKS[0]
     block2: Block = tiles.DEFAULT_BLOCKS[1]
     block3: Block = tiles.DEFAULT_BLOCKS[2]
@@ -118,7 +120,7 @@ class Schedule:
         """The emitter's options (:mod:`passes.tile`)."""
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
-                            mma_inst=self.mma_inst, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
+                            mma_inst=self.mma_inst, mma_edge=self.mma_edge, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
                             stream=self.stream, sweep=self.sweep)
 
     def problem(self) -> str | None:
