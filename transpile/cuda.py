@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 import jinja2
 import numpy as np
@@ -143,9 +144,13 @@ class ExprPrinter(ir.Visitor):
 
     def __init__(self, extents: Mapping[str, tuple[ir.Expr, ...]] | None = None,
                  rename: Mapping[str, str] | None = None, *, marks: bool = False) -> None:
-        self.extents = dict(extents or {})
+        # Read-only: ``sizes`` below is derived from it once.
+        self.extents: Mapping[str, tuple[ir.Expr, ...]] = MappingProxyType(dict(extents or {}))
         self.rename = dict(rename or {})
         self.marks = marks
+        #: The names the extents read (a subscript's constant offset is split only from them).
+        self.sizes = frozenset(n.name for d in self.extents.values() for x in d for n in ir.walk(x)
+                               if isinstance(n, ir.Var))
 
     def mark(self, label: str, text: str) -> str:
         """``text`` marked as a region ``label`` when this printer marks regions, else ``text``."""
@@ -188,8 +193,7 @@ class ExprPrinter(ir.Visitor):
         # ((i * n1 + j) * n2 + k) + (n1 * n2 - 1), so the neighbours of a stencil point share one
         # flattened index (computed once) and add loop-invariant offsets; as one expression,
         # ((i + 1) * n1 + j) * n2 + (k - 1) each, nvcc kept 76 registers for heat-3d's body (40 split).
-        sizes = {n.name for d in self.extents.values() for x in d for n in ir.walk(x) if isinstance(n, ir.Var)}
-        split = [_split_offset(ix, sizes) for ix in indices]
+        split = [_split_offset(ix, self.sizes) for ix in indices]
         offset = None
         # (Only where a neighbour's variable part is left: A[2][j] stays 2 * n + j.)
         if all(p is not None for p in split) and any(p[1] and not isinstance(p[0], ir.Const)  # type: ignore[index]
@@ -546,7 +550,7 @@ def _plus(acc: str, offset: str) -> str:
     return f"{acc} - {offset[1:]}" if offset.startswith("-") else f"{acc} + {offset}"
 
 
-def _split_offset(ix: ir.Expr, sizes: set[str]) -> tuple[ir.Expr, int] | None:
+def _split_offset(ix: ir.Expr, sizes: frozenset[str]) -> tuple[ir.Expr, int] | None:
     """A signed integer subscript as (variable part, constant) where the variable part reads a
     variable that is no array extent (a loop index, not ``n``): ``i + 1`` -> (i, 1), ``1 + i`` ->
     (i, 1), ``w - 2 * i - 1`` -> (w - 2 * i, -1); ``3`` -> (0, 3); anything else -> (ix, 0).  None
