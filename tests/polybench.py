@@ -367,9 +367,11 @@ class Build:
 
 
 def cache_dir() -> Path:
-    """Where compiled kernels are cached (per user, in the temp directory)."""
+    """Where compiled kernels are cached (``$TRANSPILE_CACHE_DIR/polybench``, else per user in the temp
+    directory)."""
+    root = os.environ.get("TRANSPILE_CACHE_DIR")
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    d = Path(tempfile.gettempdir()) / f"transpile-polybench-{uid}"
+    d = Path(root) / "polybench" if root else Path(tempfile.gettempdir()) / f"transpile-polybench-{uid}"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

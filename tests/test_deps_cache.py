@@ -18,6 +18,8 @@ and the pipeline runs without ``verify_each`` (see the property).
 
 from __future__ import annotations
 
+import os
+
 import islpy as isl
 import networkx as nx
 import pytest
@@ -93,7 +95,8 @@ def test_polybench_graphs_same_with_and_without_cache(name: str, monkeypatch: py
     assert_same_uncached(seen)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "100")), deadline=None,
+          suppress_health_check=list(HealthCheck))
 @given(affine_nests.kernels())
 def test_random_nests_graphs_same_with_and_without_cache(k: ir.Kernel) -> None:
     # The cache stays warm across examples: answers must not leak between kernels.

@@ -52,7 +52,7 @@ def check_once(module: ir.Module) -> None:
         _CHECKED[id(module)] = module
 
 
-@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "300")), deadline=None,
+@settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(affine_nests.kernels(), st.integers(1, 5), st.integers(0, 2**16))
 def test_random_affine_nests_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
