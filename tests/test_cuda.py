@@ -140,6 +140,21 @@ def test_flattened_indices() -> None:
     assert show(at("A", x, b("-", y, z)), A=(n_,)) == "A[(long long)x * n + (y - z)]"
 
 
+
+def test_offsets_stay_in_a_sequential_loops_subscript() -> None:
+    """Inside a device-side sequential ``j`` loop, ``p[i][j - 1]`` keeps ``(j - 1)`` (nvcc forwards the
+    element the previous iteration stored: adi's sweeps); an offset on the parallel ``i`` is still split,
+    and after the loop ``j`` is no longer sequential.  A host loop's variable is not a device loop's."""
+    n_, i, j = v("n"), v("i"), v("j")
+    p = lambda r, col: ir.Index("p", (r, col), F64)  # noqa: E731
+    body = (ir.assign(p(i, j), b("+", p(i, b("-", j, c(1))), p(b("-", i, c(1)), j))),)
+    expr = cuda.ExprPrinter({"p": (n_,)})
+    out = cuda.StmtPrinter(expr, cuda.Namer({"x", "y", "z", "n", "i"}), depth=0).emit(
+        [ir.For("j", I32, c(1), n_, 1, body)])
+    assert out[1] == "  p[(long long)i * n + j] = p[(long long)i * n + (j - 1)] + p[(long long)i * n + j - 1LL * n];"
+    assert expr(p(i, b("-", j, c(1)))) == "p[(long long)i * n + j - 1LL]"  # outside the loop: split
+    assert not expr.serial
+
 # ---------------------------------------------------------------------------
 # Statements
 

@@ -151,6 +151,8 @@ class ExprPrinter(ir.Visitor):
         #: The names the extents read (a subscript's constant offset is split only from them).
         self.sizes = frozenset(n.name for d in self.extents.values() for x in d for n in ir.walk(x)
                                if isinstance(n, ir.Var))
+        #: The sequential loops' variables around what is being printed (:meth:`StmtPrinter._sequential`).
+        self.serial: set[str] = set()
 
     def mark(self, label: str, text: str) -> str:
         """``text`` marked as a region ``label`` when this printer marks regions, else ``text``."""
@@ -193,7 +195,14 @@ class ExprPrinter(ir.Visitor):
         # ((i * n1 + j) * n2 + k) + (n1 * n2 - 1), so the neighbours of a stencil point share one
         # flattened index (computed once) and add loop-invariant offsets; as one expression,
         # ((i + 1) * n1 + j) * n2 + (k - 1) each, nvcc kept 76 registers for heat-3d's body (40 split).
+        # A subscript over a sequential loop's variable keeps its offset (p[i][j - 1] in a j loop
+        # prints i * n + (j - 1)): nvcc then sees that it is the element the previous iteration wrote
+        # (j - 1 there is j) and forwards the value; adi's sweeps split took 108 global loads
+        # against 90, 6030 ms against 5609 ms on the H200 (bench/results/h200_run27.md).
         split = [_split_offset(ix, self.sizes) for ix in indices]
+        split = [(ix, 0) if q is not None and q[1] and any(isinstance(n, ir.Var) and n.name in self.serial
+                                                          for n in ir.walk(q[0])) else q
+                 for ix, q in zip(indices, split)]
         offset = None
         # (Only where a neighbour's variable part is left: A[2][j] stays 2 * n + j.)
         if all(p is not None for p in split) and any(p[1] and not isinstance(p[0], ir.Const)  # type: ignore[index]
@@ -424,6 +433,16 @@ class StmtPrinter(ir.Visitor):
 
     def _sequential(self, s: ir.For) -> None:
         """A sequential loop (every thread, or the host, runs all its iterations)."""
+        fresh = self.in_kernel and s.var not in self.expr.serial
+        if fresh:
+            self.expr.serial.add(s.var)
+        try:
+            self._sequential_loop(s)
+        finally:
+            if fresh:
+                self.expr.serial.discard(s.var)
+
+    def _sequential_loop(self, s: ir.For) -> None:
         t, v, step = ctype(s.ty), self.expr.ident(s.var), s.step
         if step > 0:
             hi = self.bound(s.hi, f"{s.var}_hi")
