@@ -34,6 +34,9 @@ def transpile(*args: str, env: dict[str, str] | None = None, timeout: float = 90
 #: One kernel per emitter shape for the CLI export (every kernel's record is checked by
 #: test_every_kernel_record below, in-process, one test each so that xdist spreads them).
 SHAPES = ("gemm", "atax", "jacobi_2d", "durbin", "nussinov")
+#: Specs exported with the kernels (kinds apart: a matmul, a histogram's atomics, a scan, a row
+#: reduction with a second pass, a stencil); every spec's answer is verified by test_llm_specs.
+SPEC_SHAPES = ("gemm", "histogram", "prefix_sum", "softmax", "stencil_2d")
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
@@ -55,13 +58,14 @@ def test_export_kernels_and_specs(tmp_path: Path) -> None:
     """One test (xdist must not run the export once per worker): export, load back with validation, check.
 
     A directory of kernels (one per emitter shape: SHAPES; every kernel's record is checked by
-    test_every_kernel_record) and the specs with the default candidate (several candidates per
-    record: the ``small`` record below), ``--jobs 2``, stages (a)-(c).
+    test_every_kernel_record) and specs of distinct kinds (SPEC_SHAPES) with the default candidate
+    (several candidates per record: the ``small`` record below), ``--jobs 2``, stages (a)-(c).
     """
     pytest.importorskip("openai")
     from tests.llm_replay_server import ReplayServer
 
-    assert len(KERNELS) == 30 and len(SPECS) >= 20
+    specs_in = [p for p in SPECS if p.stem in SPEC_SHAPES]
+    assert len(KERNELS) == 30 and len(specs_in) == len(SPEC_SHAPES)
     chosen = tmp_path / "kernels"
     chosen.mkdir()
     for name in SHAPES:
@@ -73,13 +77,13 @@ def test_export_kernels_and_specs(tmp_path: Path) -> None:
     n = len(SHAPES)
     assert f"{n} record(s), {n} with CUDA, {n} with a verified candidate, 0 failed (seed 11)" in proc.stderr
     with ReplayServer({}) as srv:  # every conversation answers from examples/specs/NAME.ir
-        sproc = transpile("dataset", *(str(p.relative_to(ROOT)) for p in SPECS), "-o", str(specs), *common,
+        sproc = transpile("dataset", *(str(p.relative_to(ROOT)) for p in specs_in), "-o", str(specs), *common,
                           "--candidates", "default", "--llm-base-url", srv.base_url, "--model", "replay",
                           env={"TRANSPILE_LLM_BACKOFF": "0"})
     assert sproc.returncode == 0, sproc.stderr[-3000:]
     krecs, srecs = dataset.load(kernels), dataset.load(specs)  # validates every line
     assert [r["id"] for r in krecs] == [f"c:{name}" for name in sorted(SHAPES)]  # the directory, sorted
-    assert [r["id"] for r in srecs] == [f"spec:{p.stem}" for p in SPECS]
+    assert [r["id"] for r in srecs] == [f"spec:{p.stem}" for p in specs_in]
     assert {r["inputs"]["seed"] for r in krecs + srecs} == {11}
     for r in krecs:
         _check_verified(r, ["default"])

@@ -9,9 +9,9 @@ model (:class:`SimUnsupported`), rewrites launches and dynamic shared memory
 (``-include`` because nvcc includes ``cuda_runtime.h`` implicitly).  The
 library's file name carries a hash of everything that went into it, so a
 second build of the same text is free and concurrent builds never collide.
-``cuda_sim.h`` is precompiled once per cache directory and flag set
-(``$TRANSPILE_CACHE_DIR/pch``): parsing it took about 0.35 s of every build
-(gemm's 2.05 -> 1.57 s).
+NOTE: a precompiled ``cuda_sim.h`` took one build alone from 2.05 to 1.57 s
+(gemm), but the 31 ``test_mma`` cases that verify kernels ran in 127 s with it
+against 83 s without (``-n 2``, fresh cache, 2026-12-04): not used.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -114,55 +113,6 @@ def exported_symbols(library: Path) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-#: The flags of :data:`BASE_FLAGS` that shape the code g++ generates (a precompiled header must be
-#: built with them): all but the link-only ones.
-_PCH_FLAGS = tuple(f for f in BASE_FLAGS if f != "-shared" and not f.startswith("-Wl,"))
-
-
-_PCH_LOCK = threading.Lock()
-
-
-@cache
-def _compiler_version(compiler: str) -> str | None:
-    try:
-        return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _precompiled_header(compiler: str, extra_flags: tuple[str, ...], timeout: float) -> Path | None:
-    """A directory holding ``cuda_sim.h.gch`` for ``compiler`` and these flags (built once per cache
-    directory, keyed by the headers' text, the compiler's version and the flags), or None when it
-    cannot be built (the builds then read the header, as without one).  One thread of a process
-    builds it; other processes may build the same file at once, each into a temporary file of its own."""
-    from transpile.verify.reference import cache_dir
-
-    version = _compiler_version(compiler)
-    if version is None:
-        return None
-    flags = [*_PCH_FLAGS, f"-I{INCLUDE_DIR}", *extra_flags]
-    key = hashlib.sha256("\0".join([_header_text(), compiler, version, *flags]).encode()).hexdigest()[:16]
-    with _PCH_LOCK:
-        where = cache_dir("pch") / key
-        gch = where / "cuda_sim.h.gch"
-        if gch.exists():
-            return where
-        where.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix="cuda_sim.h.gch.", suffix=".tmp", dir=where)
-        os.close(fd)
-        tmp = Path(name)
-        try:
-            proc = subprocess.run([compiler, *flags, "-x", "c++-header", str(INCLUDE_DIR / "cuda_sim.h"),
-                                   "-o", str(tmp)], capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired):
-            proc = None
-        if proc is None or proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            return None
-        os.replace(tmp, gch)  # write-then-rename: a concurrent build never reads half a file
-        return where
-
-
 def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, ...] = (),
           compiler: str = "g++", timeout: float = 300.0) -> SimBuild:
     """Compile ``cu_path`` for the simulator into ``out_dir``.
@@ -188,7 +138,6 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
              *extra_flags]
     key = hashlib.sha256("\0".join([cpp_text, _header_text(), local_includes(src, text), compiler, *flags])
                          .encode()).hexdigest()[:16]
-    pch = _precompiled_header(compiler, tuple(extra_flags), timeout)
     out.mkdir(parents=True, exist_ok=True)
     cpp = out / f"{src.stem}-{key}.sim.cpp"
     lib = out / f"lib{src.stem}-{key}.so"
@@ -198,9 +147,7 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
         os.replace(tmp_cpp, cpp)
     if not lib.exists():
         tmp = lib.with_name(f"{lib.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        # With the precompiled header's directory searched first, g++ takes cuda_sim.h.gch (about half
-        # of a small kernel's compile time) where it is valid for these flags, else the header itself.
-        cmd = [compiler, *([f"-I{pch}"] if pch else []), *flags, "-x", "c++", str(cpp), "-o", str(tmp)]
+        cmd = [compiler, *flags, "-x", "c++", str(cpp), "-o", str(tmp)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except FileNotFoundError:
