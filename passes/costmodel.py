@@ -352,6 +352,8 @@ class _Model:
             c = self._tiled(lp, env, shape)
         elif shape == "sweep":
             c = self._sweep(lp, env)
+        elif shape == "chain":
+            c = self._chain(lp, env)
         else:
             c = self._generic(lp, env, shape, block)
         if c is None:
@@ -524,6 +526,63 @@ class _Model:
                  "sm_s": busiest * (cache / (d.l2_bw / d.sms * d.sm_share) + flops / (d.fp64 / d.sms))}
         seconds = max(terms.values()) * self._spill_penalty(name) + d.launch_s  # + the fold launch
         return seconds, blocks * tpb, occ, flops, dram, cache, terms
+
+    def _chain(self, lp: ir.Launch, env: dict[str, float]
+               ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
+        """A chain nest (:mod:`transpile.cuda_chain`): each row's matrix elements cross from memory
+        once and are read twice through the cache (once for ``X``, once for ``Y``), the per-band ``Y``
+        partials written and read back once, and a fold launch."""
+        from passes.reduce_gpu import chain_shape
+        from transpile import cuda_chain
+
+        d = self.dev
+        name = self.info[id(lp)].kernel if id(lp) in self.info else ""
+        (outer,) = lp.body
+        ch = chain_shape(outer)  # type: ignore[arg-type]
+        assert ch is not None, lp
+        rows_n = trips(outer, env)
+        e = dict(env)
+        e[outer.var] = _mid(outer, env)
+        if rows_n <= 0:
+            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
+        tpb = cuda_chain.threads_of(self.tiling)
+        flops = dram = cache = accesses = 0.0
+        per_array: dict[str, float] = {}
+        for loop in (ch.rows, ch.cols):
+            n = trips(loop, e)
+            if n <= 0:
+                continue
+            le = dict(e)
+            le[loop.var] = _mid(loop, e)
+            work = _Work()
+            for st in loop.body:
+                acc = accum.accumulation(st)
+                assert acc is not None, st
+                self._expr_work(acc.term, work, le, loop.var)
+            flops += work.flops * n * rows_n
+            cache += work.sectors * n * rows_n * SECTOR
+            accesses += work.accesses * math.ceil(n / tpb)
+            for a, k in work.per_array.items():
+                per_array[a] = max(per_array.get(a, 0.0), min(k * n * rows_n, self._elements(a, env)))
+        cols = max(0.0, trips(ch.cols, e))
+        bands, band, in_smem = cuda_chain.grid(int(rows_n), int(cols), ch, tpb, d.sms)
+        scratch = len(ch.cols.body) * bands * cols * 8.0
+        dram = sum(n * self._esize(a) for a, n in per_array.items()) + 2 * scratch
+        cache += 2 * scratch + (0.0 if in_smem else 2 * scratch * band)  # partials in L2: read and written per row
+        for a, n in per_array.items():
+            self.touched[a] = max(self.touched.get(a, 0.0), n * self._esize(a))
+        occ = self._occupancy(name, tpb, cuda_chain.smem_bytes(ch, int(cols)) if in_smem else 0)
+        resident = max(1.0, min(bands * tpb, occ * d.threads_per_sm * d.sms))
+        # A thread, per row: its share of the row's terms (4 loads in flight), two barriers and the
+        # shuffle tree between the two halves.
+        per_row = accesses * d.access_s / 4 + 2 * (math.log2(WARP) + 2) * d.iter_s + 2 * d.access_s
+        terms = {"dram_s": dram / d.dram_bw, "cache_s": cache / d.l2_bw,
+                 "compute_s": flops / (d.fp64 * min(1.0, resident / d.fp64_lanes)),
+                 "latency_s": band * per_row,
+                 "sm_s": math.ceil(bands / d.sms) / max(bands, 1) * (cache / (d.l2_bw / d.sms * d.sm_share)
+                                                                      + flops / (d.fp64 / d.sms))}
+        seconds = max(terms.values()) * self._spill_penalty(name) + d.launch_s  # + the fold launch
+        return seconds, bands * tpb, occ, flops, dram, cache, terms
 
     def _tiled(self, lp: ir.Launch, env: dict[str, float], shape: str
                ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:

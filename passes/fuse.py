@@ -105,7 +105,7 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
         if fused is None:
             break
         kernel, graph = fused  # the fused kernel's graph was computed to prove it legal
-    return kernel
+    return _chains(kernel, reassociate)
 
 
 def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple[ir.For, ir.For]],
@@ -171,6 +171,64 @@ def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
         if kernel.body is body:
             n += 1
     return kernel
+
+
+def _chains(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
+    """``kernel`` with row-reduction nests and the column nests that read their results joined
+    into chain nests (see below).
+
+    ``L1 = for r { Z[r] = e; ...; for c { X[r] op= f } }`` (the row reductions, once the
+    fusion above has put their initialisations back with them) and a later top-level
+    2-D accumulation nest ``L2`` with nothing in between that conflicts with either,
+    put in the orientation in which its matrix reads run along its inner loop
+    (atax's ``for j { for i { y[j] += A[i][j] * tmp[i] } }`` becomes ``i`` outer),
+    become ``for r { Z[r] = e; ...; for c { X[r] op= f }; for c { Y[c] op= g } }``
+    when that is a chain nest reduce-gpu marks (its rule (e),
+    :func:`passes.reduce_gpu.chain_shape`).  Exact but for the reassociation the
+    marks permit: the chain shape lets ``L2``'s terms read the arrays ``L1``
+    writes only at ``[r]``, where row ``r``'s values are final when its ``cols`` loop
+    runs, and lets ``L1`` read nothing ``L2`` writes; each ``Y[c]`` then receives
+    the same terms as before, in row order within the nest (reordered only by the
+    ``reduce`` mark on the outer loop, which the exact analysis proves).
+    """
+    from passes import reduce_gpu
+
+    n = 0
+    while n < len(kernel.body):
+        body = kernel.body
+        l1 = body[n]
+        for k in range(n + 1, len(body)):
+            fused = _chain_pair(l1, body[k])
+            if fused is not None:
+                # L2 moves up past the statements between, which touch nothing it touches.
+                new = dataclasses.replace(kernel, body=body[:n] + (fused,) + body[n + 1:k] + body[k + 1:])
+                marked = reduce_gpu.run(new, reassociate=reassociate).body[n]
+                if isinstance(marked, ir.For) and marked.reduce and reduce_gpu.chain_shape(marked) is not None:
+                    # Marked here, as sweeps are: wavefront, which runs in between, leaves marked loops alone.
+                    kernel = dataclasses.replace(new, body=body[:n] + (marked,) + body[n + 1:k] + body[k + 1:])
+                    break
+            if _touches(body[k]) & _touches(l1) & (_stores(body[k]) | _stores(l1)):
+                break
+        n += 1
+    return kernel
+
+
+def _chain_pair(l1: ir.Stmt, l2: ir.Stmt) -> ir.For | None:
+    """``l1``'s loop with ``l2`` (oriented, renamed to ``l1``'s row variable) appended to its body,
+    if ``l1`` ends in a loop and ``l2`` is an accumulation nest with ``l1``'s row header in that
+    orientation; else None (chain_shape decides the rest)."""
+    if not isinstance(l1, ir.For) or l1.reduce or not l1.body or not isinstance(l1.body[-1], ir.For):
+        return None
+    o2 = _oriented(l2)
+    if o2 is None:
+        return None
+    r2, c2 = o2
+    if _header(l1) != dataclasses.replace(_header(r2), var=l1.var):
+        return None
+    if l1.var in _names(c2.body) - {r2.var, c2.var} or c2.var == l1.var:
+        return None  # renaming would capture a name l2's terms read
+    cols = _RenameVars({r2.var: l1.var}).transform(c2)
+    return dataclasses.replace(l1, body=l1.body + (cols,))
 
 
 def _touches(s: ir.Stmt) -> set[str]:

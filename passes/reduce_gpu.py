@@ -46,6 +46,17 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     the sweeps it makes; this pass keeps them); the launch becomes ``sweep``
     (:mod:`transpile.cuda_sweep`): one pass over the matrix produces both
     reductions, where a row and a column launch read it twice.
+(e) **chains**: a top-level loop ``for r { Z[r] = e; ...; for c { X[r] op=
+    f }; for c { Y[c] op= g } }`` whose second column loop reads the row
+    reductions' results ``X[r]`` (:func:`chain_shape`: atax's ``tmp[i]`` and
+    ``y[j] += A[i][j] * tmp[i]``, once :mod:`passes.fuse` has put the row and
+    the column nest back in one loop).  The outer loop is marked with the
+    operators of the ``Y`` statements (reduced over ``r``), the first column
+    loop with those of the ``X`` statements (reduced over ``c``); the launch
+    becomes ``chain`` (:mod:`transpile.cuda_chain`): a block finishes a row's
+    ``X`` and adds the row's ``Y`` terms while the row is still in the
+    cache, so the matrix crosses from memory once, where a row launch and a
+    column launch read it twice.
 
 Only loops of step +-1 are marked.  With ``reassociate=False`` float ``+``
 and ``*`` reductions are not marked (their rounding would change); float
@@ -110,6 +121,7 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     parallel = set(ids.values()) - deps.carried_loops(graph)
     proven = {(r.loop, r.stmt): r.op for r in found}
     chosen: dict[int, tuple[str, ...]] = {}
+    replaced: dict[int, ir.For] = {}  # rule (e): a chain nest, marked on two loops
 
     def ops_of(loop: ir.For) -> tuple[str, ...] | None:
         """The operators if ``loop`` may be marked at all, else None."""
@@ -144,9 +156,34 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
             ops.append(op)
         return tuple(ops)
 
+    def chain_marked(loop: ir.For) -> ir.For | None:
+        """Rule (e): ``loop`` with its chain marks if every statement is proven over its loop."""
+        ch = chain_shape(loop)
+        if ch is None:
+            return None
+        marks = []
+        for over in (ch.outer, ch.rows):
+            accs = ch.cols.body if over is ch.outer else ch.rows.body
+            ops = []
+            for st in accs:
+                op = proven.get((ids[id(over)], sids.get(id(st), "")))
+                a = accum.accumulation(st)
+                if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
+                    return None
+                ops.append(op)
+            marks.append(tuple(ops))
+        rows = dataclasses.replace(ch.rows, reduce=marks[1])
+        body = tuple(rows if st is ch.rows else st for st in loop.body)
+        return dataclasses.replace(loop, reduce=marks[0], body=body)
+
     def visit(body: tuple[ir.Stmt, ...], path: tuple[ir.Stmt, ...]) -> None:
         for s in body:
             if isinstance(s, ir.For) and not path:
+                marked = chain_marked(s)
+                if marked is not None:
+                    if marked != s:  # fuse marks the chains it makes (see passes.fuse)
+                        replaced[id(s)] = marked
+                    continue
                 ops = sweep_ops(s)
                 if ops is not None:
                     if ops != s.reduce:  # fuse marks the sweeps it makes (see passes.fuse)
@@ -168,9 +205,10 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
                 visit(s.orelse, path + (s,))
 
     visit(kernel.body, ())
-    if not chosen:
+    if not chosen and not replaced:
         return kernel
-    return dataclasses.replace(kernel, body=_mark(kernel.body, chosen))
+    body = tuple(replaced.get(id(s), s) for s in kernel.body)  # chains sit at the top level only
+    return dataclasses.replace(kernel, body=_mark(body, chosen))
 
 
 def _lone(path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool]) -> bool:
@@ -338,6 +376,137 @@ def sweep_shape(loop: ir.For) -> Sweep | None:
                     return None
                 hot = hot or inner.var in last
     return Sweep(loop, inner, tuple(along)) if hot else None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain nest (rule (e)): ``outer`` (rows, variable ``r``) holding the loop-free statements
+    ``pre`` (``Z[r] = e``), then ``rows`` (a column loop of accumulations ``X[r] op= f``), then
+    ``cols`` (a column loop of accumulations ``Y[c] op= g`` whose terms may read ``X[r]`` and
+    ``Z[r]``).  The ``reduce`` mark of ``outer`` lists the operators of ``cols``'s statements
+    (reduced over ``r``), that of ``rows`` the operators of its own (reduced over ``c``)."""
+
+    outer: ir.For
+    pre: tuple[ir.Assign, ...]
+    rows: ir.For
+    cols: ir.For
+
+    def accumulations(self) -> list[tuple[ir.Stmt, ir.For]]:
+        """Each accumulation with the loop it reduces over: ``X[r]`` over ``rows``, ``Y[c]`` over
+        ``outer``."""
+        return [(s, self.rows) for s in self.rows.body] + [(s, self.outer) for s in self.cols.body]
+
+
+def chain_shape(loop: ir.For) -> Chain | None:
+    """``loop`` as a chain nest (rule (e)), or None.
+
+    ``loop`` (r): step 1, rectangular bounds free of arrays, calls and
+    division, not ``par``.  Its body: loop-free assignments ``Z[r] = e`` to
+    one-dimensional arrays subscripted by the bare ``r`` (the *pre*
+    statements), then exactly two loops of step 1, not ``par``, whose bounds
+    are free of ``r`` (and of arrays, calls and division): ``rows``, whose
+    body is accumulations ``X[r] op= f``, and ``cols``, whose body is
+    accumulations ``Y[c] op= g`` (``c`` its own variable), all of 32- or
+    64-bit types (warp shuffles take them) into pairwise distinct arrays,
+    ``Y`` distinct from every ``X`` and ``Z``.  What each part reads:
+
+    * ``e`` and ``f`` read no array the nest writes (so a row's ``X`` and ``Z``
+      are final once its ``rows`` loop is done, and no row sees another row's);
+    * ``g`` reads no ``Y`` and reads the ``X`` and ``Z`` arrays only at ``[r]``
+      (the row's own, final values);
+    * every matrix (rank >= 2) read has a last subscript free of ``r``; one
+      read by ``rows`` and one read by ``cols`` have their loop's variable in
+      it (both loops stream rows of a matrix, coalesced), and the two loops
+      read some matrix in common (what makes one pass worth it).
+
+    So each ``Y[c]`` receives one term per row, computed from values final in
+    that row: reordering the rows reassociates ``Y``'s sums and changes nothing
+    else.  Shared by this pass, ``ircheck`` (which also requires each
+    accumulation proven a reduction over its loop), ``passes.fuse`` (which
+    forms the nests) and the emitter (:mod:`transpile.cuda_chain`).
+    """
+    from passes.interchange import plain_bounds
+
+    body = loop.body
+    if loop.step != 1 or loop.par or len(body) < 2 or not plain_bounds(loop, set()):
+        return None
+    rows, cols = body[-2], body[-1]
+    pre = body[:-2]
+    if not isinstance(rows, ir.For) or not isinstance(cols, ir.For):
+        return None
+    for lp in (rows, cols):
+        if lp.step != 1 or lp.par or not lp.body or not plain_bounds(lp, {loop.var}):
+            return None
+    r = ir.Var(loop.var, loop.ty)
+    written: set[str] = set()
+    pres: list[ir.Assign] = []
+    for st in pre:
+        if not isinstance(st, ir.Assign) or not isinstance(st.target, ir.Index) or \
+                st.target.indices != (r,) or any(isinstance(n, (ir.For, ir.Decl)) for n in ir.walk(st)):
+            return None
+        pres.append(st)
+        written.add(st.target.array)
+
+    def accs(lp: ir.For, sub: str) -> list[accum.Accumulation] | None:
+        out = []
+        for st in lp.body:
+            a = accum.accumulation(st)
+            if a is None or not isinstance(a.target, ir.Index) or len(a.target.indices) != 1 or \
+                    a.target.ty not in _SHUFFLED or not isinstance(a.target.indices[0], ir.Var) or \
+                    a.target.indices[0].name != sub:
+                return None
+            out.append(a)
+        return out
+
+    xs, ys = accs(rows, loop.var), accs(cols, cols.var)
+    if xs is None or ys is None:
+        return None
+    x_arrays = [a.target.array for a in xs]  # type: ignore[union-attr]
+    y_arrays = [a.target.array for a in ys]  # type: ignore[union-attr]
+    if len(set(x_arrays)) != len(x_arrays) or len(set(y_arrays)) != len(y_arrays):
+        return None
+    written |= set(x_arrays)
+    if written & set(y_arrays):
+        return None
+    own = written
+    written = written | set(y_arrays)
+
+    def matrices(e: ir.Expr, var: str) -> set[str] | None:
+        """The matrices ``e`` reads with ``var`` in their last subscript; None if some matrix's
+        last subscript reads ``r``."""
+        hot: set[str] = set()
+        for n in ir.walk(e):
+            if isinstance(n, ir.Index) and len(n.indices) >= 2:
+                last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
+                if loop.var in last:
+                    return None
+                if var in last:
+                    hot.add(n.array)
+        return hot
+
+    for st in pres:
+        if any(isinstance(n, ir.Index) and n.array in written for n in ir.walk(st.value)):
+            return None
+    row_hot: set[str] = set()
+    for a in xs:  # type: ignore[union-attr]
+        if any(isinstance(n, ir.Index) and n.array in written for n in ir.walk(a.term)):
+            return None
+        m = matrices(a.term, rows.var)
+        if m is None:
+            return None
+        row_hot |= m
+    col_hot: set[str] = set()
+    for a in ys:  # type: ignore[union-attr]
+        for n in ir.walk(a.term):
+            if isinstance(n, ir.Index) and n.array in written and (n.array not in own or n.indices != (r,)):
+                return None
+        m = matrices(a.term, cols.var)
+        if m is None:
+            return None
+        col_hot |= m
+    if not row_hot & col_hot:
+        return None
+    return Chain(loop, tuple(pres), rows, cols)
 
 
 def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:

@@ -152,6 +152,8 @@ def mma_instruction(inst: tuple[int, int], wm: int, bk: int) -> tuple[int, int]:
     return rows, k
 
 
+#: Threads per block of chain launches (:mod:`transpile.cuda_chain`).
+DEFAULT_CHAIN = 512
 #: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
 #: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
 #: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x
@@ -183,6 +185,7 @@ class Options:
     rows: int = 0  # plain launches: consecutive iterations of the y par loop per thread (0: launch_rows decides)
     stream: int = 0  # 3-D plain launches: iterations of the z par loop per thread, a serial loop (0: launch_stream)
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
+    chain: int = DEFAULT_CHAIN  # chain launches: threads per block
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -213,6 +216,8 @@ class Options:
                 or warps * 32 * vec * 8 > 16384:
             return (f"sweep shape {'x'.join(map(str, self.sweep))} needs 1..8 columns per lane, 1..32 warps, "
                     f"1..8 rows per step, 1..64 blocks per SM, and at most 16 KiB of column partials per block")
+        if self.chain not in (128, 256, 512, 1024):
+            return f"chain launches need 128, 256, 512 or 1024 threads per block, not {self.chain}"
         mbm, mbn, mbk, wm, wn, _ = self.mma_shape
         if min(self.mma_shape) < 1 or wm % 8 or wn % 8 or mbk % 4 or mbm % wm or mbn % wn \
                 or not 1 <= (mbm // wm) * (mbn // wn) <= MAX_THREADS // 32 \

@@ -20,10 +20,10 @@ HAVE_NVCC = shutil.which("nvcc") is not None
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
 
-#: kernel -> the launch shape its reductions get: 'block' (rule a) or 'rows' (rule b).
+#: kernel -> the launch shapes its reductions get (passes.reduce_gpu rules (a)-(e)).
 # trisolv, cholesky (and lu) are rescheduled right-looking first (passes/reschedule.py): no reduction left.
 AFFECTED = {"durbin": {"block"}, "gramschmidt": {"block", "cols"},
-            "ludcmp": {"block"}, "atax": {"rows", "cols"}, "gesummv": {"rows"}, "gemver": {"rows", "sweep"},
+            "ludcmp": {"block"}, "atax": {"chain"}, "gesummv": {"rows"}, "gemver": {"rows", "sweep"},
             "bicg": {"sweep"}, "mvt": {"sweep"}, "correlation": {"cols"}, "covariance": {"cols"}}
 
 

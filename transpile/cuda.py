@@ -906,6 +906,10 @@ class _KernelEmitter:
             from transpile import cuda_sweep
 
             return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
+        if red == "chain":  # a row's reductions, then its column terms, one pass over a matrix; a fold launch
+            from transpile import cuda_chain
+
+            return cuda_chain.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row

@@ -67,8 +67,10 @@ def shape(launch: ir.Launch) -> str | None:
         return None
     f = launch.body[0]
     if f.reduce and f.par is None:
-        from passes.reduce_gpu import sweep_shape
-        return "sweep" if sweep_shape(f) is not None else "block"  # sweep: transpile.cuda_sweep
+        from passes.reduce_gpu import chain_shape, sweep_shape
+        if sweep_shape(f) is not None:
+            return "sweep"  # transpile.cuda_sweep
+        return "chain" if chain_shape(f) is not None else "block"  # chain: transpile.cuda_chain
     if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
         return None
     from passes.reduce_gpu import column_shape

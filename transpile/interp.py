@@ -503,6 +503,8 @@ class _FnCompiler:
         """A ``reduce`` loop in shuffled mode: random order, random association, one final update."""
         if len(s.body) == 1 and isinstance(s.body[0], ir.For):
             return self._sweep_shuffled(s, scope, lo, hi, slot, rng)
+        if len(s.body) >= 2 and isinstance(s.body[-1], ir.For):
+            return self._chain_shuffled(s, scope, lo, hi, slot, rng)
         inner = {**scope, s.var: _Sym(slot, "loop", s.ty)}
         parts: list[tuple[ExprFn, ExprFn, StmtFn, int, int, int]] = []
         for op, c in zip(s.reduce, s.body):
@@ -594,6 +596,47 @@ class _FnCompiler:
                     final(env)
 
         return sweep_reduce
+
+    def _chain_shuffled(self, s: ir.For, scope: dict[str, _Sym], lo: ExprFn, hi: ExprFn, slot: int,
+                        rng: random.Random) -> StmtFn:
+        """A chain nest (``reduce`` on a loop around a row and a column loop, passes.reduce_gpu
+        rule (e)) in shuffled mode: the rows in a random order, each row's statements and its row
+        loop (shuffled by its own mark) run in place, its column terms evaluated then; each ``Y[c]``'s
+        terms combined along a random tree and applied once, after every row."""
+        cols = s.body[-1]
+        assert isinstance(cols, ir.For), s
+        outer = {**scope, s.var: _Sym(slot, "loop", s.ty)}
+        head = self.block(s.body[:-1], outer)
+        clo, chi = self.expr(cols.lo, outer), self.expr(cols.hi, outer)
+        cslot = self.new_slot()
+        inner = {**outer, cols.var: _Sym(cslot, "loop", cols.ty)}
+        parts = []
+        for op, c in zip(s.reduce, cols.body):
+            a = accum.accumulation(c)
+            if a is None:
+                raise InterpError(c.loc, "the column loop of a chain nest must be accumulations 'Y[c] = Y[c] op e'")
+            parts.append(self._accumulation(a, op, inner, inner))
+
+        def chain_reduce(env: Env) -> None:
+            order = list(range(lo(env), hi(env)))
+            rng.shuffle(order)
+            terms: list[dict[int, list[Any]]] = [{} for _ in parts]
+            for r in order:
+                env[slot] = r
+                head(env)
+                cs = list(range(clo(env), chi(env)))
+                rng.shuffle(cs)
+                for c in cs:
+                    env[cslot] = c
+                    for k, part in enumerate(parts):
+                        terms[k].setdefault(c, []).append(part[0](env))
+            for (_, comb, final, pa, pb, pt), by_col in zip(parts, terms):
+                for c, xs in by_col.items():
+                    env[cslot] = c
+                    env[pt] = _random_tree(xs, env, rng, comb, pa, pb)
+                    final(env)
+
+        return chain_reduce
 
     def _s_If(self, s: ir.If, scope: dict[str, _Sym]) -> StmtFn:
         cond = self.expr(s.cond, scope)

@@ -15,7 +15,9 @@ statements outside any launch, nested only in such loops) with its ``par``
 loops a leading perfect nest, ``Return`` only in helper functions, and a
 ``reduce`` loop's body exactly accumulations that :mod:`passes.reductions`
 proves, or one loop whose body is a sweep (``passes.reduce_gpu.sweep_shape``:
-its accumulations proven over their own loops, one operator each; the exact
+its accumulations proven over their own loops, one operator each), or a chain
+nest (``passes.reduce_gpu.chain_shape``: the outer loop's operators those of
+its second column loop's accumulations, proven over the outer loop; the exact
 dependence analysis runs only for kernels with such marks).
 """
 
@@ -54,7 +56,14 @@ def _reduce_shape(s: ir.For) -> None:
     if s.par is not None:
         _fail(s, "a loop cannot be both 'par' and 'reduce'")
     body = s.body
-    if len(body) == 1 and isinstance(body[0], ir.For):  # a sweep nest (passes.reduce_gpu rule (d))
+    if len(body) >= 2 and isinstance(body[-1], ir.For):  # a chain nest (passes.reduce_gpu rule (e))
+        from passes.reduce_gpu import chain_shape
+
+        chain = chain_shape(s)
+        if chain is None:
+            _fail(s, "a 'reduce' loop around loops must be a sweep or a chain nest (passes.reduce_gpu)")
+        body = chain.cols.body
+    elif len(body) == 1 and isinstance(body[0], ir.For):  # a sweep nest (passes.reduce_gpu rule (d))
         from passes.reduce_gpu import sweep_shape
 
         sweep = sweep_shape(s)
@@ -91,9 +100,16 @@ def _reduce_proven(k: ir.Kernel) -> None:
         why = " (the dependence analysis failed)"
     else:
         why = ""
-    from passes.reduce_gpu import sweep_shape
+    from passes.reduce_gpu import chain_shape, sweep_shape
 
     for loop in marked:
+        chain = chain_shape(loop) if len(loop.body) >= 2 else None
+        if chain is not None:  # the column loop's accumulations over the outer loop (rows: a loop of its own)
+            for c in chain.cols.body:
+                if (ids[id(loop)], sids[id(c)]) not in proven:
+                    _fail(c, f"loop '{loop.var}' is marked 'reduce' (a chain) but this statement is not a "
+                             f"reduction over it{why}")
+            continue
         sweep = sweep_shape(loop)
         if sweep is not None:  # each accumulation over its own loop (maps: sweep_shape keeps points independent)
             for c, over in sweep.accumulations():

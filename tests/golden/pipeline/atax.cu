@@ -43,6 +43,21 @@
   return sms;
 }
 
+// The device's shared memory per multiprocessor in bytes, asked once per process (0 if the query fails).
+[[maybe_unused]] static int transpile_sm_smem()
+{
+  static const int bytes = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left pending for the next launch's check
+      return 0;
+    }
+    return v;
+  }();
+  return bytes;
+}
+
 // Device scratch of a call (partials, device scalars, temporaries), ordered on `stream`, from one
 // pool per device and process that keeps what is freed (release threshold: all).  The default pool
 // hands its memory back to the driver at every synchronisation, and mapping it again on the next call
@@ -110,18 +125,27 @@ __global__ void __launch_bounds__(256) kernel_atax_kernel0(int n, double *__rest
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_atax_kernel1(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ tmp)
+__global__ void __launch_bounds__(512) kernel_atax_kernel1(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ y, double *__restrict__ tmp, double *__restrict__ y_part, long long r_n, long long c_n, long long band, int in_smem)
 {
-  const int lane = (int)threadIdx.x % 32;
-  const int warp = (int)threadIdx.x / 32;
-  for (long long i_w = (long long)blockIdx.x * 8 + warp; i_w < m; i_w += (long long)gridDim.x * 8) {
-    const int i = (int)i_w;
-    if (lane == 0) {
+  const int tid = (int)threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  extern __shared__ double chain_smem[];
+  __shared__ double tmp_warps[16];
+  const long long r_lo = (long long)blockIdx.x * band;
+  const long long r_hi = r_lo + band < r_n ? r_lo + band : r_n;
+  double *const y_cols = in_smem ? (double *)chain_smem : y_part + (long long)blockIdx.x * c_n;
+  for (long long ct = (long long)tid; ct < c_n; ct += 512) {
+    y_cols[ct] = 0.0;
+  }
+  for (long long rt = r_lo; rt < r_hi; rt += 1) {
+    const int i = (int)(rt);
+    if (tid == 0) {
       tmp[i] = 0.0;
     }
-    __syncwarp();
     double tmp_part = 0.0;
-    for (long long j_t = (long long)lane; j_t < n; j_t += 32) {
+    #pragma unroll 4
+    for (long long j_t = (long long)tid; j_t < n; j_t += 512) {
       const int j = (int)j_t;
       tmp_part += A[(long long)i * n + j] * x[j];
     }
@@ -129,46 +153,46 @@ __global__ void __launch_bounds__(256) kernel_atax_kernel1(int m, int n, const d
       tmp_part += __shfl_down_sync(4294967295u, tmp_part, off);
     }
     if (lane == 0) {
-      tmp[i] += tmp_part;
+      tmp_warps[warp] = tmp_part;
     }
-    __syncwarp();
+    __syncthreads();
+    if (tid == 0) {
+      double tmp_total = tmp_warps[0];
+      for (int w = 1; w < 16; ++w) {
+        tmp_total = tmp_total + tmp_warps[w];
+      }
+      tmp[i] += tmp_total;
+    }
+    __syncthreads();
+    #pragma unroll 4
+    for (long long j_t1 = (long long)tid; j_t1 < c_n; j_t1 += 512) {
+      const int j = (int)(j_t1);
+      y_cols[j_t1] += A[(long long)i * n + j] * tmp[i];
+    }
+  }
+  if (in_smem) {
+    for (long long ct = (long long)tid; ct < c_n; ct += 512) {
+      y_part[(long long)blockIdx.x * c_n + ct] = y_cols[ct];
+    }
   }
 }
 
-__global__ void __launch_bounds__(1024) kernel_atax_kernel2(int m, int n, const double *__restrict__ A, double *__restrict__ y, const double *__restrict__ tmp)
+__global__ void __launch_bounds__(256) kernel_atax_kernel1_fold(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ y, double *__restrict__ tmp, const double *__restrict__ y_part, long long c_n, long long bands)
 {
-  const int col = (int)threadIdx.x;
-  const int row = (int)threadIdx.y;
-  __shared__ double y_rows[32 * 33];
-  const long long j_trips = n > 0 ? (long long)n : 0;
-  for (long long j_base = (long long)blockIdx.x * 32; j_base < j_trips; j_base += (long long)gridDim.x * 32) {
-    const long long j_t = j_base + col;
-    const bool active = j_t < j_trips;
-    double y_part = 0.0;
-    if (active) {
-      const int j = (int)(j_t);
-      for (long long i_t = (long long)row; i_t < m; i_t += 32) {
-        const int i = (int)i_t;
-        y_part += A[(long long)i * n + j] * tmp[i];
-      }
+  for (long long t = (long long)blockIdx.x * 256 + threadIdx.x; t < c_n; t += (long long)gridDim.x * 256) {
+    const int j = (int)(t);
+    double y_total = y_part[t];
+    for (long long k = 1; k < bands; ++k) {
+      y_total = y_total + y_part[k * c_n + t];
     }
-    y_rows[row * 33 + col] = y_part;
-    __syncthreads();
-    if (active && row == 0) {
-      const int j = (int)(j_t);
-      double y_total = y_rows[col];
-      for (int r = 1; r < 32; ++r) {
-        y_total = y_total + y_rows[r * 33 + col];
-      }
-      y[j] += y_total;
-    }
-    __syncthreads();
+    y[j] += y_total;
   }
 }
 
 // Runs kernel_atax on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const double *x, double *y, double *tmp, cudaStream_t stream)
 {
+  double *y_part = NULL;
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
@@ -180,23 +204,56 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
         break;
       }
     }
+#ifndef TRANSPILE_CHAIN_SMEM_MAX  // -D to move the partials to the scratch sooner (tests) or later
+#define TRANSPILE_CHAIN_SMEM_MAX 204800
+#endif
     const long long i_n1 = m;
+    const long long j_n = n > 0 ? n : 0;
     if (i_n1 > 0) {
-      kernel_atax_kernel1<<<dim3(transpile_grid(i_n1, 8u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, x, tmp);
+      // The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes, else in the scratch.
+      const size_t smem = (((size_t)j_n * 8 + 7) / 8 * 8);
+      const int in_smem = smem <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;
+      // Bands of rows: the blocks that fit on the device at once, at least 8 rows a band.
+      long long per_sm = 4;
+      if (in_smem) {
+        const long long fit = (long long)transpile_sm_smem() / (long long)(smem + 1152);
+        per_sm = fit < 1 ? 1 : fit < per_sm ? fit : per_sm;
+      }
+      long long bands = per_sm * transpile_sm_count();
+      if (bands > (i_n1 + 7) / 8) bands = (i_n1 + 7) / 8;
+      if (bands > 2147483647LL) bands = 2147483647LL;
+      const long long band = (i_n1 + bands - 1) / bands;
+      bands = (i_n1 + band - 1) / band;
+      err = transpile_scratch((void **)&y_part, (size_t)bands * (size_t)(j_n > 0 ? j_n : 1) * sizeof(double), stream);
+      if (err != cudaSuccess) {
+        break;
+      }
+      if (in_smem) {
+        err = cudaFuncSetAttribute(kernel_atax_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) {
+          break;
+        }
+      }
+      kernel_atax_kernel1<<<dim3((unsigned int)bands, 1u, 1u), dim3(512u, 1u, 1u), in_smem ? smem : 0, stream>>>(m, n, A, x, y, tmp, y_part, i_n1, j_n, band, in_smem);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
       }
-    }
-    const long long j_n = n;
-    if (j_n > 0) {
-      kernel_atax_kernel2<<<dim3(transpile_grid(j_n, 32u, 2147483647u), 1u, 1u), dim3(32u, 32u, 1u), 0, stream>>>(m, n, A, y, tmp);
-      err = cudaGetLastError();
-      if (err != cudaSuccess) {
-        break;
+      if (j_n > 0) {
+        kernel_atax_kernel1_fold<<<dim3(transpile_grid(j_n, 256u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, x, y, tmp, y_part, j_n, bands);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) {
+          break;
+        }
       }
     }
   } while (0);
+  if (y_part != NULL) {
+    const cudaError_t freed = cudaFreeAsync(y_part, stream);
+    if (err == cudaSuccess) {
+      err = freed;
+    }
+  }
   return err;
 }
 

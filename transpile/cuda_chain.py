@@ -1,0 +1,348 @@
+"""CUDA for chain nests: the ``chain`` launch shape (``passes.reduce_gpu`` rule (e)).
+
+The launch is one nest ``for r reduce(ops) { Z[r] = e; ...; for c reduce(ops) { X[r] op= f };
+for c { Y[c] op= g } }`` (:func:`passes.reduce_gpu.chain_shape`: atax's ``tmp[i] = 0``, ``tmp[i]
++= A[i][j] * x[j]`` and ``y[j] += A[i][j] * tmp[i]``).  A row launch for ``X`` and a column launch
+for ``Y`` would each stream the whole matrix from memory (atax at 12288^2: each at 67-70% of the
+DRAM peak, so the pair at 37% of the copy bandwidth); here a block finishes row ``r``'s ``X`` and
+adds the row's ``Y`` terms right after, so the second read of the row hits the cache:
+
+* **Chain kernel.**  ``threads`` threads a block (:data:`passes.tile.DEFAULT_CHAIN`), one block a
+  *band* of consecutive rows (``blockIdx.x``), the rows one after another.  Per row: thread 0 runs
+  the ``Z[r] = e`` statements; every thread adds the terms of the columns ``t, t + threads, ...`` of
+  each ``X`` statement into a register; the warps fold their lanes with ``__shfl_down_sync`` (a fixed
+  tree), thread 0 folds the warps' totals in warp order and applies ``X[r] = X[r] op total``; a
+  barrier; then every thread adds row ``r``'s term of each of its columns into its ``Y`` partials.
+  A thread owns the same columns in every row, so the partials need no barrier: they live in dynamic
+  shared memory (``c_n`` elements per ``Y`` statement) when that fits a block
+  (:data:`SMEM_MAX`), else in the band's row of the scratch (global memory, cached in L2).  At the
+  end the partials go to ``Y_part[band][c]``.
+* **Fold kernel.**  Thread ``t`` sums ``Y_part[0..bands)[t]`` in band order and applies
+  ``Y[c] = Y[c] op total`` (the values ``Y`` held before are kept).
+
+The host aims for as many bands as fit on the device at once (blocks per SM from the shared memory
+and the threads, :data:`MAX_THREADS_PER_SM`), at least :data:`MIN_BAND` rows a band: a band's
+partials cost ``c_n`` elements of scratch written and read once, against ``band x c_n`` elements of
+the matrix read.  Every scratch element is written by one thread; results are deterministic (fixed
+trees, fixed orders), with ``Y``'s sums reassociated over the rows as the ``reduce`` mark permits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from transpile import accum, ir
+from transpile.cuda import (
+    BARRIER,
+    BLOCK_IDX,
+    GLOBAL,
+    GRID_CAPS,
+    GRID_DIM,
+    GRID_FN,
+    INDEX_TYPE,
+    LAUNCH_BOUNDS,
+    RESTRICT,
+    SMEM_PREFIX,
+    THREAD_IDX,
+    ExprPrinter,
+    Namer,
+    ctype,
+    literal,
+)
+from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
+
+if TYPE_CHECKING:
+    from passes.reduce_gpu import Chain
+    from passes.tile import Options
+    from transpile.cuda import _KernelEmitter
+
+FOLD_THREADS = 256
+MIN_BAND = 8
+"""Fewest rows a band (the band's partials are one row of scratch)."""
+SMEM_MAX = 200 * 1024
+"""Most dynamic shared memory a block takes for its ``Y`` partials (sm_90 allows 227 KiB a block);
+the emitted code's ``TRANSPILE_CHAIN_SMEM_MAX``, which ``-D`` overrides."""
+MAX_THREADS_PER_SM = 2048
+SM_SMEM = 233472
+"""Shared memory per SM on sm_90 (the host asks the device; this is the cost model's figure)."""
+BLOCK_RESERVE = 1024
+"""Shared memory the runtime reserves per block on sm_90."""
+
+
+def threads_of(tiling: Options | None) -> int:
+    """Threads per block of a chain launch (``tile.Options.chain``)."""
+    from passes.tile import DEFAULT_CHAIN
+
+    return tiling.chain if tiling is not None else DEFAULT_CHAIN
+
+
+def smem_bytes(chain: Chain, cols: int) -> int:
+    """Dynamic shared memory of a block for ``cols`` columns: each ``Y`` statement's partials, each
+    array starting at a multiple of 8 bytes."""
+    total = 0
+    for st in chain.cols.body:
+        a = accum.accumulation(st)
+        assert a is not None, st
+        total += (cols * (a.target.ty.bits // 8) + 7) // 8 * 8
+    return total
+
+
+def grid(rows: int, cols: int, chain: Chain, threads: int, sms: int = 132) -> tuple[int, int, bool]:
+    """``(bands, band, in_smem)`` for a ``rows x cols`` chain on ``sms`` SMs: what the emitted host
+    code computes."""
+    smem = smem_bytes(chain, cols)
+    in_smem = smem <= SMEM_MAX
+    per_sm = MAX_THREADS_PER_SM // threads
+    if in_smem:
+        per_sm = max(1, min(per_sm, SM_SMEM // (smem + _static_bytes(chain, threads) + BLOCK_RESERVE)))
+    bands = max(1, min(per_sm * sms, (rows + MIN_BAND - 1) // MIN_BAND, GRID_CAPS[0]))
+    band = (rows + bands - 1) // bands
+    return (rows + band - 1) // band, band, in_smem
+
+
+def _static_bytes(chain: Chain, threads: int) -> int:
+    """The block's static shared memory: one slot per warp and ``X`` statement."""
+    return sum(threads // WARP * (accum.accumulation(st).target.ty.bits // 8)  # type: ignore[union-attr]
+               for st in chain.rows.body)
+
+
+def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
+           loads: list[str], stores: list[str], namer: Namer,
+           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
+    """The chain kernel of ``lp`` and the host step (scratch, both launches); the fold kernel is
+    registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
+    from passes.reduce_gpu import chain_shape
+
+    (outer,) = lp.body
+    assert isinstance(outer, ir.For), lp
+    ch = chain_shape(outer)
+    assert ch is not None and outer.reduce and ch.rows.reduce, f"not a chain launch: {outer!r}"
+    assert not stores and not host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
+    expr, hn = emitter.expr, emitter.host_namer
+    parts = []  # (Y accumulation, op, scratch pointer name, offset of its partials in dynamic smem)
+    for st, op in zip(ch.cols.body, outer.reduce):
+        a = accum.accumulation(st)
+        assert a is not None, ch
+        ptr = emitter.namer.fresh(f"{a.name}_part")
+        emitter.scratch.append((f"{ctype(a.target.ty)} *{ptr}", ptr))
+        namer.taken.add(ptr)  # the launch's and the host function's namers were made before it
+        emitter.host_namer.taken.add(ptr)
+        parts.append((a, op, ptr))
+    r_n, c_n, bands, band, smem, per_sm, fit = (hn.fresh(f"{outer.var}_n"), hn.fresh(f"{ch.cols.var}_n"),
+                                                hn.fresh("bands"), hn.fresh("band"), hn.fresh("smem"),
+                                                hn.fresh("per_sm"), hn.fresh("fit"))
+    dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "bands", "in_smem")}
+    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
+        f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}",
+        f"int {dev['in_smem']}"]
+    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
+        f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['bands']}"]
+    ptrs = [p for _a, _o, p in parts]
+
+    threads = threads_of(emitter.tiling)
+    body = _ChainPrinter(expr, namer, dev, threads)
+    body.chain(ch, parts)
+    kernel: dict[str, object] = {"name": name, "params": kparams, "body": body.shared + loads + body.lines,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
+    fold = _ChainPrinter(expr, namer.child(), dev, threads)
+    fold.fold(ch, parts)
+    fold_name = emitter.namer.fresh(f"{name}_fold")
+    emitter.folds[name] = {"name": fold_name, "params": fparams, "body": loads + fold.lines,
+                           "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}
+
+    # Host side: trip counts, the band choice, scratch, the two launches.
+    err, stream = emitter.names["err"], emitter.names["stream"]
+    m = expr.mark
+
+    def check(pad: str) -> list[str]:
+        return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
+
+    p4, p6, p8 = "    ", "      ", "        "
+    sizes = []
+    for a, _op, _p in parts:
+        bytes_ = a.target.ty.bits // 8
+        sizes.append(f"(((size_t){c_n} * {bytes_} + 7) / 8 * 8)")
+    static = _static_bytes(ch, threads)
+    lines = ["#ifndef TRANSPILE_CHAIN_SMEM_MAX  // -D to move the partials to the scratch sooner (tests) or later",
+             f"#define TRANSPILE_CHAIN_SMEM_MAX {SMEM_MAX}",
+             "#endif",
+             p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {emitter.trip_count(outer)};"),
+             p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {emitter.trip_count(ch.cols)} > 0 ? "
+                              f"{emitter.trip_count(ch.cols)} : 0;"),
+             f"{p4}if ({m('guard', f'{r_n} > 0')}) {{",
+             p6 + "// The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes, else in the scratch.",
+             p6 + m("launch", f"const size_t {smem} = {' + '.join(sizes)};"),
+             p6 + m("launch", f"const int {dev['in_smem']} = {smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;"),
+             p6 + f"// Bands of rows: the blocks that fit on the device at once, at least {MIN_BAND} rows a band.",
+             p6 + m("launch", f"{INDEX_TYPE} {per_sm} = {MAX_THREADS_PER_SM // threads};"),
+             f"{p6}if ({dev['in_smem']}) {{",
+             p8 + m("launch", f"const {INDEX_TYPE} {fit} = (long long)transpile_sm_smem() / "
+                              f"(long long)({smem} + {static + BLOCK_RESERVE});"),
+             p8 + m("launch", f"{per_sm} = {fit} < 1 ? 1 : {fit} < {per_sm} ? {fit} : {per_sm};"),
+             f"{p6}}}",
+             p6 + m("launch", f"{INDEX_TYPE} {bands} = {per_sm} * transpile_sm_count();"),
+             p6 + m("launch", f"if ({bands} > ({r_n} + {MIN_BAND - 1}) / {MIN_BAND}) "
+                              f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
+             p6 + m("launch", f"if ({bands} > {GRID_CAPS[0]}LL) {bands} = {GRID_CAPS[0]}LL;"),
+             p6 + m("launch", f"const {INDEX_TYPE} {band} = ({r_n} + {bands} - 1) / {bands};"),
+             p6 + m("launch", f"{bands} = ({r_n} + {band} - 1) / {band};")]
+    for a, _op, ptr in parts:
+        lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){bands} * "
+                                        f"(size_t)({c_n} > 0 ? {c_n} : 1) * sizeof({ctype(a.target.ty)}), {stream});"))
+        lines += check(p6)
+    lines.append(f"{p6}if ({dev['in_smem']}) {{")
+    lines.append(p8 + m("launch", f"{err} = cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                                  f"(int){smem});"))
+    lines += check(p8)
+    lines.append(f"{p6}}}")
+    launch_chain = (f"{name}<<<dim3((unsigned int){bands}, 1u, 1u), dim3({threads}u, 1u, 1u), "
+                    f"{dev['in_smem']} ? {smem} : 0, {stream}>>>"
+                    f"({', '.join(args + ptrs + [r_n, c_n, band, dev['in_smem']])});")
+    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
+                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [c_n, bands])});")
+    lines.append(p6 + m("launch", launch_chain))
+    lines.append(f"{p6}{err} = cudaGetLastError();")
+    lines += check(p6)
+    lines.append(f"{p6}if ({c_n} > 0) {{")
+    lines.append(p8 + m("launch", launch_fold))
+    lines.append(f"{p8}{err} = cudaGetLastError();")
+    lines += check(p8)
+    lines.append(f"{p6}}}")
+    lines.append(p4 + "}")
+    step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "chain",
+                               "block": [f"{threads}u", "1u", "1u"], "kernel": name, "args": args}
+    return kernel, step
+
+
+class _ChainPrinter(_ReducePrinter):
+    """Renders the bodies of the chain kernel and of its fold kernel."""
+
+    def __init__(self, expr: ExprPrinter, namer: Namer, dev: dict[str, str], threads: int) -> None:
+        super().__init__(expr, namer, threads)
+        self.n = dev  # the size parameters' names: r_n, c_n, band, in_smem (chain), bands (fold)
+
+    def _var(self, loop: ir.For, t: str) -> None:
+        """``const T v = lo + t;``: the loop variable at trip ``t``."""
+        value = t if isinstance(loop.lo, ir.Const) and loop.lo.value == 0 else f"{self.expr.cast_to(loop.lo, INDEX_TYPE)} + {t}"
+        self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
+
+    def chain(self, ch: Chain, parts: list[tuple[accum.Accumulation, str, str]]) -> None:
+        """The chain kernel's body (see the module docstring)."""
+        tid = self._tid()
+        warps = self.threads // WARP
+        lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
+        self.shared.append("  " + self.mark("index", f"const int {lane} = {tid.name} % {WARP};"))
+        self.shared.append("  " + self.mark("index", f"const int {warp} = {tid.name} / {WARP};"))
+        dyn = self.namer.fresh("chain_smem")
+        self.shared.append("  " + self.mark("shared", f"extern {SMEM_PREFIX}double {dyn}[];"))
+        xs = []
+        for op, st in zip(ch.rows.reduce, ch.rows.body):
+            a = accum.accumulation(st)
+            assert a is not None, st
+            buf = self.namer.fresh(f"{a.name}_warps")
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{warps}];"))
+            xs.append((a, op, buf))
+        lo, hi = self.namer.fresh("r_lo"), self.namer.fresh("r_hi")
+        band, r_n, c_n = self.n["band"], self.n["r_n"], self.n["c_n"]
+        self.line(self.mark("index", f"const {INDEX_TYPE} {lo} = ({INDEX_TYPE}){BLOCK_IDX}.x * {band};"))
+        self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {lo} + {band} < {r_n} ? {lo} + {band} : {r_n};"))
+        # Each Y statement's partials: the band's row of the scratch, or its slice of shared memory.
+        ys = []
+        offset = 0
+        for a, op, ptr in parts:
+            ty = ctype(a.target.ty)
+            part = self.namer.fresh(f"{a.name}_cols")
+            smem = f"({ty} *)((char *){dyn} + {offset})" if offset else f"({ty} *){dyn}"
+            self.line(self.mark("shared", f"{ty} *const {part} = {self.n['in_smem']} ? {smem} : "
+                                          f"{ptr} + ({INDEX_TYPE}){BLOCK_IDX}.x * {c_n};"))
+            offset_expr = f"(({c_n} * {a.target.ty.bits // 8} + 7) / 8 * 8)"
+            offset = f"{offset} + {offset_expr}" if offset else offset_expr
+            ys.append((a, op, ptr, part))
+        ct = self.namer.fresh("ct")
+        self.line(self._strided(INDEX_TYPE, ct, f"({INDEX_TYPE}){tid.name}", c_n, str(self.threads)))
+        for a, op, _ptr, part in ys:
+            self.line("  " + self.mark("reduce", f"{part}[{ct}] = {literal(accum.identity(op, a.target.ty), a.target.ty)[0]};"))
+        self.line("}")
+        rt = self.namer.fresh("rt")
+        self.line(self._strided(INDEX_TYPE, rt, lo, hi, "1"))
+        self.depth += 1
+        self._var(ch.outer, rt)
+        if ch.pre:
+            self.line(f"if ({tid.name} == 0) {{")
+            self.block(ch.pre)
+            self.line("}")
+        # The row's X: strided partials, a shuffle tree per warp, the warps' totals in warp order.
+        parts_x = self._declare_partials(ch.rows)
+        self.line("#pragma unroll 4")
+        self._strided_partials(ch.rows, parts_x, tid.name, str(self.threads))
+        off = ir.Var(self.namer.fresh("off"), ir.I32)
+        with self.region("reduce"):
+            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
+            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
+                        for a, op, p in parts_x])
+            self.line("}")
+        self.line(f"if ({lane} == 0) {{")
+        for (_a, _op, p), (_a2, _op2, buf) in zip(parts_x, xs):
+            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
+        self.line("}")
+        self.line(self.mark("barrier", BARRIER))
+        self.line(f"if ({tid.name} == 0) {{")
+        self.depth += 1
+        w = ir.Var(self.namer.fresh("w"), ir.I32)
+        for a, op, buf in xs:
+            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[0];"))
+            with self.region("reduce"):
+                self.line(f"for (int {w.name} = 1; {w.name} < {warps}; ++{w.name}) {{")
+                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(buf, (w,), total.ty)))};")
+                self.line("}")
+                self.visit(accum.apply(a, total))
+        self.depth -= 1
+        self.line("}")
+        self.line(self.mark("barrier", BARRIER))  # the row's X (and Z) are final and visible to every thread
+        # The row's Y terms, into the partials of the thread's own columns.
+        cols = ch.cols
+        counter = self.namer.fresh(f"{cols.var}_t")
+        self.line("#pragma unroll 4")
+        self.line(self._strided(INDEX_TYPE, counter, f"({INDEX_TYPE}){tid.name}", c_n, str(self.threads)))
+        self.depth += 1
+        self._var(cols, counter)
+        with self.region("reduce"):
+            for a, op, _ptr, part in ys:
+                elem = ir.Var(f"{part}[{counter}]", a.target.ty)  # printed verbatim
+                self.visit(ir.Assign(elem, accum.combine(a, op, elem, a.term)))
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        # The band's partials out (from shared memory; in the scratch they are there already).
+        self.line(f"if ({self.n['in_smem']}) {{")
+        self.depth += 1
+        self.line(self._strided(INDEX_TYPE, ct, f"({INDEX_TYPE}){tid.name}", c_n, str(self.threads)))
+        for _a, _op, ptr, part in ys:
+            self.line("  " + self.mark("reduce", f"{ptr}[({INDEX_TYPE}){BLOCK_IDX}.x * {c_n} + {ct}] = {part}[{ct}];"))
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
+    def fold(self, ch: Chain, parts: list[tuple[accum.Accumulation, str, str]]) -> None:
+        """The fold kernel's body: each column's band partials in band order, applied to ``Y[c]``."""
+        t = self.namer.fresh("t")
+        c_n, bands = self.n["c_n"], self.n["bands"]
+        self.line(self._strided(INDEX_TYPE, t, f"({INDEX_TYPE}){BLOCK_IDX}.x * {FOLD_THREADS} + {THREAD_IDX}.x",
+                                c_n, f"({INDEX_TYPE}){GRID_DIM}.x * {FOLD_THREADS}"))
+        self.depth += 1
+        self._var(ch.cols, t)
+        k = self.namer.fresh("k")
+        for a, op, ptr in parts:
+            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {ptr}[{t}];"))
+            with self.region("reduce"):  # in band order: deterministic
+                self.line(f"for ({INDEX_TYPE} {k} = 1; {k} < {bands}; ++{k}) {{")
+                part = ir.Var(f"{ptr}[{k} * {c_n} + {t}]", total.ty)  # printed verbatim
+                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
+                self.line("}")
+            with self.region("reduce"):
+                self.visit(accum.apply(a, total))
+        self.depth -= 1
+        self.line("}")
