@@ -152,8 +152,10 @@ def mma_instruction(inst: tuple[int, int], wm: int, bk: int) -> tuple[int, int]:
     return rows, k
 
 
-#: Threads per block of chain launches (:mod:`transpile.cuda_chain`).
-DEFAULT_CHAIN = 512
+#: Threads per block of chain launches (:mod:`transpile.cuda_chain`).  Measured on the H200, atax
+#: at 12288x12289, same process (bench/results/h200_run30.md): 1024 threads 0.514 ms, 512 0.613,
+#: 256 1.39; 1024 with one block per SM 0.597 (two fit: 32 registers, 2 x 98 KB of partials).
+DEFAULT_CHAIN = 1024
 #: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
 #: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
 #: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x

@@ -7,7 +7,7 @@ for ``Y`` would each stream the whole matrix from memory (atax at 12288^2: each 
 DRAM peak, so the pair at 37% of the copy bandwidth); here a block finishes row ``r``'s ``X`` and
 adds the row's ``Y`` terms right after, so the second read of the row hits the cache:
 
-* **Chain kernel.**  ``threads`` threads a block (:data:`passes.tile.DEFAULT_CHAIN`), one block a
+* **Chain kernel.**  ``threads`` threads a block (:data:`passes.tile.DEFAULT_CHAIN`, 1024), one block a
   *band* of consecutive rows (``blockIdx.x``), the rows one after another.  Per row: thread 0 runs
   the ``Z[r] = e`` statements; every thread adds the terms of the columns ``t, t + threads, ...`` of
   each ``X`` statement into a register; the warps fold their lanes with ``__shfl_down_sync`` (a fixed
@@ -25,6 +25,14 @@ and the threads, :data:`MAX_THREADS_PER_SM`), at least :data:`MIN_BAND` rows a b
 partials cost ``c_n`` elements of scratch written and read once, against ``band x c_n`` elements of
 the matrix read.  Every scratch element is written by one thread; results are deterministic (fixed
 trees, fixed orders), with ``Y``'s sums reassociated over the rows as the ``reduce`` mark permits.
+
+Measured on the H200, atax at 12288 x 12289 (bench/results/h200_run29-31.md): two launches 0.756 ms;
+this kernel at 512 threads 0.613 ms, at 1024 threads (two blocks per SM: 32 registers, 2 x 98 KB of
+partials) 0.514 ms, 56% of the copy bandwidth.  Tried and dropped: prefetching the next row into L2
+(``prefetch.global.L2``, one per line; 0.78 ms at 1024 threads: the L2 then holds two rows a block),
+one block per SM (0.597 ms), and a software pipeline that reads row ``r``'s ``X`` terms and row
+``r - 1``'s ``Y`` terms in one loop (44 registers, one block per SM: 0.87 ms; 0.80 ms forced to two
+blocks with spills).
 """
 
 from __future__ import annotations
@@ -166,6 +174,9 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     lines = ["#ifndef TRANSPILE_CHAIN_SMEM_MAX  // -D to move the partials to the scratch sooner (tests) or later",
              f"#define TRANSPILE_CHAIN_SMEM_MAX {SMEM_MAX}",
              "#endif",
+             "#ifndef TRANSPILE_CHAIN_PER_SM  // -D to cap the blocks per SM",
+             f"#define TRANSPILE_CHAIN_PER_SM {MAX_THREADS_PER_SM // threads}",
+             "#endif",
              p4 + m("launch", f"const {INDEX_TYPE} {r_n} = {emitter.trip_count(outer)};"),
              p4 + m("launch", f"const {INDEX_TYPE} {c_n} = {emitter.trip_count(ch.cols)} > 0 ? "
                               f"{emitter.trip_count(ch.cols)} : 0;"),
@@ -174,7 +185,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
              p6 + m("launch", f"const size_t {smem} = {' + '.join(sizes)};"),
              p6 + m("launch", f"const int {dev['in_smem']} = {smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;"),
              p6 + f"// Bands of rows: the blocks that fit on the device at once, at least {MIN_BAND} rows a band.",
-             p6 + m("launch", f"{INDEX_TYPE} {per_sm} = {MAX_THREADS_PER_SM // threads};"),
+             p6 + m("launch", f"{INDEX_TYPE} {per_sm} = TRANSPILE_CHAIN_PER_SM;"),
              f"{p6}if ({dev['in_smem']}) {{",
              p8 + m("launch", f"const {INDEX_TYPE} {fit} = (long long)transpile_sm_smem() / "
                               f"(long long)({smem} + {static + BLOCK_RESERVE});"),

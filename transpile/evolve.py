@@ -91,7 +91,7 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "stream": (0, 1, 4, 16),  # 0: automatic (passes.tile.launch_stream)
     "sweep": (tiles.DEFAULT_SWEEP, (4, 8, 2, 16), (4, 8, 4, 16), (8, 8, 1, 16), (8, 8, 2, 8), (2, 8, 4, 16),
               (4, 16, 1, 8), (4, 8, 2, 8), (4, 8, 2, 32)),
-    "chain": (tiles.DEFAULT_CHAIN, 256, 1024, 128),  # chain launches: threads per block
+    "chain": (tiles.DEFAULT_CHAIN, 512, 256),  # chain launches: threads per block
 }
 
 

@@ -125,17 +125,17 @@ __global__ void __launch_bounds__(256) kernel_atax_kernel0(int n, double *__rest
   }
 }
 
-__global__ void __launch_bounds__(512) kernel_atax_kernel1(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ y, double *__restrict__ tmp, double *__restrict__ y_part, long long r_n, long long c_n, long long band, int in_smem)
+__global__ void __launch_bounds__(1024) kernel_atax_kernel1(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ y, double *__restrict__ tmp, double *__restrict__ y_part, long long r_n, long long c_n, long long band, int in_smem)
 {
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
   extern __shared__ double chain_smem[];
-  __shared__ double tmp_warps[16];
+  __shared__ double tmp_warps[32];
   const long long r_lo = (long long)blockIdx.x * band;
   const long long r_hi = r_lo + band < r_n ? r_lo + band : r_n;
   double *const y_cols = in_smem ? (double *)chain_smem : y_part + (long long)blockIdx.x * c_n;
-  for (long long ct = (long long)tid; ct < c_n; ct += 512) {
+  for (long long ct = (long long)tid; ct < c_n; ct += 1024) {
     y_cols[ct] = 0.0;
   }
   for (long long rt = r_lo; rt < r_hi; rt += 1) {
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(512) kernel_atax_kernel1(int m, int n, const d
     }
     double tmp_part = 0.0;
     #pragma unroll 4
-    for (long long j_t = (long long)tid; j_t < n; j_t += 512) {
+    for (long long j_t = (long long)tid; j_t < n; j_t += 1024) {
       const int j = (int)j_t;
       tmp_part += A[(long long)i * n + j] * x[j];
     }
@@ -158,20 +158,20 @@ __global__ void __launch_bounds__(512) kernel_atax_kernel1(int m, int n, const d
     __syncthreads();
     if (tid == 0) {
       double tmp_total = tmp_warps[0];
-      for (int w = 1; w < 16; ++w) {
+      for (int w = 1; w < 32; ++w) {
         tmp_total = tmp_total + tmp_warps[w];
       }
       tmp[i] += tmp_total;
     }
     __syncthreads();
     #pragma unroll 4
-    for (long long j_t1 = (long long)tid; j_t1 < c_n; j_t1 += 512) {
+    for (long long j_t1 = (long long)tid; j_t1 < c_n; j_t1 += 1024) {
       const int j = (int)(j_t1);
       y_cols[j_t1] += A[(long long)i * n + j] * tmp[i];
     }
   }
   if (in_smem) {
-    for (long long ct = (long long)tid; ct < c_n; ct += 512) {
+    for (long long ct = (long long)tid; ct < c_n; ct += 1024) {
       y_part[(long long)blockIdx.x * c_n + ct] = y_cols[ct];
     }
   }
@@ -207,6 +207,9 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
 #ifndef TRANSPILE_CHAIN_SMEM_MAX  // -D to move the partials to the scratch sooner (tests) or later
 #define TRANSPILE_CHAIN_SMEM_MAX 204800
 #endif
+#ifndef TRANSPILE_CHAIN_PER_SM  // -D to cap the blocks per SM
+#define TRANSPILE_CHAIN_PER_SM 2
+#endif
     const long long i_n1 = m;
     const long long j_n = n > 0 ? n : 0;
     if (i_n1 > 0) {
@@ -214,9 +217,9 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
       const size_t smem = (((size_t)j_n * 8 + 7) / 8 * 8);
       const int in_smem = smem <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;
       // Bands of rows: the blocks that fit on the device at once, at least 8 rows a band.
-      long long per_sm = 4;
+      long long per_sm = TRANSPILE_CHAIN_PER_SM;
       if (in_smem) {
-        const long long fit = (long long)transpile_sm_smem() / (long long)(smem + 1152);
+        const long long fit = (long long)transpile_sm_smem() / (long long)(smem + 1280);
         per_sm = fit < 1 ? 1 : fit < per_sm ? fit : per_sm;
       }
       long long bands = per_sm * transpile_sm_count();
@@ -234,7 +237,7 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
           break;
         }
       }
-      kernel_atax_kernel1<<<dim3((unsigned int)bands, 1u, 1u), dim3(512u, 1u, 1u), in_smem ? smem : 0, stream>>>(m, n, A, x, y, tmp, y_part, i_n1, j_n, band, in_smem);
+      kernel_atax_kernel1<<<dim3((unsigned int)bands, 1u, 1u), dim3(1024u, 1u, 1u), in_smem ? smem : 0, stream>>>(m, n, A, x, y, tmp, y_part, i_n1, j_n, band, in_smem);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
