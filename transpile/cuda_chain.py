@@ -214,7 +214,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     lines.append(p6 + m("launch", launch_chain))
     lines.append(f"{p6}{err} = cudaGetLastError();")
     lines += check(p6)
-    lines.append(f"{p6}if ({c_n} > 0) {{")
+    lines.append(f"{p6}if ({m('guard', f'{c_n} > 0')}) {{")
     lines.append(p8 + m("launch", launch_fold))
     lines.append(f"{p8}{err} = cudaGetLastError();")
     lines += check(p8)
@@ -265,7 +265,7 @@ class _ChainPrinter(_ReducePrinter):
             part = self.namer.fresh(f"{a.name}_cols")
             smem = f"({ty} *)((char *){dyn} + {offset})" if offset else f"({ty} *){dyn}"
             self.line(self.mark("shared", f"{ty} *const {part} = {self.n['in_smem']} ? {smem} : "
-                                          f"{ptr} + ({INDEX_TYPE}){BLOCK_IDX}.x * {c_n};"))
+                                          f"{ptr} + {self.mark('index', f'({INDEX_TYPE}){BLOCK_IDX}.x * {c_n}')};"))
             offset_expr = f"(({c_n} * {a.target.ty.bits // 8} + 7) / 8 * 8)"
             offset = f"{offset} + {offset_expr}" if offset else offset_expr
             ys.append((a, op, ptr, part))
@@ -331,7 +331,8 @@ class _ChainPrinter(_ReducePrinter):
         self.depth += 1
         self.line(self._strided(INDEX_TYPE, ct, f"({INDEX_TYPE}){tid.name}", c_n, str(self.threads)))
         for _a, _op, ptr, part in ys:
-            self.line("  " + self.mark("reduce", f"{ptr}[({INDEX_TYPE}){BLOCK_IDX}.x * {c_n} + {ct}] = {part}[{ct}];"))
+            at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.x * {c_n} + {ct}")
+            self.line("  " + self.mark("reduce", f"{ptr}[{at}] = {part}[{ct}];"))
         self.line("}")
         self.depth -= 1
         self.line("}")
