@@ -47,6 +47,7 @@ written; ``B`` has ``write_box ((1, n - 2),)`` and ``must_write`` False
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -123,6 +124,20 @@ class _Site:
     keys: tuple[int, ...] = ()
 
 
+#: The isl work the analysis of one array may do.  Past it (isl's ``dim_max`` took minutes on a
+#: random nest of the property tests) the array gets the conservative answer: its whole extent,
+#: not proven written, copied in.  The 30 PolyBench kernels need far less (their footprints are
+#: the same with and without the limit).
+MAX_OPERATIONS = 2_000_000
+
+_LOCAL = threading.local()  # the isl context of the array being analysed (per thread)
+
+
+def _set(text: str) -> isl.Set:
+    ctx = getattr(_LOCAL, "ctx", None)
+    return isl.Set(text) if ctx is None else isl.Set.read_from_str(ctx, text)
+
+
 def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
     """The footprint of every array parameter of ``kernel``, in parameter order."""
     params = parameters(kernel)
@@ -136,11 +151,22 @@ def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
         writes = [s for s in mine if s.write]
         dims = [affine(d, params) for d in p.ty.dims]
         reads = [s for s in mine if not s.write]
-        must = not returns and _must_write(writes, dims, params)
-        out[p.name] = Footprint(
-            p.name, read=bool(reads), written=bool(writes),
-            box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
-            reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
+        ctx = isl.Context()
+        ctx.set_max_operations(MAX_OPERATIONS)
+        _LOCAL.ctx = ctx
+        try:
+            must = not returns and _must_write(writes, dims, params)
+            out[p.name] = Footprint(
+                p.name, read=bool(reads), written=bool(writes),
+                box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
+                reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
+        except isl.Error:  # past MAX_OPERATIONS: the whole extent, copied in
+            whole = tuple((None, None) for _ in dims)
+            out[p.name] = Footprint(p.name, read=bool(reads), written=bool(writes),
+                                    box=whole if mine else None, write_box=whole if writes else None,
+                                    must_write=False, reads_input=bool(reads))
+        finally:
+            _LOCAL.ctx = None
     return out
 
 
@@ -200,7 +226,7 @@ def _image(site: _Site, params: frozenset[str]) -> isl.Set:
     body = " and ".join(cons) or "true"
     if names:
         body = f"exists ({', '.join(names.values())} : {body})"
-    return isl.Set(head + body + " }")
+    return _set(head + body + " }")
 
 
 def _extent(dims: list[Affine | None], params: frozenset[str]) -> isl.Set:
@@ -208,7 +234,7 @@ def _extent(dims: list[Affine | None], params: frozenset[str]) -> isl.Set:
     head, svars = _head(params, len(dims))
     cons = [f"{s} >= 0" for s in svars]
     cons += [f"{s} < {deps.render_affine(d, {})}" for s, d in zip(svars, dims) if d is not None]
-    return isl.Set(head + (" and ".join(cons) or "true") + " }")
+    return _set(head + (" and ".join(cons) or "true") + " }")
 
 
 def _union(sites: list[_Site], params: frozenset[str]) -> isl.Set:
@@ -265,7 +291,7 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
     jn = {lp.var: f"j{k}" for k, lp in enumerate(read.loops)}
     jv = list(jn.values())
     dom_r = " and ".join(deps.domain_constraints(read.loops, jn, params)) or "true"
-    domain = isl.Set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
+    domain = _set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
     covered = domain.subtract(domain)  # empty, same space
     for w in exact:
         inames = {lp.var: f"i{k}" for k, lp in enumerate(w.loops)}
@@ -289,5 +315,5 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
         body = " and ".join(cons)
         if iv:
             body = f"exists ({', '.join(iv)} : {body})"
-        covered = covered.union(isl.Set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
+        covered = covered.union(_set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
     return bool(domain.is_subset(covered))

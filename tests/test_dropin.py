@@ -103,6 +103,22 @@ def test_footprint_on_polybench() -> None:
     assert trmm["A"].span((10, 10), {"m": 10, "n": 12}) == (10, 99)
 
 
+def test_footprint_past_its_isl_budget_is_the_whole_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    """isl's dim_max took minutes on a random nest: past the budget an array is copied whole, in."""
+    from passes import footprint
+
+    monkeypatch.setattr(footprint, "MAX_OPERATIONS", 10)
+    shapes = {"A": (30, 40), "x": (40,), "y": (40,), "tmp": (30,)}
+    for name, fp in _lowered_fp("atax").items():
+        assert fp.copy_in and not fp.must_write and fp.reads_input == fp.read, name
+        whole = 1
+        for d in shapes[name]:
+            whole *= d
+        assert fp.span(shapes[name], {"m": 30, "n": 40}) == (0, whole), name
+    jac = _lowered_fp("jacobi-1d")["B"]
+    assert jac.span((100,), {"n": 100, "tsteps": 3}, writes=True) == (0, 100)
+
+
 # ---------------------------------------------------------------------------
 # The emitted drop-in on the simulator
 
