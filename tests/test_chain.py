@@ -173,7 +173,7 @@ def test_grid_fills_the_device_with_the_blocks_that_fit() -> None:
     assert not cuda_chain.grid(1000, 30000, ch, 512)[2]  # 240 KB of partials: in the scratch
     assert cuda_chain.grid(1, 1, ch, 512) == (1, 1, True)
     code = cuda.emit(pipeline.lower(_module("atax")), source="atax.c")
-    assert "transpile_sm_smem()" in code and "cudaFuncAttributeMaxDynamicSharedMemorySize" in code
+    assert "cudaOccupancyMaxActiveBlocksPerMultiprocessor(" in code and "cudaFuncAttributeMaxDynamicSharedMemorySize" in code
 
 
 def test_cost_model_prices_a_chain_as_one_pass() -> None:

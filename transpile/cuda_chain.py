@@ -20,8 +20,9 @@ adds the row's ``Y`` terms right after, so the second read of the row hits the c
 * **Fold kernel.**  Thread ``t`` sums ``Y_part[0..bands)[t]`` in band order and applies
   ``Y[c] = Y[c] op total`` (the values ``Y`` held before are kept).
 
-The host aims for as many bands as fit on the device at once (blocks per SM from the shared memory
-and the threads, :data:`MAX_THREADS_PER_SM`), at least :data:`MIN_BAND` rows a band: a band's
+The host aims for as many bands as fit on the device at once (blocks per SM from
+``cudaOccupancyMaxActiveBlocksPerMultiprocessor``: registers, threads and shared memory), at least
+:data:`MIN_BAND` rows a band: a band's
 partials cost ``c_n`` elements of scratch written and read once, against ``band x c_n`` elements of
 the matrix read.  Every scratch element is written by one thread; results are deterministic (fixed
 trees, fixed orders), with ``Y``'s sums reassociated over the rows as the ``reduce`` mark permits.
@@ -72,7 +73,8 @@ SMEM_MAX = 200 * 1024
 the emitted code's ``TRANSPILE_CHAIN_SMEM_MAX``, which ``-D`` overrides."""
 MAX_THREADS_PER_SM = 2048
 SM_SMEM = 233472
-"""Shared memory per SM on sm_90 (the host asks the device; this is the cost model's figure)."""
+"""Shared memory per SM on sm_90 (the host asks the device; this is the cost model's figure, which
+leaves registers out)."""
 BLOCK_RESERVE = 1024
 """Shared memory the runtime reserves per block on sm_90."""
 
@@ -170,7 +172,6 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     for a, _op, _p in parts:
         bytes_ = a.target.ty.bits // 8
         sizes.append(f"(((size_t){c_n} * {bytes_} + 7) / 8 * 8)")
-    static = _static_bytes(ch, threads)
     lines = ["#ifndef TRANSPILE_CHAIN_SMEM_MAX  // -D to move the partials to the scratch sooner (tests) or later",
              f"#define TRANSPILE_CHAIN_SMEM_MAX {SMEM_MAX}",
              "#endif",
@@ -184,13 +185,19 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
              p6 + "// The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes, else in the scratch.",
              p6 + m("launch", f"const size_t {smem} = {' + '.join(sizes)};"),
              p6 + m("launch", f"const int {dev['in_smem']} = {smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;"),
-             p6 + f"// Bands of rows: the blocks that fit on the device at once, at least {MIN_BAND} rows a band.",
-             p6 + m("launch", f"{INDEX_TYPE} {per_sm} = TRANSPILE_CHAIN_PER_SM;"),
              f"{p6}if ({dev['in_smem']}) {{",
-             p8 + m("launch", f"const {INDEX_TYPE} {fit} = (long long)transpile_sm_smem() / "
-                              f"(long long)({smem} + {static + BLOCK_RESERVE});"),
-             p8 + m("launch", f"{per_sm} = {fit} < 1 ? 1 : {fit} < {per_sm} ? {fit} : {per_sm};"),
+             p8 + m("launch", f"{err} = cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                              f"(int){smem});"),
+             *check(p8),
              f"{p6}}}",
+             p6 + "// Bands of rows: the blocks that fit on the device at once (registers, shared memory),",
+             p6 + f"// at least {MIN_BAND} rows a band.",
+             p6 + f"int {fit} = 0;",
+             p6 + m("launch", f"{err} = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&{fit}, {name}, {threads}, "
+                              f"{dev['in_smem']} ? {smem} : 0);"),
+             *check(p6),
+             p6 + m("launch", f"const {INDEX_TYPE} {per_sm} = {fit} < 1 ? 1 : {fit} < TRANSPILE_CHAIN_PER_SM ? "
+                              f"{fit} : TRANSPILE_CHAIN_PER_SM;"),
              p6 + m("launch", f"{INDEX_TYPE} {bands} = {per_sm} * transpile_sm_count();"),
              p6 + m("launch", f"if ({bands} > ({r_n} + {MIN_BAND - 1}) / {MIN_BAND}) "
                               f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
@@ -201,11 +208,6 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){bands} * "
                                         f"(size_t)({c_n} > 0 ? {c_n} : 1) * sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    lines.append(f"{p6}if ({dev['in_smem']}) {{")
-    lines.append(p8 + m("launch", f"{err} = cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
-                                  f"(int){smem});"))
-    lines += check(p8)
-    lines.append(f"{p6}}}")
     launch_chain = (f"{name}<<<dim3((unsigned int){bands}, 1u, 1u), dim3({threads}u, 1u, 1u), "
                     f"{dev['in_smem']} ? {smem} : 0, {stream}>>>"
                     f"({', '.join(args + ptrs + [r_n, c_n, band, dev['in_smem']])});")

@@ -43,21 +43,6 @@
   return sms;
 }
 
-// The device's shared memory per multiprocessor in bytes, asked once per process (0 if the query fails).
-[[maybe_unused]] static int transpile_sm_smem()
-{
-  static const int bytes = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
-      (void)cudaGetLastError();  // not left pending for the next launch's check
-      return 0;
-    }
-    return v;
-  }();
-  return bytes;
-}
-
 // Device scratch of a call (partials, device scalars, temporaries), ordered on `stream`, from one
 // pool per device and process that keeps what is freed (release threshold: all).  The default pool
 // hands its memory back to the driver at every synchronisation, and mapping it again on the next call
@@ -216,12 +201,20 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
       // The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes, else in the scratch.
       const size_t smem = (((size_t)j_n * 8 + 7) / 8 * 8);
       const int in_smem = smem <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;
-      // Bands of rows: the blocks that fit on the device at once, at least 8 rows a band.
-      long long per_sm = TRANSPILE_CHAIN_PER_SM;
       if (in_smem) {
-        const long long fit = (long long)transpile_sm_smem() / (long long)(smem + 1280);
-        per_sm = fit < 1 ? 1 : fit < per_sm ? fit : per_sm;
+        err = cudaFuncSetAttribute(kernel_atax_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) {
+          break;
+        }
       }
+      // Bands of rows: the blocks that fit on the device at once (registers, shared memory),
+      // at least 8 rows a band.
+      int fit = 0;
+      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel_atax_kernel1, 1024, in_smem ? smem : 0);
+      if (err != cudaSuccess) {
+        break;
+      }
+      const long long per_sm = fit < 1 ? 1 : fit < TRANSPILE_CHAIN_PER_SM ? fit : TRANSPILE_CHAIN_PER_SM;
       long long bands = per_sm * transpile_sm_count();
       if (bands > (i_n1 + 7) / 8) bands = (i_n1 + 7) / 8;
       if (bands > 2147483647LL) bands = 2147483647LL;
@@ -230,12 +223,6 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
       err = transpile_scratch((void **)&y_part, (size_t)bands * (size_t)(j_n > 0 ? j_n : 1) * sizeof(double), stream);
       if (err != cudaSuccess) {
         break;
-      }
-      if (in_smem) {
-        err = cudaFuncSetAttribute(kernel_atax_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) {
-          break;
-        }
       }
       kernel_atax_kernel1<<<dim3((unsigned int)bands, 1u, 1u), dim3(1024u, 1u, 1u), in_smem ? smem : 0, stream>>>(m, n, A, x, y, tmp, y_part, i_n1, j_n, band, in_smem);
       err = cudaGetLastError();

@@ -43,21 +43,6 @@
   return sms;
 }
 
-// The device's shared memory per multiprocessor in bytes, asked once per process (0 if the query fails).
-[[maybe_unused]] static int transpile_sm_smem()
-{
-  static const int bytes = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) {
-      (void)cudaGetLastError();  // not left pending for the next launch's check
-      return 0;
-    }
-    return v;
-  }();
-  return bytes;
-}
-
 // Device scratch of a call (partials, device scalars, temporaries), ordered on `stream`, from one
 // pool per device and process that keeps what is freed (release threshold: all).  The default pool
 // hands its memory back to the driver at every synchronisation, and mapping it again on the next call
