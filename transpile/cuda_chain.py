@@ -58,7 +58,7 @@ from transpile.cuda import (
     ctype,
     literal,
 )
-from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
+from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
 
 if TYPE_CHECKING:
     from passes.reduce_gpu import Chain
@@ -165,7 +165,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     m = expr.mark
 
     def check(pad: str) -> list[str]:
-        return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
+        return break_on_error(err, pad)
 
     p4, p6, p8 = "    ", "      ", "        "
     sizes = []
@@ -233,11 +233,6 @@ class _ChainPrinter(_ReducePrinter):
     def __init__(self, expr: ExprPrinter, namer: Namer, dev: dict[str, str], threads: int) -> None:
         super().__init__(expr, namer, threads)
         self.n = dev  # the size parameters' names: r_n, c_n, band, in_smem (chain), bands (fold)
-
-    def _var(self, loop: ir.For, t: str) -> None:
-        """``const T v = lo + t;``: the loop variable at trip ``t``."""
-        value = t if isinstance(loop.lo, ir.Const) and loop.lo.value == 0 else f"{self.expr.cast_to(loop.lo, INDEX_TYPE)} + {t}"
-        self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
 
     def chain(self, ch: Chain, parts: list[tuple[accum.Accumulation, str, str]]) -> None:
         """The chain kernel's body (see the module docstring)."""
@@ -347,16 +342,6 @@ class _ChainPrinter(_ReducePrinter):
                                 c_n, f"({INDEX_TYPE}){GRID_DIM}.x * {FOLD_THREADS}"))
         self.depth += 1
         self._var(ch.cols, t)
-        k = self.namer.fresh("k")
-        for a, op, ptr in parts:
-            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {ptr}[{t}];"))
-            with self.region("reduce"):  # in band order: deterministic
-                self.line(f"for ({INDEX_TYPE} {k} = 1; {k} < {bands}; ++{k}) {{")
-                part = ir.Var(f"{ptr}[{k} * {c_n} + {t}]", total.ty)  # printed verbatim
-                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
-                self.line("}")
-            with self.region("reduce"):
-                self.visit(accum.apply(a, total))
+        self._fold_parts(parts, t, c_n, bands)  # in band order
         self.depth -= 1
         self.line("}")

@@ -118,6 +118,11 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
     return quals, printer.shared + loads + body, config
 
 
+def break_on_error(err: str, pad: str) -> list[str]:
+    """Host lines: leave the launch block (``break``) when ``err`` is not ``cudaSuccess``."""
+    return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
+
+
 def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
     out = []
     for s in loop.body:
@@ -178,6 +183,27 @@ class _ReducePrinter(StmtPrinter):
                 group.append(c)
         self.depth -= 1
         self.line("}")
+
+    def _var(self, loop: ir.For, t: str) -> None:
+        """``const T v = lo + t;``: ``loop``'s variable at trip ``t`` (a step-1 loop)."""
+        value = t if isinstance(loop.lo, ir.Const) and loop.lo.value == 0 else f"{self.expr.cast_to(loop.lo, INDEX_TYPE)} + {t}"
+        self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
+
+    def _fold_parts(self, parts: list[tuple[accum.Accumulation, str, str]], t: str, n: str, count: str) -> None:
+        """Fold kernels (sweep, chain): for each ``(accumulation, op, scratch)``, the ``count`` partials
+        of element ``t`` (``scratch[k * n + t]``) combined in ``k`` order (deterministic) and applied
+        to the accumulator's element."""
+        k = self.namer.fresh("k")
+        for a, op, ptr in parts:
+            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {ptr}[{t}];"))
+            with self.region("reduce"):
+                self.line(f"for ({INDEX_TYPE} {k} = 1; {k} < {count}; ++{k}) {{")
+                part = ir.Var(f"{ptr}[{k} * {n} + {t}]", total.ty)  # printed verbatim
+                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
+                self.line("}")
+            with self.region("reduce"):
+                self.visit(accum.apply(a, total))
 
     def _strided(self, counter_t: str, counter: str, start: str, hi: str, stride: str) -> str:
         """The header of a loop that a thread (or warp) strides from its own ``start``.

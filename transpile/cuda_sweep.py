@@ -81,7 +81,7 @@ from transpile.cuda import (
     ctype,
     literal,
 )
-from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
+from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
 
 if TYPE_CHECKING:
     from transpile.cuda import _KernelEmitter
@@ -205,7 +205,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     m = expr.mark
 
     def check(pad: str) -> list[str]:
-        return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
+        return break_on_error(err, pad)
 
     p4, p6 = "    ", "      "
     tile_, min_band = shape.tile, shape.min_band
@@ -247,11 +247,6 @@ class _SweepPrinter(_ReducePrinter):
         super().__init__(expr, namer, shape.threads)
         self.n = dev  # the size parameters' names: r_n, c_n, band (sweep), tiles, bands (fold)
         self.shape = shape
-
-    def _var(self, loop: ir.For, t: str) -> None:
-        """``const T v = lo + t;``: the loop variable at trip ``t``."""
-        value = t if isinstance(loop.lo, ir.Const) and loop.lo.value == 0 else f"{self.expr.cast_to(loop.lo, INDEX_TYPE)} + {t}"
-        self.line(self.mark("index", f"const {ctype(loop.ty)} {self.expr.ident(loop.var)} = ({ctype(loop.ty)})({value});"))
 
     def sweep(self, sw: object, parts: list[tuple[accum.Accumulation, str, str, str]]) -> None:
         """The sweep kernel's body.  A warp steps through its rows ``unroll`` at a time.  When the
@@ -440,19 +435,7 @@ class _SweepPrinter(_ReducePrinter):
             self.line(f"if ({self.mark('guard', f'{t} < {n}')}) {{")
             self.depth += 1
             self._var(loop, t)
-            k = self.namer.fresh("k")
-            for a, op, w, ptr in parts:
-                if w != along:
-                    continue
-                total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-                self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {ptr}[{t}];"))
-                with self.region("reduce"):  # in tile (band) order: deterministic
-                    self.line(f"for ({INDEX_TYPE} {k} = 1; {k} < {count}; ++{k}) {{")
-                    part = ir.Var(f"{ptr}[{k} * {n} + {t}]", total.ty)  # printed verbatim
-                    self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
-                    self.line("}")
-                with self.region("reduce"):
-                    self.visit(accum.apply(a, total))
+            self._fold_parts([(a, op, ptr) for a, op, w, ptr in parts if w == along], t, n, count)  # tile (band) order
             self.depth -= 1
             self.line("}")
         self.depth -= 1
