@@ -568,7 +568,9 @@ class _Model:
         bands, band, in_smem = cuda_chain.grid(int(rows_n), int(cols), ch, tpb, d.sms)
         scratch = len(ch.cols.body) * bands * cols * 8.0
         dram = sum(n * self._esize(a) for a, n in per_array.items()) + 2 * scratch
-        cache += 2 * scratch + (0.0 if in_smem else 2 * scratch * band)  # partials in L2: read and written per row
+        cache += 2 * scratch
+        if not in_smem:  # too wide: X alone here, the column launch reads the matrix again
+            dram += sum(n * self._esize(a) for a, n in per_array.items())
         for a, n in per_array.items():
             self.touched[a] = max(self.touched.get(a, 0.0), n * self._esize(a))
         occ = self._occupancy(name, tpb, cuda_chain.smem_bytes(ch, int(cols)) if in_smem else 0)

@@ -170,10 +170,11 @@ def test_grid_fills_the_device_with_the_blocks_that_fit() -> None:
     assert in_smem and band == cuda_chain.MIN_BAND  # 528 bands would leave bands of 4 rows
     bands, band, _ = cuda_chain.grid(100, 2200, ch, 512)
     assert band >= cuda_chain.MIN_BAND
-    assert not cuda_chain.grid(1000, 30000, ch, 512)[2]  # 240 KB of partials: in the scratch
+    assert not cuda_chain.grid(1000, 30000, ch, 512)[2]  # 240 KB of partials: the wide-row form
     assert cuda_chain.grid(1, 1, ch, 512) == (1, 1, True)
     code = cuda.emit(pipeline.lower(_module("atax")), source="atax.c")
     assert "cudaOccupancyMaxActiveBlocksPerMultiprocessor(" in code and "cudaFuncAttributeMaxDynamicSharedMemorySize" in code
+    assert "kernel_atax_kernel1_cols<<<" in code  # the wide-row form's column launch
 
 
 def test_cost_model_prices_a_chain_as_one_pass() -> None:
@@ -184,6 +185,9 @@ def test_cost_model_prices_a_chain_as_one_pass() -> None:
     assert a_bytes <= launch.dram_bytes < 1.05 * a_bytes
     assert launch.cache_bytes >= 2 * a_bytes  # the second read of each row comes from the cache
     assert est.efficiency > 0.5
+    wide = costmodel.estimate(lowered.kernels[0], cuda.launches(lowered), {"m": 2000, "n": 40000})
+    (launch,) = [lc for lc in wide.launches if lc.shape == "chain"]
+    assert launch.dram_bytes >= 2 * 2000 * 40000 * 8  # rows too wide: the column launch reads it again
 
 
 def test_chain_threads_option_is_checked_and_reaches_the_code() -> None:
@@ -209,11 +213,12 @@ def _build(code: str, out: Path) -> object:
 
 @pytest.fixture(scope="module")
 def atax_sims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """atax's chain with the partials in shared memory (the default) and in the scratch."""
+    """atax's chain with the partials in shared memory (the default), and the wide-row form (X in the
+    chain kernel, the Y terms in the column kernel) forced by a partials limit of 0 bytes."""
     out = tmp_path_factory.mktemp("chain")
     code = cuda.emit(pipeline.lower(_module("atax")), source="atax.c", tiling=tile.Options(chain=128))
     return {"smem": _build(code, out / "smem"),
-            "scratch": _build("#define TRANSPILE_CHAIN_SMEM_MAX 0\n" + code, out / "scratch")}
+            "wide": _build("#define TRANSPILE_CHAIN_SMEM_MAX 0\n" + code, out / "wide")}
 
 
 def _check(lib: object, module: ir.Module, fn: str, args: dict[str, object], order: list[str],
@@ -233,7 +238,7 @@ def _atax_args(rng: np.random.Generator, m: int, n: int) -> dict[str, object]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("where", ["smem", "scratch"])
+@pytest.mark.parametrize("where", ["smem", "wide"])
 @pytest.mark.parametrize("m, n", [(0, 0), (0, 5), (5, 0), (1, 1), (1, 7), (7, 1), (3, 300), (129, 131),
                                   (300, 257)])
 def test_atax_chain_matches_the_interpreter(atax_sims: dict[str, object], where: str, m: int, n: int) -> None:
@@ -252,7 +257,7 @@ def test_every_band_is_folded_and_results_are_deterministic(atax_sims: dict[str,
     rng = np.random.default_rng(5)
     args = _atax_args(rng, m, n)
     order = ["m", "n", "A", "x", "y", "tmp"]
-    for where in ("smem", "scratch"):
+    for where in ("smem", "wide"):
         a = _check(atax_sims[where], _module("atax"), "kernel_atax", args, order, ("y", "tmp"), seed=1)
         b = _check(atax_sims[where], _module("atax"), "kernel_atax", args, order, ("y", "tmp"), seed=2)
         assert np.array_equal(a["y"], b["y"]) and np.array_equal(a["tmp"], b["tmp"])  # another block order
@@ -283,7 +288,7 @@ def test_offset_bounds_float_min_max_and_row_statements(tmp_path: Path) -> None:
     lowered = pipeline.lower(module)
     assert "chain" in _shapes(lowered)
     code = cuda.emit(lowered, source="k.ir", tiling=tile.Options(chain=128))
-    for where, prefix in (("smem", ""), ("scratch", "#define TRANSPILE_CHAIN_SMEM_MAX 0\n")):
+    for where, prefix in (("smem", ""), ("wide", "#define TRANSPILE_CHAIN_SMEM_MAX 0\n")):
         lib = _build(prefix + code, tmp_path / where)
         for n, m in ((0, 0), (2, 3), (3, 2), (3, 3), (70, 131), (300, 260)):
             rng = np.random.default_rng(n + m)

@@ -793,7 +793,7 @@ class _KernelEmitter:
         self.kernels: list[dict[str, object]] = []
         self.launch_log: list[LaunchInfo] = []  # what each Launch became (launches())
         self.scratch: list[tuple[str, str]] = []  # (declaration, name) of launch scratch (cuda_sweep)
-        self.folds: dict[str, dict[str, object]] = {}  # launch kernel name -> its fold kernel (cuda_sweep)
+        self.folds: dict[str, list[dict[str, object]]] = {}  # launch kernel name -> the kernels after it (its fold)
         # Launches repeated by a host loop: a scalar they write must persist
         # across iterations, so it lives on the device even if only they use it.
         looped = set().union(*(_assigned(x) for x in _host_loops(kernel.body)))
@@ -988,7 +988,7 @@ class _KernelEmitter:
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
         return {
             "name": self.name,
-            "kernels": [g for k in self.kernels for g in (k, self.folds.get(str(k["name"]))) if g is not None],
+            "kernels": [g for k in self.kernels for g in (k, *self.folds.get(str(k["name"]), ()))],
             "steps": steps,
             "names": self.names,
             "prototype": self._prototype(),

@@ -197,8 +197,8 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     fold = _SweepPrinter(expr, namer.child(), dev, shape)
     fold.fold(sw, parts)
     fold_name = emitter.namer.fresh(f"{name}_fold")
-    emitter.folds[name] = {"name": fold_name, "params": fparams, "body": loads + fold.lines,
-                           "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}
+    emitter.folds[name] = [{"name": fold_name, "params": fparams, "body": loads + fold.lines,
+                            "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}]
 
     # Host side: trip counts, the band choice, scratch, the two launches.
     err, stream = emitter.names["err"], emitter.names["stream"]

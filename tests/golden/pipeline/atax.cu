@@ -119,9 +119,11 @@ __global__ void __launch_bounds__(1024) kernel_atax_kernel1(int m, int n, const 
   __shared__ double tmp_warps[32];
   const long long r_lo = (long long)blockIdx.x * band;
   const long long r_hi = r_lo + band < r_n ? r_lo + band : r_n;
-  double *const y_cols = in_smem ? (double *)chain_smem : y_part + (long long)blockIdx.x * c_n;
-  for (long long ct = (long long)tid; ct < c_n; ct += 1024) {
-    y_cols[ct] = 0.0;
+  double *const y_cols = (double *)chain_smem;
+  if (in_smem) {
+    for (long long ct = (long long)tid; ct < c_n; ct += 1024) {
+      y_cols[ct] = 0.0;
+    }
   }
   for (long long rt = r_lo; rt < r_hi; rt += 1) {
     const int i = (int)(rt);
@@ -149,16 +151,36 @@ __global__ void __launch_bounds__(1024) kernel_atax_kernel1(int m, int n, const 
       tmp[i] += tmp_total;
     }
     __syncthreads();
+    if (in_smem) {
     #pragma unroll 4
     for (long long j_t1 = (long long)tid; j_t1 < c_n; j_t1 += 1024) {
       const int j = (int)(j_t1);
       y_cols[j_t1] += A[(long long)i * n + j] * tmp[i];
+    }
     }
   }
   if (in_smem) {
     for (long long ct = (long long)tid; ct < c_n; ct += 1024) {
       y_part[(long long)blockIdx.x * c_n + ct] = y_cols[ct];
     }
+  }
+}
+
+__global__ void __launch_bounds__(256) kernel_atax_kernel1_cols(int m, int n, const double *__restrict__ A, const double *__restrict__ x, double *__restrict__ y, double *__restrict__ tmp, double *__restrict__ y_part, long long r_n, long long c_n, long long band)
+{
+  const int tid1 = (int)threadIdx.x;
+  const long long ct1 = (long long)blockIdx.x * 256 + tid1;
+  const long long r_lo1 = (long long)blockIdx.y * band;
+  const long long r_hi1 = r_lo1 + band < r_n ? r_lo1 + band : r_n;
+  if (ct1 < c_n) {
+    const int j = (int)(ct1);
+    double y_acc = 0.0;
+    #pragma unroll 4
+    for (long long rt1 = r_lo1; rt1 < r_hi1; rt1 += 1) {
+      const int i = (int)(rt1);
+      y_acc += A[(long long)i * n + j] * tmp[i];
+    }
+    y_part[(long long)blockIdx.y * c_n + ct1] = y_acc;
   }
 }
 
@@ -198,7 +220,8 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
     const long long i_n1 = m;
     const long long j_n = n > 0 ? n : 0;
     if (i_n1 > 0) {
-      // The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes, else in the scratch.
+      // The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes; else this launch
+      // computes X alone and a column launch the Y partials.
       const size_t smem = (((size_t)j_n * 8 + 7) / 8 * 8);
       const int in_smem = smem <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;
       if (in_smem) {
@@ -220,7 +243,17 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
       if (bands > 2147483647LL) bands = 2147483647LL;
       const long long band = (i_n1 + bands - 1) / bands;
       bands = (i_n1 + band - 1) / band;
-      err = transpile_scratch((void **)&y_part, (size_t)bands * (size_t)(j_n > 0 ? j_n : 1) * sizeof(double), stream);
+      long long parts = bands;  // partials a column: one a band
+      long long tiles = 0, col_band = 1;
+      if (!in_smem) {
+        tiles = (j_n + 255) / 256;
+        long long col_bands = tiles > 0 ? (8LL * transpile_sm_count() + tiles - 1) / tiles : 1;
+        if (col_bands > (i_n1 + 31) / 32) col_bands = (i_n1 + 31) / 32;
+        if (col_bands > 65535LL) col_bands = 65535LL;
+        col_band = (i_n1 + col_bands - 1) / col_bands;
+        parts = (i_n1 + col_band - 1) / col_band;
+      }
+      err = transpile_scratch((void **)&y_part, (size_t)parts * (size_t)(j_n > 0 ? j_n : 1) * sizeof(double), stream);
       if (err != cudaSuccess) {
         break;
       }
@@ -230,7 +263,14 @@ extern "C" cudaError_t kernel_atax_device(int m, int n, const double *A, const d
         break;
       }
       if (j_n > 0) {
-        kernel_atax_kernel1_fold<<<dim3(transpile_grid(j_n, 256u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, x, y, tmp, y_part, j_n, bands);
+        if (!in_smem) {
+          kernel_atax_kernel1_cols<<<dim3((unsigned int)tiles, (unsigned int)parts, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, x, y, tmp, y_part, i_n1, j_n, col_band);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
+        }
+        kernel_atax_kernel1_fold<<<dim3(transpile_grid(j_n, 256u, 2147483647u), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(m, n, A, x, y, tmp, y_part, j_n, parts);
         err = cudaGetLastError();
         if (err != cudaSuccess) {
           break;
