@@ -106,8 +106,11 @@ def smem_bytes(chain: Chain, cols: int) -> int:
 
 
 def grid(rows: int, cols: int, chain: Chain, threads: int, sms: int = 132) -> tuple[int, int, bool]:
-    """``(bands, band, in_smem)`` for a ``rows x cols`` chain on ``sms`` SMs: what the emitted host
-    code computes."""
+    """``(bands, band, in_smem)`` of the chain launch for a ``rows x cols`` chain on ``sms`` SMs: what
+    the emitted host code computes when registers do not limit the blocks per SM (it asks
+    ``cudaOccupancyMaxActiveBlocksPerMultiprocessor``; this model of it, for the cost model and the
+    tests, counts threads and shared memory).  Without ``in_smem`` the column launch and the fold use
+    bands of their own (at least :data:`COL_MIN_BAND` rows)."""
     smem = smem_bytes(chain, cols)
     in_smem = smem <= SMEM_MAX
     per_sm = MAX_THREADS_PER_SM // threads
