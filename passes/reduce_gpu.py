@@ -142,39 +142,33 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     def is_parallel(lp: ir.For) -> bool:
         return ids[id(lp)] in parallel
 
-    def sweep_ops(loop: ir.For) -> tuple[str, ...] | None:
-        """Rule (d): the operators of a sweep nest if every statement is proven over its loop."""
-        sw = sweep_shape(loop)
-        if sw is None:
-            return None
-        ops = []
-        for s, over in sw.accumulations():
+    def nest_ops(nest: Sweep | Chain) -> list[tuple[ir.For, str]] | None:
+        """Rules (d), (e): each accumulation's loop and operator, in program order; None unless every
+        one is proven a reduction over its loop."""
+        out = []
+        for s, over in nest.accumulations():
             op = proven.get((ids[id(over)], sids.get(id(s), "")))
             a = accum.accumulation(s)
             if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
                 return None
-            ops.append(op)
-        return tuple(ops)
+            out.append((over, op))
+        return out
+
+    def sweep_ops(loop: ir.For) -> tuple[str, ...] | None:
+        """Rule (d): the operators of a sweep nest if every statement is proven over its loop."""
+        sw = sweep_shape(loop)
+        ops = None if sw is None else nest_ops(sw)
+        return None if ops is None else tuple(op for _over, op in ops)
 
     def chain_marked(loop: ir.For) -> ir.For | None:
         """Rule (e): ``loop`` with its chain marks if every statement is proven over its loop."""
         ch = chain_shape(loop)
-        if ch is None:
+        ops = None if ch is None else nest_ops(ch)
+        if ops is None:
             return None
-        marks = []
-        for over in (ch.outer, ch.rows):
-            accs = ch.cols.body if over is ch.outer else ch.rows.body
-            ops = []
-            for st in accs:
-                op = proven.get((ids[id(over)], sids.get(id(st), "")))
-                a = accum.accumulation(st)
-                if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
-                    return None
-                ops.append(op)
-            marks.append(tuple(ops))
-        rows = dataclasses.replace(ch.rows, reduce=marks[1])
+        rows = dataclasses.replace(ch.rows, reduce=tuple(op for over, op in ops if over is ch.rows))
         body = tuple(rows if st is ch.rows else st for st in loop.body)
-        return dataclasses.replace(loop, reduce=marks[0], body=body)
+        return dataclasses.replace(loop, reduce=tuple(op for over, op in ops if over is ch.outer), body=body)
 
     def visit(body: tuple[ir.Stmt, ...], path: tuple[ir.Stmt, ...]) -> None:
         for s in body:

@@ -130,8 +130,8 @@ def _static_bytes(chain: Chain, threads: int) -> int:
 def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
            loads: list[str], stores: list[str], namer: Namer,
            host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
-    """The chain kernel of ``lp`` and the host step (scratch, both launches); the fold kernel is
-    registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
+    """The chain kernel of ``lp`` and the host step (scratch, the launches); the column and fold
+    kernels are registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
     from passes.reduce_gpu import chain_shape
 
     (outer,) = lp.body
@@ -140,7 +140,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     assert ch is not None and outer.reduce and ch.rows.reduce, f"not a chain launch: {outer!r}"
     assert not stores and not host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
     expr, hn = emitter.expr, emitter.host_namer
-    parts = []  # (Y accumulation, op, scratch pointer name, offset of its partials in dynamic smem)
+    parts = []  # (Y accumulation, op, scratch pointer name)
     for st, op in zip(ch.cols.body, outer.reduce):
         a = accum.accumulation(st)
         assert a is not None, ch
@@ -178,7 +178,8 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                            {"name": fold_name, "params": fparams, "body": loads + fold.lines,
                             "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}]
 
-    # Host side: trip counts, the band choice, scratch, the two launches.
+    # Host side: trip counts, the band choice, scratch, the chain launch, the column launch (rows too
+    # wide for shared memory) and the fold.
     err, stream = emitter.names["err"], emitter.names["stream"]
     m = expr.mark
 

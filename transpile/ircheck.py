@@ -103,19 +103,14 @@ def _reduce_proven(k: ir.Kernel) -> None:
     from passes.reduce_gpu import chain_shape, sweep_shape
 
     for loop in marked:
-        chain = chain_shape(loop) if len(loop.body) >= 2 else None
-        if chain is not None:  # the column loop's accumulations over the outer loop (rows: a loop of its own)
-            for c in chain.cols.body:
-                if (ids[id(loop)], sids[id(c)]) not in proven:
-                    _fail(c, f"loop '{loop.var}' is marked 'reduce' (a chain) but this statement is not a "
-                             f"reduction over it{why}")
-            continue
-        sweep = sweep_shape(loop)
-        if sweep is not None:  # each accumulation over its own loop (maps: sweep_shape keeps points independent)
-            for c, over in sweep.accumulations():
+        # A sweep or a chain: each accumulation over its own loop (maps: sweep_shape keeps points
+        # independent; a chain's row loop is marked too and also checked as a loop of its own).
+        nest = sweep_shape(loop) or chain_shape(loop)
+        if nest is not None:
+            for c, over in nest.accumulations():
                 if (ids[id(over)], sids[id(c)]) not in proven:
-                    _fail(c, f"loop '{loop.var}' is marked 'reduce' (a sweep) but this statement is not a "
-                             f"reduction over '{over.var}'{why}")
+                    _fail(c, f"loop '{loop.var}' is marked 'reduce' (a {type(nest).__name__.lower()}) but this "
+                             f"statement is not a reduction over '{over.var}'{why}")
             continue
         for c in loop.body:
             if (ids[id(loop)], sids[id(c)]) not in proven:
