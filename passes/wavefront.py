@@ -1,12 +1,12 @@
-"""Wavefront (skewing): run a fully sequential 2-deep nest as sequential wavefronts of parallel iterations.
+"""Wavefront (skewing): run a fully sequential 2- or 3-deep nest as sequential wavefronts of parallel iterations.
 
 **Precondition**: valid IR (``ircheck.check``) without ``Launch`` regions (it runs
 before ``map-gpu``); a kernel that already contains a ``Launch`` is returned
 unchanged.
 
-**Postcondition**: the same program in which some perfectly nested pairs
-``for a { for b { S } }`` (reachable from the top level through loop bodies
-alone) became::
+**Postcondition**: the same program in which some perfect nests
+``for a { for b { S } }`` or ``for a { for b { for c { S } } }`` (reachable
+from the top level through loop bodies alone) became::
 
     for w in wlo..whi {            // sequential: one wavefront per w
       for a in alo..ahi {          // parallel: no dependence at equal w
@@ -14,40 +14,46 @@ alone) became::
       }
     }
 
-with ``B = sb * (w - ha * sa * a)`` (``sa``, ``sb`` the loops' steps, ±1), i.e.
-the iteration ``(a, b)`` runs at time ``w = ha * (sa * a) + (sb * b)``.  The
-guard keeps exactly the original iteration set; ``wlo..whi`` covers every
-``w`` the nest reaches (a superset where ``b``'s range is empty for some
-``a``).  ``b`` is replaced by an affine expression, so the dependence
-analysis stays exact on ``S``.
+respectively ``for w { for a { for b { if (clo <= C && C < chi) S[c := C] } } }``
+with ``a`` and ``b`` both parallel.  For a pair ``B = sb * (w - ha * sa * a)``
+(``sa``, ``sb`` the loops' steps, ±1), i.e. the iteration ``(a, b)`` runs at
+time ``w = ha * (sa * a) + (sb * b)``; for a triple ``C = sc * (w - ha * sa *
+a - hb * sb * b)``.  The guard keeps exactly the original iteration set;
+``wlo..whi`` covers every ``w`` the nest reaches (a superset where an inner
+range is empty for some outer iteration).  The innermost variable is replaced
+by an affine expression, so the dependence analysis stays exact on ``S``.
 
-A pair is rewritten only when (1) *profitable*: ``a``, ``b``, every loop
-around them and every loop inside ``S`` carry a dependence (no loop of the
-nest could be mapped in parallel today) and neither ``a`` nor ``b`` is marked
-``reduce`` (a sweep nest, marked by fuse, is a parallel reduction already);
-(2) *shaped*: unit steps (±1), the same signed integer type, ``a``'s bounds affine in parameters and enclosing
-loop variables and ``b``'s also in ``a`` (so the new bounds are host
-computable for ``map-gpu``); (3) *legal*: for the hyperplane ``h = (ha, 1)``,
-``ha`` the smallest in ``0..MAX_HA``, every pair of dependent statement
-instances of the nest at equal iterations of the enclosing loops and
-different ``(a, b)`` satisfies ``h . (sink - source) >= 1`` in execution
-order.  That is proven exactly with isl, per pair of conflicting accesses, by
-checking that the set of dependent instance pairs with
-``h . (sink - source) <= 0`` is empty (built as :mod:`passes.deps` builds its
-sets: non-affine subscripts and bounds, and strides, are dropped, which only
-adds pairs, so the test stays sound; summarised direction vectors are not
-used).  Dependences carried by the enclosing loops stay satisfied because
-those loops stay outside, sequential; instances with the same ``(a, b)`` run
-in one thread in the original order; two instances with the same ``w`` and
-different ``a`` are independent, since every dependence strictly increases
-``w``.  (Fixing ``hb = 1`` loses nothing: ``b`` carries some ``(0, d > 0)``,
-so ``hb >= 1``, and if ``(ha, hb)`` is legal then so is
-``(ceil(ha / hb), 1)``; it also keeps ``B`` free of division.)  (4) *checked*:
-after the rewrite :func:`passes.deps.analyze` must find no dependence carried
-by the new ``a`` loop, else the pair is left as it was.  Innermost pairs are
-tried first; a rewritten pair's enclosing loops now hold a parallel loop, so
-they are not rewritten again.  ``w`` has the loops' type, like their bounds:
-``|w| <= (MAX_HA + 1) * max(|a|, |b|)`` must fit in it.
+A nest is rewritten only when (1) *profitable*: every loop of the nest, every
+loop around it and every loop inside ``S`` carry a dependence (no loop could
+be mapped in parallel today) and none is marked ``reduce`` (a sweep nest,
+marked by fuse, is a parallel reduction already); (2) *shaped*: unit steps
+(±1), the same signed integer type, each loop's bounds affine in parameters,
+enclosing loop variables and the nest's outer variables (so the new bounds
+are host computable for ``map-gpu``); (3) *legal*: for the hyperplane
+``h = (ha, 1)`` (``(ha, hb, 1)``), slopes in ``0..MAX_HA``, smallest sum
+first, every pair of dependent statement instances of the nest at equal
+iterations of the enclosing loops and different iterations of the nest
+satisfies ``h . (sink - source) >= 1`` in execution order.  That is proven
+exactly with isl, per pair of conflicting accesses, by checking that the set
+of dependent instance pairs with ``h . (sink - source) <= 0`` is empty (built
+as :mod:`passes.deps` builds its sets: non-affine subscripts and bounds, and
+strides, are dropped, which only adds pairs, so the test stays sound;
+summarised direction vectors are not used).  Dependences carried by the
+enclosing loops stay satisfied because those loops stay outside, sequential;
+instances with the same nest iteration run in one thread in the original
+order; two instances with the same ``w`` and different iterations are
+independent, since every dependence strictly increases ``w``.  (Fixing the
+innermost slope to 1 loses nothing: the innermost loop carries some ``(0, ..,
+d > 0)``, so its slope is >= 1, and dividing a legal ``h`` by it and rounding
+the others up keeps it legal; it also keeps the substitution free of
+division.)  (4) *checked*: after the rewrite :func:`passes.deps.analyze` must
+find no dependence carried by the new parallel loops, else the nest is left as
+it was.  A 3-deep nest is tried before the pairs inside it (it has more
+parallel iterations per wavefront and fewer wavefronts: seidel-2d's time loop
+joins the wavefront); otherwise innermost pairs are tried first; a rewritten
+nest's enclosing loops now hold a parallel loop, so they are not rewritten
+again.  ``w`` has the loops' type, like their bounds: ``|w| <= (2 * MAX_HA +
+1) * max(|a|, |b|, |c|)`` must fit in it.
 
 Before::
 
@@ -59,7 +65,8 @@ Before::
       }
     }
 
-After (distances (1, -1), (0, 1) and (1, 0) at equal ``t``: ``h = (2, 1)``)::
+After, when the time loop is kept outside (as when it does not carry the dependences; here it
+does, see below): distances (1, -1), (0, 1) and (1, 0) at equal ``t`` give ``h = (2, 1)``::
 
     for t in 0..tsteps {
       for w in 3..3 * n - 5 {
@@ -71,7 +78,22 @@ After (distances (1, -1), (0, 1) and (1, 0) at equal ``t``: ``h = (2, 1)``)::
       }
     }
 
-``map-gpu`` then keeps ``t`` and ``w`` on the host and launches ``i`` in parallel.
+``map-gpu`` then keeps ``t`` and ``w`` on the host and launches ``i`` in parallel.  Here all three
+loops carry dependences, and the 3-deep nest comes first: execution-order distances (0, 1, -1),
+(0, 0, 1), (0, 1, 0), (1, -1, 0), (1, -1, 1), (1, 0, -1) and (1, 0, 0) give ``h = (3, 2, 1)``::
+
+    for w in 3..3 * n + 3 * tsteps - 8 {
+      for t in 0..tsteps {
+        for i in 1..n - 1 {
+          if (1 <= w - 3 * t - 2 * i && w - 3 * t - 2 * i < n - 1) {
+            A[i][w - 3 * t - 2 * i] = (A[i - 1][w - 3 * t - 2 * i + 1] + ...) / 3.0;
+          }
+        }
+      }
+    }
+
+with ``t`` and ``i`` launched in parallel: ``3 * tsteps + 3 * n - 11`` launches instead of
+``tsteps * (3 * n - 8)``.
 """
 
 from __future__ import annotations
@@ -96,7 +118,7 @@ def run(kernel: ir.Kernel, *, max_ha: int = MAX_HA) -> ir.Kernel:
     """``kernel`` with every profitable, provably legal 2-deep nest turned into a wavefront."""
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)) or not _has_pair(kernel.body):
         return kernel
-    excluded: set[int] = set()  # ids of a loops whose rewrite failed the check (nodes of ``kernel``)
+    excluded: set[tuple[int, int]] = set()  # (id, depth) of nests whose rewrite failed the check (``kernel``'s)
     for _ in range(3):
         graph = deps.analyze_or_none(kernel)
         if graph is None:
@@ -110,10 +132,10 @@ def run(kernel: ir.Kernel, *, max_ha: int = MAX_HA) -> ir.Kernel:
         graph2 = deps.analyze_or_none(out)
         ids = deps.loop_ids(out)
         carried = deps.carried_loops(graph2) if graph2 is not None else None
-        bad = [old for old, new in ctx.done if carried is None or ids[id(new)] in carried]
+        bad = [old for old, new in ctx.done if carried is None or any(ids[id(lp)] in carried for lp in new)]
         if not bad:
             return out
-        excluded |= {id(old) for old in bad}
+        excluded |= set(bad)
     return kernel
 
 
@@ -132,7 +154,8 @@ def _has_pair(body: tuple[ir.Stmt, ...]) -> bool:
 class _Context:
     """One analysis of a kernel and the rewrites made from it."""
 
-    def __init__(self, kernel: ir.Kernel, graph: nx.MultiDiGraph, max_ha: int, excluded: set[int]) -> None:
+    def __init__(self, kernel: ir.Kernel, graph: nx.MultiDiGraph, max_ha: int,
+                 excluded: set[tuple[int, int]]) -> None:
         self.kernel = kernel
         self.max_ha = max_ha
         self.excluded = excluded
@@ -146,7 +169,7 @@ class _Context:
         # Also the names of local arrays and called functions: a CUDA variable would shadow them.
         self.used |= {n.name for n in ir.walk(kernel) if isinstance(n, ir.Alloc)}
         self.used |= {n.fn for n in ir.walk(kernel) if isinstance(n, ir.Call)}
-        self.done: list[tuple[ir.For, ir.For]] = []  # (old a loop, new a loop)
+        self.done: list[tuple[tuple[int, int], tuple[ir.For, ...]]] = []  # ((id, depth) of a nest, its new par loops)
 
     def block(self, body: tuple[ir.Stmt, ...], enclosing: tuple[ir.For, ...]) -> tuple[ir.Stmt, ...]:
         """``body`` with its pairs rewritten (the same tuple if none was)."""
@@ -154,46 +177,66 @@ class _Context:
         return body if all(a is b for a, b in zip(new, body)) else new
 
     def loop(self, s: ir.For, enclosing: tuple[ir.For, ...]) -> ir.For:
+        triple = _perfect(s, 3)
+        if triple is not None and (id(s), 3) not in self.excluded:
+            new = self.nest(triple, enclosing)
+            if new is not None:
+                return new  # the whole 3-deep nest: its outer loop's wavefronts too (seidel-2d's time loop)
         body = self.block(s.body, enclosing + (s,))
         if body is not s.body:
-            return dataclasses.replace(s, body=body)  # an inner pair was rewritten
-        if len(s.body) == 1 and isinstance(s.body[0], ir.For) and id(s) not in self.excluded:
-            return self.pair(s, s.body[0], enclosing) or s
+            return dataclasses.replace(s, body=body)  # an inner nest was rewritten
+        pair = _perfect(s, 2)
+        if pair is not None and (id(s), 2) not in self.excluded:
+            return self.nest(pair, enclosing) or s
         return s
 
-    def pair(self, a: ir.For, b: ir.For, enclosing: tuple[ir.For, ...]) -> ir.For | None:
-        """The wavefront form of ``for a { for b }``, or None if it is not profitable, shaped and legal."""
-        if a.reduce or b.reduce:
+    def nest(self, loops: tuple[ir.For, ...], enclosing: tuple[ir.For, ...]) -> ir.For | None:
+        """The wavefront form of the perfect nest ``loops``, or None if it is not profitable, shaped and legal."""
+        if any(lp.reduce for lp in loops):
             return None  # a parallel reduction already (a sweep nest, marked by fuse): reduce-gpu's
-        nest = [*enclosing, a, *(n for n in ir.walk(b) if isinstance(n, ir.For))]
+        nest = [*enclosing, *loops[:-1], *(n for n in ir.walk(loops[-1]) if isinstance(n, ir.For))]
         if any(self.ids[id(lp)] not in self.carried for lp in nest):
             return None  # something is parallel already: leave the nest to map-gpu
-        ty = a.ty
-        if b.ty != ty or not ty.is_signed or abs(a.step) != 1 or abs(b.step) != 1:
+        ty = loops[0].ty
+        if any(lp.ty != ty or abs(lp.step) != 1 for lp in loops) or not ty.is_signed:
             return None
-        outer = self.params | {lp.var for lp in enclosing}
-        alo, ahi = acc_mod.affine(a.lo, outer), acc_mod.affine(a.hi, outer)
-        blo, bhi = acc_mod.affine(b.lo, outer | {a.var}), acc_mod.affine(b.hi, outer | {a.var})
-        if alo is None or ahi is None or blo is None or bhi is None:
-            return None
+        names = self.params | {lp.var for lp in enclosing}
+        bounds: list[tuple[Affine, Affine]] = []
+        for lp in loops:
+            lo, hi = acc_mod.affine(lp.lo, names), acc_mod.affine(lp.hi, names)
+            if lo is None or hi is None:
+                return None
+            bounds.append((lo, hi))
+            names = names | {lp.var}
         try:
-            ha = self.hyperplane(a, len(enclosing) + 1)
+            h = self.hyperplane(loops, len(enclosing) + 1)
         except isl.Error:
             return None
-        if ha is None:
+        if h is None:
             return None
-        new_a = _skew(a, b, ha, self.fresh(), (alo, ahi, blo, bhi), self.types)
-        self.done.append((a, new_a.body[0]))  # type: ignore[arg-type]
-        return new_a
+        new = _skew(loops, h, self.fresh(), bounds, self.types)
+        pars, body = [], new.body
+        for _ in loops[:-1]:
+            pars.append(body[0])
+            body = body[0].body  # type: ignore[union-attr]
+        self.done.append(((id(loops[0]), len(loops)), tuple(pars)))  # type: ignore[arg-type]
+        return new
 
-    def hyperplane(self, a: ir.For, la: int) -> int | None:
-        """The smallest ``ha`` such that ``(ha, 1)`` orders every dependence between ``a``'s iterations."""
-        inside = [s for s in self.stmts if len(s.loops) > la and s.loops[la - 1] is a]
-        carried = [d for d in _carried(inside, la, sorted(self.params), self.decl_depth) if not d[0].is_empty()]
-        for ha in range(self.max_ha + 1):
-            if all(dep.intersect(isl.Set(f"{head}{ha} * ({da}) + ({db}) <= 0 }}")).is_empty()
-                   for dep, head, da, db in carried):
-                return ha
+    def hyperplane(self, loops: tuple[ir.For, ...], la: int) -> tuple[int, ...] | None:
+        """The hyperplane ``(h1, .., 1)`` of smallest slopes that orders every dependence between the
+        iterations of ``loops`` (at levels ``la`` on): slopes in ``0..max_ha``, smallest sum first."""
+        # The statements of the innermost body; the inner loops' bound statements read only
+        # parameters and loop variables (their bounds are affine in them), nothing the nest writes.
+        inside = [s for s in self.stmts if len(s.loops) >= la + len(loops) - 1 and s.loops[la - 1] is loops[0]]
+        carried = [d for d in _carried(inside, la, len(loops), sorted(self.params), self.decl_depth)
+                   if not d[0].is_empty()]
+        slopes = sorted(itertools.product(range(self.max_ha + 1), repeat=len(loops) - 1),
+                        key=lambda h: (sum(h), h))
+        for h in slopes:
+            if all(dep.intersect(isl.Set(f"{head}{' + '.join(f'{k} * ({d})' for k, d in zip((*h, 1), ds))}"
+                                         f" <= 0 }}")).is_empty()
+                   for dep, head, ds in carried):
+                return h
         return None
 
     def fresh(self) -> str:
@@ -205,12 +248,23 @@ class _Context:
         raise AssertionError("unreachable")
 
 
-def _carried(inside: list[StmtInfo], la: int, params: list[str],
-             decl_depth: dict[str, int]) -> Iterator[tuple[isl.Set, str, str, str]]:
-    """Dependent instance pairs of ``inside`` carried at level ``la`` or ``la + 1``, per access pair.
+def _perfect(s: ir.For, depth: int) -> tuple[ir.For, ...] | None:
+    """``s`` and the loops perfectly nested in it, ``depth`` in all, or None."""
+    loops = [s]
+    while len(loops) < depth:
+        body = loops[-1].body
+        if len(body) != 1 or not isinstance(body[0], ir.For):
+            return None
+        loops.append(body[0])
+    return tuple(loops)
+
+
+def _carried(inside: list[StmtInfo], la: int, depth: int, params: list[str],
+             decl_depth: dict[str, int]) -> Iterator[tuple[isl.Set, str, tuple[str, ...]]]:
+    """Dependent instance pairs of ``inside`` carried at a level ``la .. la + depth - 1``, per access pair.
 
     Yields (the isl set of pairs, its header, the execution-order distances at
-    ``la`` and ``la + 1``), in the formulation of :mod:`passes.deps` (source
+    those levels), in the formulation of :mod:`passes.deps` (source
     ``i0..``, sink ``j0..``, parameters ``p_<name>``): affine loop bounds and
     subscripts only, the rest dropped (more pairs, so sound); strides of
     non-unit outer steps are dropped too, for the same reason.
@@ -221,7 +275,7 @@ def _carried(inside: list[StmtInfo], la: int, params: list[str],
         iv = [f"i{k}" for k in range(src.depth)]
         jv = [f"j{k}" for k in range(dst.depth)]
         head = f"[{', '.join(pnames)}] -> {{ [{', '.join(iv + jv)}] : "
-        diff = [f"{1 if lp.step > 0 else -1} * ({jv[k]} - {iv[k]})" for k, lp in enumerate(src.loops[:la + 1])]
+        diff = [f"{1 if lp.step > 0 else -1} * ({jv[k]} - {iv[k]})" for k, lp in enumerate(src.loops[:la + depth - 1])]
         names_s = {lp.var: x for lp, x in zip(src.loops, iv)}
         names_t = {lp.var: x for lp, x in zip(dst.loops, jv)}
         domain = _domain(src.loops, names_s, pset) + _domain(dst.loops, names_t, pset)
@@ -236,11 +290,11 @@ def _carried(inside: list[StmtInfo], la: int, params: list[str],
                                  for p, q in zip(x.subscripts, y.subscripts) if p is not None and q is not None]
                 # A scalar declared inside the first k loops is private to them (as in deps).
                 first = decl_depth.get(x.name, 0) + 1 if x.is_scalar else 1
-                for lv in (la, la + 1):
+                for lv in range(la, la + depth):
                     if lv >= first:
                         prefix = [f"{iv[k]} = {jv[k]}" for k in range(lv - 1)]
                         text = " and ".join(cons + prefix + [f"{diff[lv - 1]} > 0"])
-                        yield isl.Set(head + text + " }"), head, diff[la - 1], diff[la]
+                        yield isl.Set(head + text + " }"), head, tuple(diff[la - 1:la + depth - 1])
 
 
 def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:
@@ -259,32 +313,53 @@ def _render(e: Affine, names: dict[str, str]) -> str:
     return " + ".join([*(f"{c} * {names.get(v, 'p_' + v)}" for v, c in e.coeffs), str(e.const)])
 
 
-def _skew(a: ir.For, b: ir.For, ha: int, w: str, bounds: tuple[Affine, Affine, Affine, Affine],
+def _skew(loops: tuple[ir.For, ...], h: tuple[int, ...], w: str, bounds: list[tuple[Affine, Affine]],
           types: dict[str, ir.Scalar]) -> ir.For:
-    """The rewritten nest ``for w { for a { if (b in range) S[b := B] } }`` (see the module docstring)."""
-    alo, ahi, blo, bhi = bounds
-    ty, c, sb = a.ty, ha * a.step, b.step
-    wv, av = ir.Var(w, ty), ir.Var(a.var, ty)
-    # B = sb * (w - c * a), built so that it prints (and reads) as a plain affine expression.
-    if c == 0:
-        rest: ir.Expr = wv
+    """The rewritten nest ``for w { for a .. { if (z in range) S[z := Z] } }`` (see the module docstring).
+
+    ``loops`` = (a, .., z), ``h`` the slopes of all but ``z``, ``bounds`` each loop's (lo, hi).
+    """
+    *outer, z = loops
+    ty, sz = z.ty, z.step
+    wv = ir.Var(w, ty)
+    cs = [hk * lp.step for hk, lp in zip(h, outer)]  # w = sum(c * x) + sz * z
+    terms = [(c, ir.Var(lp.var, ty)) for c, lp in zip(cs, outer) if c != 0]
+
+    def times(c: int, x: ir.Var, signed: bool) -> ir.Expr:
+        return x if abs(c) == 1 and not signed else ir.binary("*", ir.const(c if signed else abs(c), ty), x)
+
+    # Z = sz * (w - sum(c * x)), built so that it prints (and reads) as a plain affine expression.
+    if sz > 0:
+        big_z: ir.Expr = wv
+        for c, x in terms:
+            big_z = ir.binary("-" if c > 0 else "+", big_z, times(c, x, False))
+    elif terms:
+        acc: ir.Expr = times(terms[0][0], terms[0][1], True)
+        for c, x in terms[1:]:
+            acc = ir.binary("+", acc, times(c, x, True))
+        big_z = ir.binary("-", acc, wv)
     else:
-        term = av if abs(c) == 1 else ir.binary("*", ir.const(abs(c), ty), av)
-        rest = ir.binary("-" if c > 0 else "+", wv, term)
-    big_b = rest if sb > 0 else ir.binary("-", ir.binary("*", ir.const(c, ty), av), wv) if c else ir.unary("-", wv)
-    # w = c * a + sb * b over the domain; per a its extremes are at b's bounds, then at a's.
+        big_z = ir.unary("-", wv)
+    # w over the domain: per outer iteration its extremes are at z's bounds, then (innermost
+    # first) at each outer loop's bounds, by the sign of its coefficient.
     one = Affine.of({}, 1)
-    a_aff = Affine.of({a.var: 1}, 0)
-    b_min, b_max = (blo, _add(bhi, one, -1)) if sb > 0 else (_add(bhi, one, -1), blo)
-    lo_w = _add(_scale(a_aff, c), _scale(b_min, sb))
-    hi_w = _add(_scale(a_aff, c), _scale(b_max, sb))
-    a_last = _add(ahi, one, -1)
-    w_lo = _subst(lo_w, a.var, alo if lo_w.coeff(a.var) >= 0 else a_last)
-    w_hi = _add(_subst(hi_w, a.var, a_last if hi_w.coeff(a.var) >= 0 else alo), one)
-    body = _Subst(b.var, big_b).transform_all(b.body)
-    guard = ir.binary("&&", ir.binary("<=", b.lo, big_b), ir.binary("<", big_b, b.hi))
-    inner = ir.For(a.var, ty, a.lo, a.hi, 1, (ir.If(guard, body, loc=b.loc),), loc=a.loc)
-    return ir.For(w, ty, _expr(w_lo, ty, types), _expr(w_hi, ty, types), 1, (inner,), loc=a.loc)
+    zlo, zhi = bounds[-1]
+    z_min, z_max = (zlo, _add(zhi, one, -1)) if sz > 0 else (_add(zhi, one, -1), zlo)
+    base = Affine.of({}, 0)
+    for c, lp in zip(cs, outer):
+        base = _add(base, Affine.of({lp.var: c}, 0))
+    lo_w, hi_w = _add(base, _scale(z_min, sz)), _add(base, _scale(z_max, sz))
+    for lp, (lo, hi) in reversed(list(zip(outer, bounds))):
+        last = _add(hi, one, -1)
+        lo_w = _subst(lo_w, lp.var, lo if lo_w.coeff(lp.var) >= 0 else last)
+        hi_w = _subst(hi_w, lp.var, last if hi_w.coeff(lp.var) >= 0 else lo)
+    body = _Subst(z.var, big_z).transform_all(z.body)
+    guard = ir.binary("&&", ir.binary("<=", z.lo, big_z), ir.binary("<", big_z, z.hi))
+    inner: ir.Stmt = ir.If(guard, body, loc=z.loc)
+    for lp in reversed(outer):
+        inner = ir.For(lp.var, ty, lp.lo, lp.hi, 1, (inner,), loc=lp.loc)
+    return ir.For(w, ty, _expr(lo_w, ty, types), _expr(_add(hi_w, one), ty, types), 1, (inner,),
+                  loc=loops[0].loc)
 
 
 class _Subst(ir.Transformer):

@@ -76,14 +76,17 @@ def test_registered() -> None:
 # PolyBench: seidel-2d, nussinov, floyd-warshall
 
 
-def test_seidel_2d_becomes_host_wavefronts_of_parallel_rows() -> None:
+def test_seidel_2d_becomes_host_wavefronts_of_parallel_time_steps_and_rows() -> None:
     (k,) = pipeline.lower(_front("seidel-2d")).kernels
-    assert _host_and_par(k) == (["t", "w"], ["i"])
+    assert _host_and_par(k) == (["w"], ["t", "i"])
     shown = text.show(k)
-    # Distances (0,1) (1,-1) (1,0) (1,1) need the hyperplane (2, 1): j = w - 2 * i.
-    assert "for w in 3..3 * n - 5 {" in shown
-    assert "if (1 <= w - 2 * i && w - 2 * i < n - 1) {" in shown
-    assert "A[i][w - 2 * i] = " in shown
+    # All three loops carry dependences.  Execution-order distances (t, i, j): (0, 0, 1), (0, 1, -1),
+    # (0, 1, 0), (0, 1, 1) within a time step, (1, 0, 0), (1, 0, -1), (1, -1, -1), (1, -1, 0), (1, -1, 1)
+    # from the step before: h = (ht, hi, 1) needs hi >= 2 and ht >= hi + 2, so h = (4, 2, 1) and
+    # j = w - 4 * t - 2 * i: 4 * tsteps + 3 * n - 12 launches instead of tsteps * (3 * n - 8).
+    assert "for w in 3..3 * n + 4 * tsteps - 9 {" in shown
+    assert "if (1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1) {" in shown
+    assert "A[i][w - 4 * t - 2 * i] = " in shown
 
 
 @pytest.mark.parametrize(("name", "host", "inner"), [
@@ -214,11 +217,12 @@ def test_result_is_a_fixpoint() -> None:
 
 
 def test_post_check_rejects_an_illegal_hyperplane(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Force h = (0, 1) on seidel: the new i loop would carry A[i-1][j] -> A[i][j]; the
-    # dependence analysis of the result catches it and the nest stays as it was.
+    # Force h = (0, 0, 1) on seidel's whole nest, then h = (0, 1) on its (i, j) pair: the new t and i
+    # loops would carry A[i][j] -> A[i][j] and A[i-1][j] -> A[i][j]; the dependence analysis of the
+    # result catches both and the nest stays as it was.
     (k,) = _front("seidel-2d").kernels
     k = _before_wavefront(k)
-    monkeypatch.setattr(wavefront._Context, "hyperplane", lambda self, a, la: 0)
+    monkeypatch.setattr(wavefront._Context, "hyperplane", lambda self, loops, la: (0,) * (len(loops) - 1))
     assert wavefront.run(k) is k
 
 
@@ -227,6 +231,56 @@ def test_toy_seidel_time_loop_is_skewed() -> None:
     out = map_gpu.run(wavefront.run(seidel()))
     assert _host_and_par(out) == (["w"], ["t"])
     _check_shuffled(seidel(), out)
+
+
+_TIMED = """
+    kernel timed(i32 tsteps, i32 n, inout f64 A[n + 6][n + 6]) {
+      for t in 0..tsteps {
+        for i in 1..n - 1 {
+          for j in 1..n - 1 {
+            A[i][j] = (A[i - 1][j + 1] + A[i][j - 1] + A[i + 1][j + OFF]) / 3.0;
+          }
+        }
+      }
+    }"""
+
+
+def _timed(off: int) -> ir.Kernel:
+    return text.parse(_TIMED.replace("OFF", str(off)), "timed.ir").kernels[0]
+
+
+def test_time_loop_joins_the_wavefront_of_a_3_deep_nest() -> None:
+    # The docstring's example: distances (0, 1, -1) (0, 0, 1) (0, 1, 0) within a step, (1, -1, 0)
+    # (1, -1, 1) (1, 0, -1) (1, 0, 0) across steps: h = (3, 2, 1), t and i parallel.
+    k = _timed(0)
+    out = wavefront.run(k)
+    shown = text.show(ir.Module((), (out,)))
+    assert "for w in 3..3 * n + 3 * tsteps - 8 {" in shown
+    assert "A[i][w - 3 * t - 2 * i] = " in shown
+    assert _host_and_par(map_gpu.run(out)) == (["w"], ["t", "i"])
+    _check_shuffled(k, out, sizes=(0, 1, 2, 3, 6))
+
+
+def test_steep_time_distance_keeps_the_time_loop_outside() -> None:
+    # A[i + 1][j + 4] from the step before: (1, -1, -4) needs ht >= hi + 5 > MAX_HA for the triple,
+    # while the pair (i, j) inside t only sees (0, 1, 0) (0, 0, 1) (0, 1, 4) (0, 1, -1): h = (2, 1).
+    k = _timed(4)
+    out = wavefront.run(k)
+    assert _host_and_par(map_gpu.run(out)) == (["t", "w"], ["i"])
+    assert "A[i][w - 2 * i] = " in text.show(ir.Module((), (out,)))
+    _check_shuffled(k, out, sizes=(0, 1, 3, 6))
+    wide = wavefront.run(k, max_ha=8)  # ht = 7, hi = 2: (1, -1, -4) -> 7 - 2 - 4 = 1
+    assert "A[i][w - 7 * t - 2 * i] = " in text.show(ir.Module((), (wide,)))
+    _check_shuffled(k, wide, sizes=(0, 1, 3, 6))
+
+
+def test_hyperplane_search_takes_the_smallest_slopes() -> None:
+    # (0, 0) .. (4, 4) by sum, then lexicographically: (3, 2) is the first legal one above, not (4, 2).
+    assert wavefront._Context.hyperplane.__doc__ and "smallest sum" in wavefront._Context.hyperplane.__doc__
+    out = wavefront.run(_timed(0), max_ha=3)
+    assert "w - 3 * t - 2 * i" in text.show(ir.Module((), (out,)))
+    out = wavefront.run(_timed(0), max_ha=2)  # ht = 3 is out of reach: the pair inside t
+    assert _host_and_par(map_gpu.run(out)) == (["t", "w"], ["i"])
 
 
 # ---------------------------------------------------------------------------
@@ -297,11 +351,17 @@ def test_random_stencil_nests_wavefront_then_map_gpu_shuffled_equal_sequential(k
 
 def test_random_stencil_nests_are_often_skewed() -> None:
     # The property above is only meaningful if the strategy reaches skewed nests,
-    # with and without a time loop around them.
+    # with and without a time loop around them, and with the time loop in the wavefront.
     for timed in (False, True):
         k = find(_stencil_nests(), lambda k, timed=timed: wavefront.run(k) is not k and (k.body[0].var == "t") == timed,
                  settings=settings(max_examples=500, database=None, deadline=None))
         assert any(isinstance(s, ir.If) for s in ir.walk(wavefront.run(k)))
+
+    def triple(k: ir.Kernel) -> bool:  # w on the host, t and i launched in parallel
+        return _host_and_par(map_gpu.run(wavefront.run(k))) == (["w"], ["t", "i"])
+
+    k = find(_stencil_nests(), triple, settings=settings(max_examples=2000, database=None, deadline=None))
+    assert any(isinstance(s, ir.If) for s in ir.walk(wavefront.run(k)))
 
 
 @settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "40")), deadline=None,

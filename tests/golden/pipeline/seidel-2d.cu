@@ -102,13 +102,16 @@
 // ---------------------------------------------------------------------------
 // kernel_seidel_2d
 
-__global__ void __launch_bounds__(256) kernel_seidel_2d_kernel0(int n, double *__restrict__ A, int w)
+__global__ void __launch_bounds__(256) kernel_seidel_2d_kernel0(int tsteps, int n, double *__restrict__ A, int w)
 {
-  const int i_hi = n - 1;
-  for (long long i_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_g < i_hi; i_g += (long long)gridDim.x * blockDim.x) {
-    const int i = (int)i_g;
-    if (1 <= w - 2 * i && w - 2 * i < n - 1) {
-      A[(long long)i * n + (w - 2 * i)] = (A[(long long)i * n + (w - 2 * i) + (-1LL * n - 1LL)] + A[(long long)i * n + (w - 2 * i) - 1LL * n] + A[(long long)i * n + (w - 2 * i) + (-1LL * n + 1LL)] + A[(long long)i * n + (w - 2 * i) - 1LL] + A[(long long)i * n + (w - 2 * i)] + A[(long long)i * n + (w - 2 * i) + 1LL] + A[(long long)i * n + (w - 2 * i) + (1LL * n - 1LL)] + A[(long long)i * n + (w - 2 * i) + 1LL * n] + A[(long long)i * n + (w - 2 * i) + (1LL * n + 1LL)]) / 9.0;
+  for (long long t_g = (long long)blockIdx.y * blockDim.y + threadIdx.y; t_g < tsteps; t_g += (long long)gridDim.y * blockDim.y) {
+    const int t = (int)t_g;
+    const int i_hi = n - 1;
+    for (long long i_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_g < i_hi; i_g += (long long)gridDim.x * blockDim.x) {
+      const int i = (int)i_g;
+      if (1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1) {
+        A[(long long)i * n + (w - 4 * t - 2 * i)] = (A[(long long)i * n + (w - 4 * t - 2 * i) + (-1LL * n - 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) - 1LL * n] + A[(long long)i * n + (w - 4 * t - 2 * i) + (-1LL * n + 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) - 1LL] + A[(long long)i * n + (w - 4 * t - 2 * i)] + A[(long long)i * n + (w - 4 * t - 2 * i) + 1LL] + A[(long long)i * n + (w - 4 * t - 2 * i) + (1LL * n - 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) + 1LL * n] + A[(long long)i * n + (w - 4 * t - 2 * i) + (1LL * n + 1LL)]) / 9.0;
+      }
     }
   }
 }
@@ -119,20 +122,16 @@ extern "C" cudaError_t kernel_seidel_2d_device(int tsteps, int n, double *A, cud
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
-    for (int t = 0; t < tsteps; ++t) {
-      const int w_hi = 3 * n - 5;
-      for (int w = 3; w < w_hi; ++w) {
-        const long long i_n = (long long)(n - 1) - 1;
-        if (i_n > 0) {
-          kernel_seidel_2d_kernel0<<<dim3(transpile_grid(i_n, transpile_block(i_n, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n, 256u), 1u, 1u), 0, stream>>>(n, A, w);
-          err = cudaGetLastError();
-          if (err != cudaSuccess) {
-            break;
-          }
+    const int w_hi = 3 * n + 4 * tsteps - 9;
+    for (int w = 3; w < w_hi; ++w) {
+      const long long t_n = tsteps;
+      const long long i_n = (long long)(n - 1) - 1;
+      if (t_n > 0 && i_n > 0) {
+        kernel_seidel_2d_kernel0<<<dim3(transpile_grid(i_n, 32u, 2147483647u), transpile_grid(t_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(tsteps, n, A, w);
+        err = cudaGetLastError();
+        if (err != cudaSuccess) {
+          break;
         }
-      }
-      if (err != cudaSuccess) {
-        break;
       }
     }
     if (err != cudaSuccess) {
