@@ -73,9 +73,9 @@ After::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from passes import deps
+from passes import accesses, deps
 from transpile import ir
 from transpile.diagnostics import TranspileError
 
@@ -330,6 +330,9 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         if not _parallel(loop, host_scalars, independent):
             break
         depth += 1
+    if 0 < depth < len(chain) and triangular(chain[depth], chain[:depth], host_scalars) \
+            and _parallel(chain[depth], host_scalars | {lp.var for lp in chain[:depth]}, independent):
+        depth += 1  # a triangular innermost loop joins the grid
     if depth == 0:
         return None
 
@@ -338,6 +341,31 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level])
 
     return mark(nest, 0)
+
+
+def triangular(loop: ir.For, outer: Sequence[ir.For], host_scalars: frozenset[str]) -> bool:
+    """Whether ``loop`` may be the innermost ``par`` loop inside the par loops ``outer`` although its
+    bounds read their variables (a triangle, a band): the bounds are affine forms (integer
+    coefficients) of the outer par variables and host integer scalars, the outer loops' own bounds
+    read no par variable (so each trip count is largest at an end of the outer ranges: the host
+    sizes the grid from there), and ``loop``'s body holds no loop: an elementwise update such as
+    cholesky's trailing ``A[i][j] -= A[i][k] * A[j][k]`` for ``j`` in ``k + 1..i``.  A body with a loop
+    (a matmul-like row, syrk's ``j <= i``) stays each thread's sequential loop, where
+    ``passes.tile``'s triangular plans take it."""
+    names = {lp.var for lp in outer}
+    if loop.step != 1 or any(isinstance(n, ir.For) for st in loop.body for n in ir.walk(st)):
+        return False
+    if any((_reads(b) | _names(b)) & names for lp in outer for b in (lp.lo, lp.hi)):
+        return False
+    bounds = (loop.lo, loop.hi)
+    if not any(_reads(b) & names for b in bounds):
+        return False  # rectangular: not this rule's
+    for b in bounds:
+        if not _scalar_only(b) or not _reads(b) <= host_scalars | names:
+            return False
+        if accesses.affine(b, (host_scalars | names)) is None:
+            return False
+    return True
 
 
 def _host_bounds(loop: ir.For, host_scalars: frozenset[str]) -> bool:

@@ -550,7 +550,7 @@ def launch_stream(options: Options | None, chain: Sequence[ir.For]) -> int:
     (:func:`shared_rows`), else 1.  Always 1 without a ``z`` loop or with tiling off, and left
     automatic, 1 when ``options.rows`` is set (the user asked for row coarsening instead)."""
     z = next((loop for loop in chain if loop.par == "z"), None)
-    if options is None or not options.enabled or z is None:
+    if options is None or not options.enabled or z is None or _dependent(chain):
         return 1
     if options.stream or options.rows:
         return options.stream or 1
@@ -563,11 +563,18 @@ def launch_rows(options: Options | None, chain: Sequence[ir.For]) -> int:
     share loads (:func:`shared_rows`), else 1.  Always 1 without a ``y`` loop, with tiling off
     (the naive mapping), or when the launch streams along ``z`` (:func:`launch_stream`)."""
     y = next((loop for loop in chain if loop.par == "y"), None)
-    if options is None or not options.enabled or y is None or launch_stream(options, chain) > 1:
+    if options is None or not options.enabled or y is None or launch_stream(options, chain) > 1 \
+            or _dependent(chain):
         return 1
     if options.rows:
         return options.rows
     return AUTO_ROWS if shared_rows(chain[-1].body, y.var, AUTO_ROWS) else 1
+
+
+def _dependent(chain: Sequence[ir.For]) -> bool:
+    """Whether a par loop's bounds read an outer par loop's variable (``passes.map_gpu.triangular``):
+    a coarsened thread's rows would each need their own inner bounds, so such launches take one row."""
+    return any(var_names(b) & {o.var for o in chain[:n]} for n, lp in enumerate(chain) for b in (lp.lo, lp.hi))
 
 
 def shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Index, float]]:

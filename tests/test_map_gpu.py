@@ -107,7 +107,7 @@ def jacobi_1d() -> ir.Kernel:
 
 
 def triangular() -> ir.Kernel:
-    """A triangular nest: i is parallel; j's bounds read i, so marking stops."""
+    """A triangular nest: i is parallel; j's bounds read i, and its body is loop-free: j joins the grid."""
     return kernel(
         "lower", [sc("n"), arr("L", "inout", n, n)],
         loop("i", c(0), n,
@@ -361,14 +361,15 @@ def test_gemm_after_distribution_and_interchange() -> None:
     assert isinstance(k_loop, ir.For) and k_loop.var == "k" and k_loop.par is None
 
 
-def test_triangular_stops_at_non_rectangular_loop() -> None:
-    assert layout(map_gpu.run(triangular())) == [("launch", ["x", None], 1)]
+def test_triangular_inner_loop_joins_the_grid() -> None:
+    # j's bounds read i (affine), its body has no loop: passes.map_gpu.triangular.
+    assert layout(map_gpu.run(triangular())) == [("launch", ["y", "x"], 1)]
 
 
-def test_transpose_outer_loop_parallel() -> None:
-    # Iteration i swaps A[i][j] and A[j][i] for j > i: different i never touch the
-    # same pair, so i is parallel; j's bounds depend on i, so it stays a plain loop.
-    assert layout(map_gpu.run(transpose())) == [("launch", ["x", None], 1)]
+def test_transpose_both_loops_parallel() -> None:
+    # Iteration (i, j) swaps A[i][j] and A[j][i] for j > i: different iterations never touch the
+    # same pair, so i and j are parallel; j's bounds read i: a triangle of threads.
+    assert layout(map_gpu.run(transpose())) == [("launch", ["y", "x"], 1)]
 
 
 def test_shift_not_parallel() -> None:

@@ -204,8 +204,8 @@ def test_the_schedules_reach_every_kind_of_region() -> None:
 def test_guard_rule_finds_the_guards() -> None:
     text, _ = _emit("seidel_2d", "default")
     found = {text[a:b] for a, b in guards(text)}
-    assert "1 <= w - 2 * i && w - 2 * i < n - 1" in found  # the wavefront skew
-    assert "i_g < i_hi" in found and "i_n > 0" in found  # grid-stride test, launch guard
+    assert "1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1" in found  # the wavefront skew
+    assert "i_g < i_hi" in found and "t_n > 0 && i_n > 0" in found  # grid-stride test, launch guard
     text, _ = _emit("gemm", "no-mma")
     found = {text[a:b] for a, b in guards(text)}
     assert {"kk < kn", "gj >= rlo[m] && gj < rhi[m]"} <= found
@@ -245,4 +245,4 @@ def test_a_stripped_mark_is_caught() -> None:
     at = marked.index(opening + "1 <= w")
     close = marked.index(regions.CLOSE, at)
     text, spans = regions.strip(marked[:at] + marked[at + len(opening):close] + marked[close + 1:])
-    assert [p for p in problems(text, spans) if "1 <= w - 2 * i" in p]
+    assert [p for p in problems(text, spans) if "1 <= w - 4 * t - 2 * i" in p]

@@ -73,8 +73,9 @@ def test_lu_becomes_right_looking() -> None:
 @pytest.mark.parametrize(("name", "shape"), [
     # k on the host; the column scaling over i, then the trailing update over (i, j) in one 2-D launch.
     ("lu", [("host", "k", [["x"], ["y", "x"]])]),
-    # k on the host: the square root on one thread, then the column and the trailing update over i.
-    ("cholesky", [("host", "k", [[], ["x"], ["x"]])]),
+    # k on the host: the square root on one thread, then the column over i, and the trailing update
+    # over the triangle j < i (passes.map_gpu.triangular) in one 2-D launch.
+    ("cholesky", [("host", "k", [[], ["x"], ["y", "x"]])]),
     # x = b in parallel, then per column j the division and the update of the rows below it.
     ("trisolv", [["x"], ("host", "j", [[], ["x"]])]),
 ])

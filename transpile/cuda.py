@@ -26,6 +26,8 @@ avoid every identifier of the kernel.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -637,6 +639,17 @@ def _compound_rhs(s: ir.Assign) -> tuple[str, ir.Expr] | None:
 # Kernels
 
 
+class _Substitute(ir.Transformer):
+    """Replaces variables by expressions of their type (host-side bound corners)."""
+
+    def __init__(self, values: Mapping[str, ir.Expr]) -> None:
+        self.values = values
+
+    def visit_Var(self, v: ir.Var) -> ir.Expr:
+        e = self.values.get(v.name)
+        return v if e is None else ir.cast(e, v.ty)
+
+
 def _var_names(node: ir.Node) -> set[str]:
     return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
 
@@ -953,11 +966,11 @@ class _KernelEmitter:
         dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
         assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
         shape = self._block(len(chain))
-        trips, grid = [], ["1u", "1u", "1u"]
-        for loop in chain:
+        trips, grid, counts = [], ["1u", "1u", "1u"], []
+        for n, loop in enumerate(chain):
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
-            t = self.host_namer.fresh(f"{loop.var}_n")
-            trips.append({"name": t, "expr": self.trip_count(loop)})
+            t = self._trips(loop, chain[:n], trips)
+            counts.append(t)
             per = shape[a] * (self._rows(chain) if loop.par == "y" else
                               tile.launch_stream(self.tiling, chain) if loop.par == "z" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
@@ -967,11 +980,38 @@ class _KernelEmitter:
             # ``shape`` (transpile_block, decided at run time from the trip count): adi's
             # 4000-iteration sweeps in blocks of 256 used 16 of 132 SMs (2x slower than
             # blocks of 32 on the H200).  The kernel reads blockDim, so only the host changes.
-            t = trips[0]["name"]
+            t = counts[0]
             block[0] = f"{BLOCK_FN}({t}, {shape[0]}u)"
             grid[0] = f"{GRID_FN}({t}, {block[0]}, {GRID_CAPS[0]}u)"
-        return {"trips": trips, "guard": " && ".join(f"{t['name']} > 0" for t in trips),
+        return {"trips": trips, "guard": " && ".join(f"{t} > 0" for t in counts),
                 "grid": grid, "block": block}
+
+    def _trips(self, loop: ir.For, outer: Sequence[ir.For], trips: list[dict[str, str]]) -> str:
+        """The host variable holding ``loop``'s trip count (its definitions appended to ``trips``).
+
+        A loop whose bounds read outer par variables (``passes.map_gpu.triangular``: affine in them,
+        the outer bounds host-computable) gets the largest trip count over the corners of the outer
+        ranges, where an affine count is largest: the grid covers the triangle's bounding box and
+        the kernel's own bounds, evaluated per thread, leave the rest idle."""
+        reads = _var_names(loop.lo) | _var_names(loop.hi)
+        corners = [o for o in outer if o.var in reads]
+        t = self.host_namer.fresh(f"{loop.var}_n")
+        if not corners:
+            trips.append({"name": t, "expr": self.trip_count(loop)})
+            return t
+        names = []
+        for ends in itertools.product(*[(o.lo, ir.binary("-", o.hi, ir.const(1, o.hi.ty))) for o in corners]):
+            at = _Substitute({o.var: e for o, e in zip(corners, ends)})
+            name = self.host_namer.fresh(f"{loop.var}_n")
+            trips.append({"name": name, "expr": self.trip_count(dataclasses.replace(
+                loop, lo=at.transform(loop.lo), hi=at.transform(loop.hi)))})
+            names.append(name)
+        acc = names[0]
+        for name in names[1:]:
+            top = t if name == names[-1] else self.host_namer.fresh(f"{loop.var}_n")
+            trips.append({"name": top, "expr": f"{acc} > {name} ? {acc} : {name}"})
+            acc = top
+        return acc
 
     # -- the host side
 
