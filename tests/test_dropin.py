@@ -398,3 +398,36 @@ def test_refused_registration_falls_back_to_staging(partial_cu: Path, tmp_path: 
     assert lib.call("pre_unregister", ctypes.c_void_p(middle)) == 0
     assert lib.live_allocations() == 1  # the staging ring: E's tail was staged
     lib.call("partial_release", restype=None)
+
+
+EMPTY_WRITES = r"""
+void diag(int n, int w, int T[n][n])
+{
+  for (int i = 0; i < n - w; i++)
+    for (int k = i + 1; k < w + i; k++)   /* no iteration unless w >= 2 */
+      T[i][w + i] = T[i][w + i] + T[i][k];
+}
+"""
+
+
+@needs_gxx
+def test_copy_out_stays_inside_the_copy_in_range(tmp_path: Path) -> None:
+    # The boxes are single affine pieces valid where the accesses exist (w >= 2): the reads start at
+    # column 1, the writes at column w.  At w = 0 the write box, taken at face value, starts at
+    # element [0][0], which nothing copied in or wrote: it must not come back.
+    src = tmp_path / "diag.c"
+    src.write_text(EMPTY_WRITES)
+    fp = footprint.analyze(pipeline.lower(frontend.load(src)).kernels[0])["T"]
+    assert fp.box is not None and fp.write_box is not None and fp.copy_in
+    cu = tmp_path / "diag.cu"
+    cu.write_text(cuda.emit(pipeline.lower(frontend.load(src)), source="diag.c"))
+    lib = SimLibrary(build(cu, tmp_path / "sim"))
+    for n, w in ((1, 0), (3, 0), (3, 1), (4, 2), (6, 3)):
+        t = np.arange(n * n, dtype=np.int32).reshape(n, n) - 5
+        want = t.copy()
+        for i in range(n - w):
+            for k in range(i + 1, w + i):
+                want[i][w + i] += want[i][k]
+        run = lib.run("diag", n, w, t, restype=None)
+        assert run.ok and not run.diagnostics, run.diagnostics
+        np.testing.assert_array_equal(t, want, err_msg=f"n={n} w={w}")
