@@ -205,7 +205,7 @@ def test_guard_rule_finds_the_guards() -> None:
     text, _ = _emit("seidel_2d", "default")
     found = {text[a:b] for a, b in guards(text)}
     assert "1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1" in found  # the wavefront skew
-    assert "i_g < i_hi" in found and "t_n > 0 && i_n > 0" in found  # grid-stride test, launch guard
+    assert "i_g < i_hi" in found and "i_n > 0 && t_n > 0" in found  # grid-stride test, launch guard
     text, _ = _emit("gemm", "no-mma")
     found = {text[a:b] for a, b in guards(text)}
     assert {"kk < kn", "gj >= rlo[m] && gj < rhi[m]"} <= found

@@ -78,7 +78,7 @@ def test_registered() -> None:
 
 def test_seidel_2d_becomes_host_wavefronts_of_parallel_time_steps_and_rows() -> None:
     (k,) = pipeline.lower(_front("seidel-2d")).kernels
-    assert _host_and_par(k) == (["w"], ["t", "i"])
+    assert _host_and_par(k) == (["w"], ["i", "t"])  # t inside: 4 elements apart, i a row apart
     shown = text.show(k)
     # All three loops carry dependences.  Execution-order distances (t, i, j): (0, 0, 1), (0, 1, -1),
     # (0, 1, 0), (0, 1, 1) within a time step, (1, 0, 0), (1, 0, -1), (1, -1, -1), (1, -1, 0), (1, -1, 1)
@@ -257,7 +257,7 @@ def test_time_loop_joins_the_wavefront_of_a_3_deep_nest() -> None:
     shown = text.show(ir.Module((), (out,)))
     assert "for w in 3..3 * n + 3 * tsteps - 8 {" in shown
     assert "A[i][w - 3 * t - 2 * i] = " in shown
-    assert _host_and_par(map_gpu.run(out)) == (["w"], ["t", "i"])
+    assert _host_and_par(map_gpu.run(out)) == (["w"], ["i", "t"])
     _check_shuffled(k, out, sizes=(0, 1, 2, 3, 6))
 
 
@@ -358,7 +358,8 @@ def test_random_stencil_nests_are_often_skewed() -> None:
         assert any(isinstance(s, ir.If) for s in ir.walk(wavefront.run(k)))
 
     def triple(k: ir.Kernel) -> bool:  # w on the host, t and i launched in parallel
-        return _host_and_par(map_gpu.run(wavefront.run(k))) == (["w"], ["t", "i"])
+        return _host_and_par(map_gpu.run(wavefront.run(k)))[0] == ["w"] and \
+            sorted(_host_and_par(map_gpu.run(wavefront.run(k)))[1]) == ["i", "t"]
 
     k = find(_stencil_nests(), triple, settings=settings(max_examples=2000, database=None, deadline=None))
     assert any(isinstance(s, ir.If) for s in ir.walk(wavefront.run(k)))

@@ -39,7 +39,7 @@ from types import MappingProxyType
 import jinja2
 import numpy as np
 
-from passes import collapse, tile
+from passes import collapse, promote, tile
 from transpile import ir, regions
 from transpile.resources import data_dir
 
@@ -938,6 +938,10 @@ class _KernelEmitter:
         # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
         # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
         printer.split_rows = not any(loop.par == "z" for loop in chain)
+        # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
+        # not in the naive mapping (tiling off), the baseline the benchmark compares against.
+        if self.tiling is None or self.tiling.enabled:
+            launch = promote.run_launch(launch, namer.fresh)
         body = printer.emit(launch.body)
         threads = math.prod(self._block(len(chain))) if chain else 1
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
