@@ -97,8 +97,87 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     items = planner.plan()
     if not any(it.kind != "host" for it in items):
         return kernel
-    body = _build(items, top=True)
-    return dataclasses.replace(kernel, body=tuple(body))
+    body = _join_serial(tuple(_build(items, top=True)))
+    return dataclasses.replace(kernel, body=body)
+
+
+def _join_serial(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    """``body`` (and its host loops) with each single-thread launch right before or after a
+    one-block reduction launch moved into it, run by the reduction's thread 0 before and after
+    the reduction: two launches fewer for a host loop's ``s = 0; for j reduce { s += .. }; x = s``
+    (gramschmidt's norm, ludcmp's substitutions, durbin's sum).  Statements before the
+    reduction may not write a scalar its bounds or terms read (the other threads would not see
+    it; arrays they may write: the reduction's first barrier orders them).  Single-thread
+    launches with a loop or a declaration stay apart."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.For) and s.par is None and any(isinstance(n, ir.Launch) for n in ir.walk(s)):
+            inner = _join_serial(s.body)
+            s = s if inner == s.body else dataclasses.replace(s, body=inner)
+        out.append(s)
+    n = 0
+    while n < len(out):
+        red = out[n]
+        loop = _block_reduction(red)
+        if loop is None:
+            n += 1
+            continue
+        assert isinstance(red, ir.Launch)
+        pre, post = red.body[:red.body.index(loop)], red.body[red.body.index(loop) + 1:]
+        if n > 0 and not pre and _serial(out[n - 1]) and not (
+                _written_scalars(out[n - 1]) & (_reads(loop.lo) | _reads(loop.hi) | _term_reads(loop))):
+            pre = out[n - 1].body  # type: ignore[union-attr]
+            del out[n - 1]
+            n -= 1
+        if n + 1 < len(out) and not post and _serial(out[n + 1]):
+            post = out[n + 1].body  # type: ignore[union-attr]
+            del out[n + 1]
+        out[n] = dataclasses.replace(red, body=(*pre, loop, *post))
+        n += 1
+    return tuple(out)
+
+
+def _serial(s: ir.Stmt) -> bool:
+    """A single-thread launch of assignments and branches only."""
+    return isinstance(s, ir.Launch) and all(
+        isinstance(c, (ir.Assign, ir.If)) and not any(isinstance(x, (ir.For, ir.Decl, ir.Return, ir.Launch))
+                                                      for x in ir.walk(c)) for c in s.body)
+
+
+def _block_reduction(s: ir.Stmt) -> ir.For | None:
+    """The reduce loop of a one-block reduction launch (not a sweep or chain) whose accumulators
+    are scalars, if ``s`` is one (maybe already joined with single-thread statements)."""
+    if not isinstance(s, ir.Launch):
+        return None
+    loops = [c for c in s.body if isinstance(c, ir.For)]
+    if len(loops) != 1 or not loops[0].reduce or loops[0].par is not None:
+        return None
+    loop = loops[0]
+    others = [c for c in s.body if c is not loop]
+    if others and not _serial(ir.Launch(tuple(others))):
+        return None
+    from passes.reduce_gpu import chain_shape, sweep_shape
+
+    if sweep_shape(loop) is not None or chain_shape(loop) is not None:
+        return None
+    if not all(isinstance(c, ir.Assign) and isinstance(c.target, ir.Var) for c in loop.body):
+        return None
+    return loop
+
+
+def _written_scalars(s: ir.Stmt) -> set[str]:
+    return {n.target.name for n in ir.walk(s) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+
+
+def _term_reads(loop: ir.For) -> set[str]:
+    """Scalars a reduce loop's terms read (its accumulators excluded: thread 0 alone holds them)."""
+    from transpile import accum
+
+    out: set[str] = set()
+    for c in loop.body:
+        a = accum.accumulation(c)
+        out |= _reads(a.term) if a is not None else _reads(c)
+    return out
 
 
 @dataclasses.dataclass

@@ -64,7 +64,9 @@ SHFL_DOWN = "__shfl_down_sync"
 def shape(launch: ir.Launch) -> str | None:
     """``'block'``, ``'rows'`` or None (not a reduction launch) for ``launch``."""
     if len(launch.body) != 1 or not isinstance(launch.body[0], ir.For):
-        return None
+        # A one-block reduction with thread 0's statements around it (passes/map_gpu._join_serial).
+        from passes.map_gpu import _block_reduction
+        return "block" if len(launch.body) > 1 and _block_reduction(launch) is not None else None
     f = launch.body[0]
     if f.reduce and f.par is None:
         from passes.reduce_gpu import chain_shape, sweep_shape
@@ -98,11 +100,15 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         return cuda_cols.launch(lp, expr, namer, loads, stores, config)
     threads = THREADS[kind]
     printer = _ReducePrinter(expr, namer, threads)
-    (loop,) = lp.body
-    assert isinstance(loop, ir.For), loop
     if kind == "block":
+        (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
+        at = lp.body.index(loop)
+        printer._on_thread0(lp.body[:at])  # thread 0's statements before and after (map_gpu._join_serial)
         printer._reduce(loop)
+        printer._on_thread0(lp.body[at + 1:])
     else:
+        (loop,) = lp.body
+        assert isinstance(loop, ir.For), loop
         printer._rows(loop)
     body = printer.lines
     if stores:  # only thread 0 holds the final value of a device scalar
@@ -152,6 +158,14 @@ class _ReducePrinter(StmtPrinter):
         # anywhere else (on lane 0, nested) runs sequentially.
         assert s.par is None, f"par loop inside a reduction launch: {s!r}"
         super().visit_For(s)
+
+    def _on_thread0(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        """``stmts`` on thread 0 (the one holding the accumulators): before the reduction, whose first
+        barrier makes their writes visible to the block; after it, which ends with a barrier."""
+        if stmts:
+            self.line(f"if ({self.expr(self._tid())} == 0) {{")
+            self.block(stmts)
+            self.line("}")
 
     def _rows(self, s: ir.For) -> None:
         """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0."""
