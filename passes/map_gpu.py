@@ -118,7 +118,7 @@ def _join_serial(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
     n = 0
     while n < len(out):
         red = out[n]
-        loop = _block_reduction(red)
+        loop = block_reduction(red)
         if loop is None:
             n += 1
             continue
@@ -144,7 +144,7 @@ def _serial(s: ir.Stmt) -> bool:
                                                       for x in ir.walk(c)) for c in s.body)
 
 
-def _block_reduction(s: ir.Stmt) -> ir.For | None:
+def block_reduction(s: ir.Stmt) -> ir.For | None:
     """The reduce loop of a one-block reduction launch (not a sweep or chain) whose accumulators
     are scalars, if ``s`` is one (maybe already joined with single-thread statements)."""
     if not isinstance(s, ir.Launch):

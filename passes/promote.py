@@ -195,7 +195,6 @@ def _sites(loop: ir.For, name: str) -> Iterator[_Site]:
 
 def _stmt_sites(s: ir.Stmt, name: str, *, top: bool, stmt: ir.Stmt | None,
                 inner: tuple[ir.For, ...]) -> Iterator[_Site]:
-    nested = None if not top else stmt
     if isinstance(s, ir.Assign):
         if isinstance(s.target, ir.Index):
             for e in s.target.indices:
@@ -209,7 +208,7 @@ def _stmt_sites(s: ir.Stmt, name: str, *, top: bool, stmt: ir.Stmt | None,
     elif isinstance(s, ir.If):
         yield from _expr_sites(s.cond, name, top, stmt, inner)
         for c in (*s.then, *s.orelse):
-            yield from _stmt_sites(c, name, top=False, stmt=nested and None, inner=inner)
+            yield from _stmt_sites(c, name, top=False, stmt=None, inner=inner)
     elif isinstance(s, ir.For):
         for e in (s.lo, s.hi):
             yield from _expr_sites(e, name, top, stmt, inner)

@@ -65,8 +65,8 @@ def shape(launch: ir.Launch) -> str | None:
     """``'block'``, ``'rows'`` or None (not a reduction launch) for ``launch``."""
     if len(launch.body) != 1 or not isinstance(launch.body[0], ir.For):
         # A one-block reduction with thread 0's statements around it (passes/map_gpu._join_serial).
-        from passes.map_gpu import _block_reduction
-        return "block" if len(launch.body) > 1 and _block_reduction(launch) is not None else None
+        from passes.map_gpu import block_reduction
+        return "block" if len(launch.body) > 1 and block_reduction(launch) is not None else None
     f = launch.body[0]
     if f.reduce and f.par is None:
         from passes.reduce_gpu import chain_shape, sweep_shape
