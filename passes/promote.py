@@ -54,6 +54,7 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes.accesses import Affine
+from passes.builders import substitute_vars
 from transpile import ir
 
 
@@ -169,8 +170,8 @@ def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.St
     # The first iteration's previous element: W at j = first - step.
     first = loop.lo if step > 0 else ir.binary("-", loop.hi, ir.const(1, loop.hi.ty))
     before = ir.binary("-" if step > 0 else "+", first, ir.const(1, first.ty))
-    at = _Replace(lambda x: False, var, {j: ir.cast(before, loop.ty)})
-    elem = ir.Index(name, tuple(at.expr(i) for i in w.indices), w.ty, loc=w.loc)
+    elem = ir.Index(name, tuple(substitute_vars(i, {j: ir.cast(before, loop.ty)}) for i in w.indices), w.ty,
+                    loc=w.loc)
     return dataclasses.replace(loop, body=tuple(body)), [ir.Decl(r, w.ty, elem, loc=loop.loc)], []
 
 
@@ -309,19 +310,15 @@ def _render(f: Affine) -> str:
 
 
 class _Replace(ir.Transformer):
-    """Replaces the ``Index`` nodes ``match`` accepts by ``var`` (reads and assignment targets), and
-    variables by expressions (``values``)."""
+    """Replaces the ``Index`` nodes ``match`` accepts by ``var`` (reads and assignment targets)."""
 
-    def __init__(self, match: object, var: ir.Var, values: dict[str, ir.Expr] | None = None) -> None:
-        self.match, self.var, self.values = match, var, values or {}
+    def __init__(self, match: object, var: ir.Var) -> None:
+        self.match, self.var = match, var
 
     def visit_Index(self, x: ir.Index) -> ir.Expr:
         if self.match(x):  # type: ignore[operator]
             return self.var
         return self.generic_visit(x)
-
-    def visit_Var(self, v: ir.Var) -> ir.Expr:
-        return self.values.get(v.name, v)
 
     def expr(self, e: ir.Expr) -> ir.Expr:
         return self.transform(e)

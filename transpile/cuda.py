@@ -40,6 +40,7 @@ import jinja2
 import numpy as np
 
 from passes import collapse, promote, tile
+from passes.builders import substitute_vars
 from transpile import ir, regions
 from transpile.resources import data_dir
 
@@ -639,17 +640,6 @@ def _compound_rhs(s: ir.Assign) -> tuple[str, ir.Expr] | None:
 # Kernels
 
 
-class _Substitute(ir.Transformer):
-    """Replaces variables by expressions of their type (host-side bound corners)."""
-
-    def __init__(self, values: Mapping[str, ir.Expr]) -> None:
-        self.values = values
-
-    def visit_Var(self, v: ir.Var) -> ir.Expr:
-        e = self.values.get(v.name)
-        return v if e is None else ir.cast(e, v.ty)
-
-
 def _var_names(node: ir.Node) -> set[str]:
     return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
 
@@ -1005,10 +995,10 @@ class _KernelEmitter:
             return t
         names = []
         for ends in itertools.product(*[(o.lo, ir.binary("-", o.hi, ir.const(1, o.hi.ty))) for o in corners]):
-            at = _Substitute({o.var: e for o, e in zip(corners, ends)})
+            at = {o.var: ir.cast(e, o.ty) for o, e in zip(corners, ends)}
             name = self.host_namer.fresh(f"{loop.var}_n")
             trips.append({"name": name, "expr": self.trip_count(dataclasses.replace(
-                loop, lo=at.transform(loop.lo), hi=at.transform(loop.hi)))})
+                loop, lo=substitute_vars(loop.lo, at), hi=substitute_vars(loop.hi, at)))})
             names.append(name)
         acc = names[0]
         for name in names[1:]:
