@@ -48,6 +48,7 @@ is left alone (the store after the loop would be skipped).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator
 
 import islpy as isl
@@ -112,12 +113,12 @@ def _invariant(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.
     variant = _variant(loop)
     sites = list(_sites(loop, name))
     writes = [s for s in sites if s.write]
-    forms = _forms(writes[0].node) if writes else None
+    forms = writes[0].forms if writes else None
     if forms is None or any(f.names & variant for f in forms):
         return None
-    if any(_forms(s.node) != forms for s in writes):
+    if any(s.forms != forms for s in writes):
         return None
-    others = [s for s in sites if _forms(s.node) != forms]
+    others = [s for s in sites if s.forms != forms]
     if any(s.write for s in others) or not any(s.top for s in sites if s not in others):
         return None  # another element written, or no unconditional access of X[W] in the first iteration
     if any(not _disjoint(loop, s, forms) for s in others):
@@ -126,9 +127,8 @@ def _invariant(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.
     r = rw.fresh(f"{name}_acc")
     var = ir.Var(r, w.ty)
     body = _Replace(lambda x: _forms(x) == forms if x.array == name else False, var).stmts(loop.body)
-    elem = ir.Index(name, w.indices, w.ty, loc=w.loc)
-    return (dataclasses.replace(loop, body=body), [ir.Decl(r, w.ty, elem, loc=loop.loc)],
-            [ir.Assign(elem, var, loc=loop.loc)])
+    return (dataclasses.replace(loop, body=body), [ir.Decl(r, w.ty, w, loc=loop.loc)],
+            [ir.Assign(w, var, loc=loop.loc)])
 
 
 def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.Stmt], list[ir.Stmt]] | None:
@@ -142,16 +142,16 @@ def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.St
     stmt = writes[0].stmt
     if not isinstance(stmt, ir.Assign):
         return None
-    forms = _forms(writes[0].node)
+    forms = writes[0].forms
     variant = _variant(loop) - {j}
     if forms is None or not any(f.coeff(j) for f in forms) or any(f.names & variant for f in forms):
         return None
     prev = tuple(_shift(f, j, -step) for f in forms)
-    prev_sites = [s for s in sites if not s.write and _forms(s.node) == prev]
+    prev_sites = [s for s in sites if not s.write and s.forms == prev]
     for s in sites:
         if s.write or s in prev_sites:
             continue
-        if not (_forms(s.node) == forms and s.stmt is stmt):
+        if not (s.forms == forms and s.stmt is stmt):
             return None  # another element of X, or X[W(j)] outside its own assignment
     if not any(s.top for s in prev_sites):
         return None  # nothing reads the previous value unconditionally: the load before could be new
@@ -186,6 +186,10 @@ class _Site:
     top: bool  # evaluated in every iteration (a top-level statement, not under a branch)
     stmt: ir.Stmt | None  # the top-level statement of the loop body it is in, if any
     inner: tuple[ir.For, ...]  # loops between the promoted loop and the access
+
+    @functools.cached_property
+    def forms(self) -> tuple[Affine, ...] | None:
+        return _forms(self.node)
 
 
 def _sites(loop: ir.For, name: str) -> Iterator[_Site]:
@@ -277,7 +281,7 @@ def _shift(f: Affine, var: str, by: int) -> Affine:
 def _disjoint(loop: ir.For, site: _Site, forms: tuple[Affine, ...]) -> bool:
     """Whether ``site`` never touches the element ``forms`` (invariant in ``loop``) in any iteration
     (isl; bounds that are not affine are dropped, which only adds points)."""
-    other = _forms(site.node)
+    other = site.forms
     if other is None or len(other) != len(forms):
         return False
     loops = (loop, *site.inner)
