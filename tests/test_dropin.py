@@ -178,6 +178,23 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
     lib.call("partial_release", restype=None)
 
 
+
+@needs_gxx
+def test_closing_the_library_frees_what_the_drop_in_keeps(partial_cu: Path, tmp_path: Path) -> None:
+    """SimLibrary.close (also run when the object is collected) calls the called drop-ins' NAME_release:
+    the staging ring and pool go; the library is usable again after it."""
+    lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=("-U_FORTIFY_SOURCE",)))
+    lib.set_quiet(True)
+    rng = np.random.default_rng(3)
+    _call(lib, 100, rng)
+    assert lib.live_allocations() == 1  # the staging ring stays between calls
+    lib.close()
+    assert lib.live_allocations() == 0 and lib.findings().ok
+    with lib:
+        got = _call(lib, 37, rng)
+        np.testing.assert_array_equal(got["C"], _expected(37, got["A"])["C"])
+    assert lib.live_allocations() == 0
+
 ASYNC_MISUSE = r"""
 #include <cuda_runtime.h>
 #include <string.h>

@@ -214,6 +214,31 @@ def test_gemm_tiled(libs: dict[str, SimLibrary], rng: np.random.Generator, seed:
     np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
 
 
+def _mappings() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@needs_gxx
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
+def test_fiber_stacks_are_unmapped_after_each_call(libs: dict[str, SimLibrary], rng: np.random.Generator) -> None:
+    """A 256-thread launch maps a stack and a guard page per thread (512 mappings); a call leaves none of
+    them behind, and the next call maps them again and gives the same bits."""
+    M, N, K = 37, 29, 23
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    lib = libs["gemm_tiled"]
+    before = _mappings()
+    results = []
+    for _ in range(2):
+        C = np.zeros((M, N), np.float32)
+        assert lib.run("gemm_tiled", 1, M, N, K, A, B, C).ok
+        assert _mappings() < before + 64
+        results.append(C)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], A @ B, rtol=1e-5, atol=1e-5)
+
+
 @needs_gxx
 def test_swapcontext_fallback(rng: np.random.Generator, out_dir: Path) -> None:
     lib = SimLibrary(build(SIM_DIR / "gemm_tiled.cu", out_dir, extra_flags=("-DCUDA_SIM_SWAPCONTEXT",)))

@@ -331,7 +331,7 @@ inline const char* const kAllocKindNames[] = {"device", "managed", "pinned host"
 
 struct Alloc {
   size_t size, guard, total;  // user bytes; front guard bytes (0: none); bytes from base
-  unsigned char* base;        // what aligned_alloc returned: [guard][user][back guard to total]
+  unsigned char* base;        // what alloc_block returned: [guard][user][back guard to total]
   int kind;
   unsigned long long id;
   bool reported;  // guard corruption already reported
@@ -749,6 +749,24 @@ inline cudaError_t require_host(const void* p, size_t, const char* api, const ch
   return cudaSuccess;
 }
 
+// Blocks of a MiB or more are mapped, not taken from malloc's heap, so that freeing one gives the memory
+// back to the system at once: a long-lived process that loads many libraries (a test run) would
+// otherwise keep every drop-in's staging ring and pool resident, and each fork of it copies them.
+constexpr size_t kMapBytes = size_t(1) << 20;
+
+inline unsigned char* alloc_block(size_t total) {
+  if (total < kMapBytes) return static_cast<unsigned char*>(std::aligned_alloc(256, total));
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? nullptr : static_cast<unsigned char*>(m);  // page-aligned
+}
+
+inline void free_block(unsigned char* base, size_t total) {
+  if (total < kMapBytes)
+    std::free(base);
+  else
+    munmap(base, total);
+}
+
 inline cudaError_t allocate(void** out, size_t size, int kind, const char* api) {
   if (!out) return api_error(cudaErrorInvalidValue, format("%s: null output pointer", api));
   *out = nullptr;
@@ -756,7 +774,7 @@ inline cudaError_t allocate(void** out, size_t size, int kind, const char* api) 
   size_t guard = (kind == kDevice || kind == kManaged) ? g_guard : 0;
   size_t total = guard + size + guard;
   total = (total + 255) / 256 * 256;
-  auto* base = static_cast<unsigned char*>(std::aligned_alloc(256, total));
+  unsigned char* base = alloc_block(total);
   if (!base) return api_error(cudaErrorMemoryAllocation, format("%s: out of memory (%zu bytes)", api, size));
   // The back guard starts right after the last user byte and also takes the
   // rounding slack, so a write one element past the end is caught.
@@ -786,7 +804,7 @@ inline cudaError_t release(void* p, int kind, const char* api) {
   Alloc& a = it->second;
   report_guards(a, format("detected at %s", api).c_str());
   g_freed_corrupt += (long long)corrupt_bytes(a);
-  std::free(a.base);
+  free_block(a.base, a.total);
   g_allocs.erase(it);
   return cudaSuccess;
 }
@@ -1548,7 +1566,8 @@ inline cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
 inline cudaError_t cudaDeviceReset() {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
   for (auto& kv : __sim::g_allocs)
-    if (kv.second.kind != __sim::kRegistered && kv.second.kind != __sim::kSymbol) std::free(kv.second.base);
+    if (kv.second.kind != __sim::kRegistered && kv.second.kind != __sim::kSymbol)
+      __sim::free_block(kv.second.base, kv.second.total);
   __sim::g_allocs.clear();
   __sim::g_sticky = __sim::g_last = cudaSuccess;
   return cudaSuccess;
@@ -2105,6 +2124,19 @@ void* __sim_device_malloc(unsigned long long n) {
   return cudaMalloc(&p, (size_t)n) == cudaSuccess ? p : nullptr;
 }
 int __sim_device_free(void* p) { return (int)cudaFree(p); }
+// Gives back the fiber stacks and fiber records the launches mapped (the next launch maps them again).
+// Each stack has a guard page of its own, so a 1024-thread launch leaves 2048 mappings behind it, and
+// a process that loaded many libraries pays for all of them at every fork.  No-op inside a launch.
+void __sim_release(void) {
+  std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
+  if (__sim::g_cur) return;
+  if (__sim::g_stacks) munmap(__sim::g_stacks, __sim::g_stack_slot * __sim::g_stack_cap);
+  __sim::g_stacks = nullptr;
+  __sim::g_stack_cap = 0;
+  delete[] __sim::g_fibers;
+  __sim::g_fibers = nullptr;
+  __sim::g_fiber_cap = 0;
+}
 
 // A failed assert() in a kernel becomes cudaErrorAssert, as on a GPU (build.py
 // links with -Bsymbolic so this definition wins inside the library).
