@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 
 from passes import deps
 from passes.accesses import Affine, affine, parameters
 from transpile import ir
+from transpile.diagnostics import Loc
 
 Bound = Affine | None
 """An affine form over scalar parameters, or ``None``: the extent's own bound (0 or extent - 1)."""
@@ -122,6 +123,7 @@ class _Site:
     exact: bool
     seq: int = 0
     keys: tuple[int, ...] = ()
+    loc: Loc | None = field(default=None, compare=False)
 
 
 #: The isl work the analysis of one array may do.  Past it (isl's ``dim_max`` took minutes on a
@@ -176,7 +178,7 @@ def _sites(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], exact: bool, pa
     names = params | {lp.var for lp in loops}
 
     def site(n: ir.Index, write: bool, seq: int) -> _Site:
-        return _Site(n.array, write, tuple(affine(ix, names) for ix in n.indices), loops, exact, seq, keys)
+        return _Site(n.array, write, tuple(affine(ix, names) for ix in n.indices), loops, exact, seq, keys, n.loc)
 
     def reads(seq: int, *exprs: ir.Expr | None) -> Iterator[_Site]:
         for e in exprs:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
+    _check_bounds(module)
     if emit == "ir":
         from transpile import text
 
@@ -388,8 +390,33 @@ def _new_file_mode(dest: Path) -> int:
         return 0o666 & ~umask
 
 
+def _check_bounds(module: object) -> None:
+    """Warn (``out-of-bounds``) about every reference proven to leave its array for some sizes."""
+    from passes import bounds
+    from transpile.diagnostics import warn
+
+    for kernel in module.kernels:  # type: ignore[attr-defined]
+        for f in bounds.check(kernel):
+            warn("out-of-bounds", f.loc, f.message)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    """Our warnings as compilers print them (``file:line:col: warning: msg [id]``); others as Python does."""
+    from transpile.diagnostics import TranspileWarning
+
+    if isinstance(message, TranspileWarning):
+        click.echo(str(message), err=True)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
+
+
+_python_show_warning = warnings.showwarning
+
+
 def _guard(action: object) -> None:
     """Run ``action``; turn diagnostics into stderr + exit 1, never a traceback."""
+    warnings.showwarning = _show_warning
     try:
         action()  # type: ignore[operator]
     except TranspileError as e:
