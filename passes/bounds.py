@@ -1,7 +1,7 @@
 """Bounds analysis: array references that index outside the declared extent for some sizes.
 
 An analysis, not a transform: ``check(kernel) -> list[Finding]``, one per
-(reference, dimension, side) that isl proves can leave the extent
+(reference to an array parameter or a local array, dimension, side) that isl proves can leave the extent
 ``0 <= index < dim``, with the sizes for which it does.  In C such an access is
 undefined behaviour; on the GPU it reads or writes another row or another
 buffer, so the drop-in's results differ from the C function's wherever the
@@ -84,6 +84,7 @@ def check(kernel: ir.Kernel) -> list[Finding]:
     """Every reference of ``kernel`` proven to leave its array's extent for some sizes."""
     params = frozenset(p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType) and p.ty.is_int)
     arrays = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.ArrayType)}
+    arrays |= {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}  # local arrays (top level)
     ctx = isl.Context()
     ctx.set_max_operations(MAX_OPERATIONS)
     fp._LOCAL.ctx = ctx

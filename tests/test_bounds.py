@@ -86,7 +86,18 @@ IN_BOUNDS = """void f(int n, double A[n], double B[n]) {
 }
 """
 
-CASES = {"shift": SHIFT, "transposed": TRANSPOSED, "strided": STRIDED, "reversed": REVERSED,
+#: A local array one element short: its last element is written for every n >= 1.
+LOCAL = """void f(int n, double A[n]) {
+  double z[n - 1];
+  int i;
+  for (i = 0; i < n; i++)
+    z[i] = A[i];
+  for (i = 0; i < n - 1; i++)
+    A[i] = z[i];
+}
+"""
+
+CASES = {"shift": SHIFT, "local": LOCAL, "transposed": TRANSPOSED, "strided": STRIDED, "reversed": REVERSED,
          "in-bounds": IN_BOUNDS}
 
 
@@ -100,6 +111,8 @@ def test_findings_name_the_reference_and_the_sizes(tmp_path: Path) -> None:
     (low,) = bounds.check(_load(tmp_path, REVERSED))
     assert (low.side, low.write) == ("low", False) and "below index 0" in low.message
     assert bounds.check(_load(tmp_path, IN_BOUNDS)) == []
+    (local,) = bounds.check(_load(tmp_path, LOCAL))
+    assert (local.array, local.write, local.loc.line) == ("z", True, 5) and "extent n - 1" in local.message
 
 
 def test_guarded_references_and_locals_are_not_judged(tmp_path: Path) -> None:
@@ -117,20 +130,31 @@ def test_guarded_references_and_locals_are_not_judged(tmp_path: Path) -> None:
     assert bounds.check(_load(tmp_path, local)) == []
 
 
+def _shape(ty: ir.ArrayType, sizes: dict[str, int]) -> list[int]:
+    shape = []
+    for d in ty.dims:
+        a = affine(d, frozenset(sizes))
+        assert a is not None
+        shape.append(a.const + sum(c * sizes[v] for v, c in a.coeffs))
+    return shape
+
+
 def _args(kernel: ir.Kernel, sizes: dict[str, int]) -> dict[str, object]:
-    params = frozenset(sizes)
     args: dict[str, object] = {}
     for p in kernel.params:
         if isinstance(p.ty, ir.ArrayType):
-            shape = []
-            for d in p.ty.dims:
-                a = affine(d, params)
-                assert a is not None
-                shape.append(a.const + sum(c * sizes[v] for v, c in a.coeffs))
-            args[p.name] = np.ones(shape, interp.DTYPES[p.ty.elem.name])
+            args[p.name] = np.ones(_shape(p.ty, sizes), interp.DTYPES[p.ty.elem.name])
         else:
             args[p.name] = sizes[p.name]
     return args
+
+
+def _some_array_empty(kernel: ir.Kernel, sizes: dict[str, int]) -> bool:
+    """Sizes the findings are not about (docs of passes/bounds.py): an array, parameter or local,
+    with no element."""
+    types = [p.ty for p in kernel.params if isinstance(p.ty, ir.ArrayType)]
+    types += [s.ty for s in kernel.body if isinstance(s, ir.Alloc)]
+    return any(min(_shape(ty, sizes)) <= 0 for ty in types)
 
 
 def _faults(module_kernel: tuple[ir.Module, ir.Kernel], sizes: dict[str, int]) -> bool:
@@ -153,6 +177,8 @@ def test_findings_agree_with_the_interpreter(tmp_path: Path, name: str) -> None:
     names = [p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType)]
     for values in itertools.product(range(1, 6), repeat=len(names)):
         sizes = dict(zip(names, values))
+        if _some_array_empty(kernel, sizes):
+            continue
         predicted = any(f.holds(sizes) for f in found)
         assert predicted == _faults((module, kernel), sizes), (name, sizes, [f.message for f in found])
 
