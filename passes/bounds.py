@@ -24,7 +24,7 @@ blocks).  **Postcondition**: none (nothing is changed).
 
 Example: ``for (i = 0; i < n; i++) A[i + 1] = A[i];`` with ``double A[n]``
 gives one finding: the write ``A[i + 1]``, dimension 1, reaches the extent
-``n`` for sizes with ``n >= 1``.
+``n`` for every size that runs it (every ``n >= 1``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import islpy as isl
 
 from passes import deps
 from passes import footprint as fp
-from passes.accesses import Affine, affine
+from passes.accesses import affine
 from transpile import ir
 from transpile.diagnostics import Loc
 
@@ -47,16 +47,19 @@ MAX_OPERATIONS = 2_000_000
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """Reference ``array`` (a write if ``write``) leaves its extent in dimension ``dim`` (0-based):
-    below 0 (``side`` ``"low"``) or at or past the extent (``"high"``), for sizes in ``sizes``
-    (isl's constraints on the parameters; empty when every size does)."""
+    """Reference ``array`` (a write if ``write``) of rank ``rank`` leaves its extent ``extent`` (the
+    declared expression) in dimension ``dim`` (0-based): below 0 (``side`` ``"low"``) or at or past
+    the extent (``"high"``).  ``condition`` is the set of sizes for which it does (an isl parameter
+    set); ``sizes`` its constraints as the message gives them (empty: every size with no empty array)."""
 
     loc: Loc | None
     array: str
     write: bool
+    rank: int
     dim: int
     side: str
     extent: str
+    condition: str
     sizes: str
 
     @property
@@ -68,15 +71,13 @@ class Finding:
         return (f"'{self.array}' is {verb} {where}{dim} {when} (undefined behaviour in C; "
                 "the GPU result will not match)")
 
-    rank: int = 1
-    condition: str = ""  # the sizes as an isl parameter set (``[p_n] -> { : ... }``), for holds()
-
     def holds(self, sizes: dict[str, int]) -> bool:
         """Whether the reference leaves the extent at these sizes (every parameter given)."""
+        values = {deps.param_name(k): v for k, v in sizes.items()}
         s = isl.Set(self.condition)
         for k in range(s.dim(isl.dim_type.param)):
-            name = s.get_dim_name(isl.dim_type.param, k)
-            s = s.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(s.get_ctx(), int(sizes[name[2:]])))
+            v = values[s.get_dim_name(isl.dim_type.param, k)]
+            s = s.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(s.get_ctx(), int(v)))
         return not s.is_empty()
 
 
@@ -85,66 +86,55 @@ def check(kernel: ir.Kernel) -> list[Finding]:
     params = frozenset(p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType) and p.ty.is_int)
     arrays = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.ArrayType)}
     arrays |= {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}  # local arrays (top level)
-    ctx = isl.Context()
-    ctx.set_max_operations(MAX_OPERATIONS)
-    fp._LOCAL.ctx = ctx
     out: list[Finding] = []
     try:
-        nonempty = _nonempty(arrays, params)
-        for site in fp._sites(kernel.body, (), True, params, (), [0]):
-            ty = arrays.get(site.array)
-            if ty is None or not site.exact or len(site.subscripts) != len(ty.dims):
-                continue
-            out += _site_findings(site, [affine(d, params) for d in ty.dims], params, nonempty)
+        with fp.isl_limit(MAX_OPERATIONS):
+            nonempty = _nonempty(arrays, params)
+            for site in fp.sites(kernel, params):
+                ty = arrays.get(site.array)
+                if ty is not None and site.exact and len(site.subscripts) == len(ty.dims):
+                    out += _site_findings(site, ty, params, nonempty)
     except isl.Error:  # past MAX_OPERATIONS
         return []
-    finally:
-        fp._LOCAL.ctx = None
     return _unique(out)
 
 
 def _nonempty(arrays: dict[str, ir.ArrayType], params: frozenset[str]) -> isl.Set:
-    """The sizes for which every array parameter has at least one element (where its extents are
-    affine): a call with an empty array is not one a finding should be about."""
+    """The sizes for which every array has at least one element (where its extents are affine):
+    a call with an empty array is not one a finding should be about."""
     cons = [f"{deps.render_affine(a, {})} >= 1" for ty in arrays.values() for d in ty.dims
             if (a := affine(d, params)) is not None]
     names = ", ".join(deps.param_name(p) for p in sorted(params))
-    return fp._set(f"[{names}] -> {{ : {' and '.join(cons) or 'true'} }}")
+    return fp.isl_set(f"[{names}] -> {{ : {' and '.join(cons) or 'true'} }}")
 
 
-def _site_findings(site: fp._Site, dims: list[Affine | None], params: frozenset[str],
-                   nonempty: isl.Set) -> list[Finding]:
-    image = fp._image(site, params).intersect_params(nonempty)
-    head, svars = fp._head(params, len(dims))
+def _site_findings(site: fp.Site, ty: ir.ArrayType, params: frozenset[str], nonempty: isl.Set) -> list[Finding]:
+    from transpile import text  # the extent as the source declares it
+
+    image = fp.image(site, params).intersect_params(nonempty)
+    head, svars = fp.set_head(params, len(ty.dims))
     found = []
-    for d, (sub, ext) in enumerate(zip(site.subscripts, dims)):
+    for d, (sub, dim) in enumerate(zip(site.subscripts, ty.dims)):
         if sub is None:
             continue
+        ext = affine(dim, params)
         sides = [("low", f"{svars[d]} < 0")]
         if ext is not None:
             sides.append(("high", f"{svars[d]} >= {deps.render_affine(ext, {})}"))
         for side, cond in sides:
-            bad = image.intersect(fp._set(f"{head}{cond} }}"))
+            bad = image.intersect(fp.isl_set(f"{head}{cond} }}"))
             if bad.is_empty():
                 continue
             when = bad.params().coalesce()
-            found.append(Finding(site.loc, site.array, site.write, d, side,
-                                 _plain(deps.render_affine(ext, {})) if ext is not None else "",
-                                 "" if nonempty.is_subset(when) else _sizes(when), len(dims), str(when)))
+            found.append(Finding(site.loc, site.array, site.write, len(ty.dims), d, side, text.show_expr(dim),
+                                 str(when), "" if nonempty.is_subset(when) else _sizes(when)))
     return found
-
-
-def _plain(text: str) -> str:
-    """isl-syntax affine text back in the kernel's names: ``1 * p_n + -1`` -> ``n - 1``."""
-    text = re.sub(r"\bp_(\w+)", r"\1", text)
-    text = re.sub(r"\b1 \* ", "", text).replace("+ -", "- ")
-    return re.sub(r" \+ 0$", "", text)
 
 
 def _sizes(s: isl.Set) -> str:
     """The constraints of a parameter set, as isl prints them, in the kernel's names."""
-    text = str(s.coalesce())
-    body = text[text.index("{") + 1:text.rindex("}")].strip()
+    printed = str(s)
+    body = printed[printed.index("{") + 1:printed.rindex("}")].strip()
     body = body[1:].strip() if body.startswith(":") else body
     return re.sub(r"\bp_(\w+)", r"\1", body)
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -107,7 +108,7 @@ def _eval(a: Affine, sizes: Mapping[str, int]) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class _Site:
+class Site:
     """One array reference with its enclosing loops; ``exact``: unconditional, with exact bounds.
 
     ``seq`` numbers statements in execution order within one iteration (pre-order;
@@ -132,55 +133,71 @@ class _Site:
 #: the same with and without the limit).
 MAX_OPERATIONS = 2_000_000
 
-_LOCAL = threading.local()  # the isl context of the array being analysed (per thread)
+_LOCAL = threading.local()  # the isl context of the analysis under way (per thread)
 
 
-def _set(text: str) -> isl.Set:
+@contextmanager
+def isl_limit(max_operations: int | None = None) -> Iterator[None]:
+    """Inside the block, the sets :func:`isl_set` builds in this thread share a fresh isl context
+    whose work is capped at ``max_operations`` (default :data:`MAX_OPERATIONS`, read at the call);
+    past it isl raises ``isl.Error``."""
+    ctx = isl.Context()
+    ctx.set_max_operations(MAX_OPERATIONS if max_operations is None else max_operations)
+    _LOCAL.ctx = ctx
+    try:
+        yield
+    finally:
+        _LOCAL.ctx = None
+
+
+def isl_set(text: str) -> isl.Set:
+    """``text`` as an isl set, in the context of the enclosing :func:`isl_limit` if any."""
     ctx = getattr(_LOCAL, "ctx", None)
     return isl.Set(text) if ctx is None else isl.Set.read_from_str(ctx, text)
+
+
+def sites(kernel: ir.Kernel, params: frozenset[str]) -> list[Site]:
+    """Every array reference of ``kernel`` (subscripts affine in ``params`` and the loop variables)."""
+    return list(_sites(kernel.body, (), True, params, (), [0]))
 
 
 def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
     """The footprint of every array parameter of ``kernel``, in parameter order."""
     params = parameters(kernel)
-    sites = list(_sites(kernel.body, (), True, params, (), [0]))
+    every = sites(kernel, params)
     returns = any(isinstance(n, ir.Return) for n in ir.walk(kernel))
     out: dict[str, Footprint] = {}
     for p in kernel.params:
         if not isinstance(p.ty, ir.ArrayType):
             continue
-        mine = [s for s in sites if s.array == p.name]
+        mine = [s for s in every if s.array == p.name]
         writes = [s for s in mine if s.write]
         dims = [affine(d, params) for d in p.ty.dims]
         reads = [s for s in mine if not s.write]
-        ctx = isl.Context()
-        ctx.set_max_operations(MAX_OPERATIONS)
-        _LOCAL.ctx = ctx
         try:
-            must = not returns and _must_write(writes, dims, params)
-            out[p.name] = Footprint(
-                p.name, read=bool(reads), written=bool(writes),
-                box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
-                reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
+            with isl_limit():
+                must = not returns and _must_write(writes, dims, params)
+                out[p.name] = Footprint(
+                    p.name, read=bool(reads), written=bool(writes),
+                    box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
+                    reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
         except isl.Error:  # past MAX_OPERATIONS: the whole extent, copied in
             whole = tuple((None, None) for _ in dims)
             out[p.name] = Footprint(p.name, read=bool(reads), written=bool(writes),
                                     box=whole if mine else None, write_box=whole if writes else None,
                                     must_write=False, reads_input=bool(reads))
-        finally:
-            _LOCAL.ctx = None
     return out
 
 
 def _sites(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], exact: bool, params: frozenset[str],
-           keys: tuple[int, ...], counter: list[int]) -> Iterator[_Site]:
+           keys: tuple[int, ...], counter: list[int]) -> Iterator[Site]:
     """The array references under ``body``; ``counter`` numbers statements (pre-order)."""
     names = params | {lp.var for lp in loops}
 
-    def site(n: ir.Index, write: bool, seq: int) -> _Site:
-        return _Site(n.array, write, tuple(affine(ix, names) for ix in n.indices), loops, exact, seq, keys, n.loc)
+    def site(n: ir.Index, write: bool, seq: int) -> Site:
+        return Site(n.array, write, tuple(affine(ix, names) for ix in n.indices), loops, exact, seq, keys, n.loc)
 
-    def reads(seq: int, *exprs: ir.Expr | None) -> Iterator[_Site]:
+    def reads(seq: int, *exprs: ir.Expr | None) -> Iterator[Site]:
         for e in exprs:
             if e is not None:
                 yield from (site(n, False, seq) for n in ir.walk(e) if isinstance(n, ir.Index))
@@ -214,44 +231,46 @@ def _sites(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], exact: bool, pa
 # isl
 
 
-def _head(params: frozenset[str], rank: int) -> tuple[str, list[str]]:
+def set_head(params: frozenset[str], rank: int) -> tuple[str, list[str]]:
+    """The text of a set over the parameters and ``rank`` element indices ``s0, s1, ...`` up to its
+    constraints (``[p_n] -> { [s0] : ``), and the index names."""
     svars = [f"s{d}" for d in range(rank)]
     return f"[{', '.join(deps.param_name(p) for p in sorted(params))}] -> {{ [{', '.join(svars)}] : ", svars
 
 
-def _image(site: _Site, params: frozenset[str]) -> isl.Set:
+def image(site: Site, params: frozenset[str]) -> isl.Set:
     """The elements ``site`` touches: its iteration domain's image under the subscripts."""
-    head, svars = _head(params, len(site.subscripts))
+    head, svars = set_head(params, len(site.subscripts))
     names = {lp.var: f"i{k}" for k, lp in enumerate(site.loops)}
     cons = deps.domain_constraints(site.loops, names, params)
     cons += [f"{s} = {deps.render_affine(sub, names)}" for s, sub in zip(svars, site.subscripts) if sub is not None]
     body = " and ".join(cons) or "true"
     if names:
         body = f"exists ({', '.join(names.values())} : {body})"
-    return _set(head + body + " }")
+    return isl_set(head + body + " }")
 
 
 def _extent(dims: list[Affine | None], params: frozenset[str]) -> isl.Set:
     """``0 <= s_d < dim_d`` for every dimension (the upper bound only where the extent is affine)."""
-    head, svars = _head(params, len(dims))
+    head, svars = set_head(params, len(dims))
     cons = [f"{s} >= 0" for s in svars]
     cons += [f"{s} < {deps.render_affine(d, {})}" for s, d in zip(svars, dims) if d is not None]
-    return _set(head + (" and ".join(cons) or "true") + " }")
+    return isl_set(head + (" and ".join(cons) or "true") + " }")
 
 
-def _union(sites: list[_Site], params: frozenset[str]) -> isl.Set:
-    sets = [_image(s, params) for s in sites]
+def _union(refs: list[Site], params: frozenset[str]) -> isl.Set:
+    sets = [image(s, params) for s in refs]
     u = sets[0]
     for s in sets[1:]:
         u = u.union(s)
     return u.coalesce()
 
 
-def _box(sites: list[_Site], dims: list[Affine | None], params: frozenset[str]) -> Box | None:
-    if not sites:
+def _box(refs: list[Site], dims: list[Affine | None], params: frozenset[str]) -> Box | None:
+    if not refs:
         return None
     # Every access stays inside the extent (C semantics): intersecting bounds non-affine subscripts.
-    touched = _union(sites, params).intersect(_extent(dims, params))
+    touched = _union(refs, params).intersect(_extent(dims, params))
     return tuple((_bound(touched, d, lower=True), _bound(touched, d, lower=False)) for d in range(len(dims)))
 
 
@@ -275,14 +294,14 @@ def _bound(s: isl.Set, d: int, *, lower: bool) -> Bound:
     return Affine.of(coeffs, int(aff.get_constant_val().to_python()))
 
 
-def _must_write(writes: list[_Site], dims: list[Affine | None], params: frozenset[str]) -> bool:
+def _must_write(writes: list[Site], dims: list[Affine | None], params: frozenset[str]) -> bool:
     exact = [s for s in writes if s.exact and all(x is not None for x in s.subscripts)]
     if not exact or any(d is None for d in dims):
         return False
     return bool(_extent(dims, params).is_subset(_union(exact, params)))
 
 
-def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
+def _covered(read: Site, writes: list[Site], params: frozenset[str]) -> bool:
     """Whether every instance of ``read`` reads an element an exact write instance wrote before it."""
     if any(x is None for x in read.subscripts):
         return False
@@ -293,7 +312,7 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
     jn = {lp.var: f"j{k}" for k, lp in enumerate(read.loops)}
     jv = list(jn.values())
     dom_r = " and ".join(deps.domain_constraints(read.loops, jn, params)) or "true"
-    domain = _set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
+    domain = isl_set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
     covered = domain.subtract(domain)  # empty, same space
     for w in exact:
         inames = {lp.var: f"i{k}" for k, lp in enumerate(w.loops)}
@@ -317,5 +336,5 @@ def _covered(read: _Site, writes: list[_Site], params: frozenset[str]) -> bool:
         body = " and ".join(cons)
         if iv:
             body = f"exists ({', '.join(iv)} : {body})"
-        covered = covered.union(_set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
+        covered = covered.union(isl_set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
     return bool(domain.is_subset(covered))
