@@ -42,11 +42,16 @@ GUARD_BYTES = 256
 """Bytes of guard zone on each side of every host buffer."""
 
 
+def float_kind(dtype: np.dtype) -> str:
+    """The key of a float ``dtype`` in the per-precision tables (``TOL_BASE``, ...): "f64" or "f32"."""
+    return "f64" if dtype.itemsize >= 8 else "f32"
+
+
 def tolerance(dtype: np.dtype, depth: float, widen: float = 1.0) -> float:
     """The max relative error allowed for an output of ``dtype`` (0: exact)."""
     if dtype.kind != "f":
         return 0.0
-    base = TOL_BASE["f64" if dtype.itemsize >= 8 else "f32"]
+    base = TOL_BASE[float_kind(dtype)]
     return base * math.sqrt(max(depth, 1.0)) * max(widen, 1.0)
 
 

@@ -29,13 +29,14 @@ output as it found it (a kernel that does nothing passes there).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from transpile import ir
-from transpile.verify.checks import max_rel_error, same_bits, tolerance
+from transpile.verify.checks import float_kind, max_rel_error, same_bits, tolerance
 from transpile.verify.proc import ChildError
 from transpile.verify.reference import Reference
 from transpile.verify.signature import KernelSig, reduction_depth
@@ -144,35 +145,34 @@ def amplification_widen(sig: KernelSig, depth: float, amp: float) -> float:
     ``TOL_BASE`` is about 9e5 double epsilons but only 170 float ones, so this widens float outputs
     from an amplification of about 100 on, and double ones never before ``amp / ACCEPT_AMPLIFICATION``
     (in :func:`prepare`) already does.  Raises :class:`Skip` past :data:`MAX_TOL`."""
-    widen = 1.0
-    for a in sig.outputs:
-        if a.dtype.kind != "f":
-            continue
-        kind = "f64" if a.dtype.itemsize >= 8 else "f32"
-        base = tolerance(a.dtype, depth)
-        need = AMP_FACTOR * amp * EPS[kind] * math.sqrt(max(depth, 1.0))
-        if need > MAX_TOL[kind]:
-            raise Skip(f"ill-conditioned for {a.dtype.name}: an amplification of {amp:.1e} puts rounding "
-                       f"errors of about {need:.1e} relative in '{a.name}'")
-        widen = max(widen, need / base)
-    return widen
+    return _widen(sig, depth, lambda kind: AMP_FACTOR * amp * EPS[kind] * math.sqrt(max(depth, 1.0)),
+                  lambda a, need: f"ill-conditioned for {a.dtype.name}: an amplification of {amp:.1e} puts "
+                                  f"rounding errors of about {need:.1e} relative in '{a.name}'")
 
 
 def spread_widen(sig: KernelSig, depth: float, spread: float) -> float:
     """The widening of the tolerance that a rounding spread calls for (1: none).
 
     Raises :class:`Skip` when the widened tolerance would exceed :data:`MAX_TOL`."""
+    return _widen(sig, depth, lambda kind: SPREAD_FACTOR * spread,
+                  lambda a, need: f"ill-conditioned: rounding order alone (FMA contraction) moves "
+                                  f"'{a.name}' by {spread:.1e} relative")
+
+
+def _widen(sig: KernelSig, depth: float, need: Callable[[str], float], why: Callable[[Any, float], str]) -> float:
+    """The largest ``need(kind) / tolerance`` over the float outputs (at least 1), where ``need`` is
+    the relative error an output of that float kind must be allowed; :class:`Skip` with ``why`` when
+    the tolerance that makes would exceed :data:`MAX_TOL`."""
     widen = 1.0
     for a in sig.outputs:
         if a.dtype.kind != "f":
             continue
+        kind = float_kind(a.dtype)
         base = tolerance(a.dtype, depth)
-        w = SPREAD_FACTOR * spread / base
-        limit = MAX_TOL["f64" if a.dtype.itemsize >= 8 else "f32"]
-        if base * max(w, 1.0) > limit:
-            raise Skip(f"ill-conditioned: rounding order alone (FMA contraction) moves '{a.name}' by "
-                       f"{spread:.1e} relative")
-        widen = max(widen, w)
+        n = need(kind)
+        if max(n, base) > MAX_TOL[kind]:
+            raise Skip(why(a, n))
+        widen = max(widen, n / base)
     return widen
 
 

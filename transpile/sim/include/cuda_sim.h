@@ -504,19 +504,21 @@ inline void ensure_fibers(unsigned n) {
   g_fiber_cap = n;
 }
 
+inline void unmap_stacks() {
+  if (g_stacks) munmap(g_stacks, g_stack_slot * g_stack_cap);
+  g_stacks = nullptr;
+  g_stack_cap = 0;
+}
+
 inline bool ensure_stacks(unsigned n) {
   if (n <= g_stack_cap) return true;
   size_t page = g_page = (size_t)sysconf(_SC_PAGESIZE);
   size_t bytes = (std::max(g_stack_bytes, (size_t)65536) + page - 1) / page * page;
-  if (g_stacks) munmap(g_stacks, g_stack_slot * g_stack_cap);
+  unmap_stacks();
   g_stack_slot = bytes + page;  // one PROT_NONE guard page below each stack
   void* m = mmap(nullptr, g_stack_slot * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
-  if (m == MAP_FAILED) {
-    g_stacks = nullptr;
-    g_stack_cap = 0;
-    return false;
-  }
+  if (m == MAP_FAILED) return false;
   g_stacks = static_cast<char*>(m);
   for (unsigned i = 0; i < n; ++i) mprotect(g_stacks + i * g_stack_slot, page, PROT_NONE);
   g_stack_cap = n;
@@ -2130,9 +2132,7 @@ int __sim_device_free(void* p) { return (int)cudaFree(p); }
 void __sim_release(void) {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
   if (__sim::g_cur) return;
-  if (__sim::g_stacks) munmap(__sim::g_stacks, __sim::g_stack_slot * __sim::g_stack_cap);
-  __sim::g_stacks = nullptr;
-  __sim::g_stack_cap = 0;
+  __sim::unmap_stacks();
   delete[] __sim::g_fibers;
   __sim::g_fibers = nullptr;
   __sim::g_fiber_cap = 0;
