@@ -139,9 +139,13 @@ def _join_serial(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
 
 def _serial(s: ir.Stmt) -> bool:
     """A single-thread launch of assignments and branches only."""
-    return isinstance(s, ir.Launch) and all(
-        isinstance(c, (ir.Assign, ir.If)) and not any(isinstance(x, (ir.For, ir.Decl, ir.Return, ir.Launch))
-                                                      for x in ir.walk(c)) for c in s.body)
+    return isinstance(s, ir.Launch) and _plain(s.body)
+
+
+def _plain(stmts: tuple[ir.Stmt, ...]) -> bool:
+    """Assignments and branches only (no loop, declaration, return or launch anywhere in them)."""
+    return all(isinstance(c, (ir.Assign, ir.If)) and not any(
+        isinstance(x, (ir.For, ir.Decl, ir.Return, ir.Launch)) for x in ir.walk(c)) for c in stmts)
 
 
 def block_reduction(s: ir.Stmt) -> ir.For | None:
@@ -153,8 +157,7 @@ def block_reduction(s: ir.Stmt) -> ir.For | None:
     if len(loops) != 1 or not loops[0].reduce or loops[0].par is not None:
         return None
     loop = loops[0]
-    others = [c for c in s.body if c is not loop]
-    if others and not _serial(ir.Launch(tuple(others))):
+    if not _plain(tuple(c for c in s.body if c is not loop)):
         return None
     from passes.reduce_gpu import chain_shape, sweep_shape
 
