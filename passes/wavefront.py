@@ -109,6 +109,7 @@ import networkx as nx
 from passes import accesses as acc_mod
 from passes import deps
 from passes.accesses import Affine, StmtInfo
+from passes.tile import var_names
 from transpile import ir
 
 #: Hyperplane slopes tried for the outer loop, smallest (fewest wavefronts) first.
@@ -370,7 +371,7 @@ def _coalesced_order(outer: list[ir.For], body: tuple[ir.Stmt, ...]) -> list[ir.
     puts ``x``.  seidel-2d's ``A[i][w - 4 * t - 2 * i]``: consecutive ``t`` are 4 elements apart,
     consecutive ``i`` a row and 2 elements: ``t`` inside ran 1.4x faster on the H200
     (bench/results/h200_run42_seidel.md)."""
-    if len(outer) != 2 or (_names(outer[1].lo) | _names(outer[1].hi)) & {outer[0].var}:
+    if len(outer) != 2 or (var_names(outer[1].lo) | var_names(outer[1].hi)) & {outer[0].var}:
         return outer
     target = next((n.target for st in body for n in ir.walk(st)
                    if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)), None)
@@ -378,7 +379,7 @@ def _coalesced_order(outer: list[ir.For], body: tuple[ir.Stmt, ...]) -> list[ir.
         return outer
 
     def cost(var: str) -> tuple[int, int] | None:
-        forms = [acc_mod.affine(ix, _names(ix)) for ix in target.indices]
+        forms = [acc_mod.affine(ix, var_names(ix)) for ix in target.indices]
         if any(f is None for f in forms):
             return None
         *lead, last = forms
@@ -386,10 +387,6 @@ def _coalesced_order(outer: list[ir.For], body: tuple[ir.Stmt, ...]) -> list[ir.
 
     a, b = cost(outer[0].var), cost(outer[1].var)
     return [outer[1], outer[0]] if a is not None and b is not None and a < b else outer
-
-
-def _names(e: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
 
 
 class _Subst(ir.Transformer):
