@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from passes import (
     closure,
+    delinearize,
     distribute,
     expand,
     forward,
@@ -22,6 +23,7 @@ from passes import (
 )
 
 REGISTRY: dict = {
+    "delinearize": delinearize,
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,

@@ -39,7 +39,9 @@ Link the .cu's object in place of the C function's.
 Assumptions: distinct array parameters do not overlap (as with C99
 'restrict' and PPCG); pointer parameters indexed by hand (double *A used as
 A[i*n + j]) are copied over the index range their loops reach, and scalar
-parameters used in those ranges are assumed non-negative.
+parameters used in those ranges are assumed non-negative; they are analysed
+as matrices where the loop bounds prove every column index in [0, n)
+(else a flat-index warning).
 """
 
 
@@ -247,6 +249,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
     _check_bounds(module)
+    _check_flat(module)
     if emit == "ir":
         from transpile import text
 
@@ -398,6 +401,16 @@ def _check_bounds(module: object) -> None:
     for kernel in module.kernels:  # type: ignore[attr-defined]
         for f in bounds.check(kernel):
             warn("out-of-bounds", f.loc, f.message)
+
+
+def _check_flat(module: object) -> None:
+    """Warn (``flat-index``) about pointers indexed by hand that delinearize cannot split."""
+    from passes import delinearize
+    from transpile.diagnostics import warn
+
+    for kernel in module.kernels:  # type: ignore[attr-defined]
+        for r in delinearize.refusals(kernel):
+            warn("flat-index", r.loc, r.message)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

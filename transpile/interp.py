@@ -71,8 +71,9 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
     """Execute kernel ``kernel`` of ``module`` on ``args`` (keyed by parameter name).
 
     Scalars are Python or numpy numbers; arrays are numpy arrays of the
-    parameter's element dtype and of the shape its extents evaluate to (pointer
-    parameters: 1-D).  The caller's arrays are not modified.  Returns every
+    parameter's element dtype and of the shape its extents evaluate to (a
+    pointer parameter viewed as a matrix may also be passed flat, as its C
+    caller does, and comes back flat).  The caller's arrays are not modified.  Returns every
     array parameter after execution, as fresh arrays.
 
     ``shuffle``: a seed for the *shuffled mode*: every loop marked ``par`` runs
@@ -119,7 +120,7 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
     env.extend([None] * (comp.nslots - len(env)))
     body(env)
     return {
-        name: np.array(a.data, dtype=DTYPES[a.elem.name]).reshape(a.shape)
+        name: np.array(a.data[:math.prod(a.given or a.shape)], dtype=DTYPES[a.elem.name]).reshape(a.given or a.shape)
         for name, a in shared.arrays.items() if not a.local
     }
 
@@ -150,8 +151,6 @@ def _scalar_arg(p: ir.Param, v: object) -> int | float:
 
 def _extents(comp: _FnCompiler, p: ir.Param, scope: dict[str, _Sym], env: Env) -> tuple[int, ...]:
     assert isinstance(p.ty, ir.ArrayType)
-    if p.pointer and len(p.ty.dims) != 1:
-        raise InterpError(p.loc, f"pointer parameter '{p.name}' must have exactly one extent")
     shape = []
     for d in p.ty.dims:
         if not d.ty.is_int:
@@ -172,6 +171,7 @@ class _Array:
     shape: tuple[int, ...]
     data: list[Any]
     local: bool = False  # a kernel-local array: elements start as None (undefined)
+    given: tuple[int, ...] | None = None  # the caller's shape where it differs (a flat pointer argument)
 
 
 def _array_arg(p: ir.Param, shape: tuple[int, ...], v: object) -> _Array:
@@ -181,10 +181,17 @@ def _array_arg(p: ir.Param, shape: tuple[int, ...], v: object) -> _Array:
         raise InterpError(p.loc, f"argument '{p.name}' must be a numpy array, got {type(v).__name__}")
     if v.dtype != DTYPES[elem.name]:
         raise InterpError(p.loc, f"argument '{p.name}' must have dtype {DTYPES[elem.name]} ({elem}), got {v.dtype}")
-    if v.shape != shape:
+    # A pointer viewed as a matrix (delinearize) gets what its C caller passes: flat memory, of any
+    # length (the derived extents bound the accesses, not the caller's buffer: the last row may end
+    # early, and rows past the last one touched may follow).
+    flat = p.pointer and v.ndim == 1 and len(shape) > 1
+    if v.shape != shape and not flat:
         raise InterpError(p.loc, f"argument '{p.name}' must have shape {shape}, got {v.shape}")
     # tolist() copies into exact Python ints/floats (float32 -> double is exact).
-    return _Array(p.name, elem, shape, v.reshape(-1).tolist())
+    data = v.reshape(-1).tolist()
+    if flat:
+        data += [None] * (math.prod(shape) - v.size)  # never touched: past every access (if any)
+    return _Array(p.name, elem, shape, data, given=v.shape if flat else None)
 
 
 # ---------------------------------------------------------------------------

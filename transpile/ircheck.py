@@ -155,8 +155,6 @@ class _Checker:
             if isinstance(p.ty, ir.ArrayType):
                 if p.ty.rank == 0:
                     _fail(p, f"array parameter '{p.name}' has no dimensions")
-                if p.pointer and p.ty.rank != 1:
-                    _fail(p, f"pointer parameter '{p.name}' must have exactly one extent")
                 for d in p.ty.dims:
                     self.expr(d, scope)
                     if not d.ty.is_int:

@@ -30,6 +30,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     """
     from passes import (
         closure,
+        delinearize,
         distribute,
         expand,
         forward,
@@ -50,6 +51,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         return step("map-gpu", module, map_gpu.run)
     # NOTE: distribute before interchange: splitting a loop body exposes the
     # perfect nests that interchange (and map-gpu's par marking) need.
+    # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
+    # A[i][j] and must assume the worst of a hand-flattened A[i * m + j].
+    module = step("delinearize", module, delinearize.run)
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.

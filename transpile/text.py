@@ -222,7 +222,7 @@ class _Lowerer:
     def scalar_param(self, p: Tree) -> ir.Param:
         intent, ty, star, name = p.children
         if star is not None:
-            raise self.error(p, f"pointer parameter '{name}' needs one extent, e.g. '{name}[n]'")
+            raise self.error(p, f"pointer parameter '{name}' needs an extent, e.g. '{name}[n]'")
         if intent is not None and self.word(intent) != "in":
             raise self.error(intent, f"scalar parameter '{name}' cannot be '{self.word(intent)}'")
         return ir.Param(str(name), self.type(ty), loc=self.loc(p))
@@ -279,8 +279,6 @@ class _Lowerer:
         """An array parameter (intent 'in' when none is written: the caller derives it)."""
         intent, ty, star, name_tok, *dims = p.children
         name, elem = str(name_tok), self.type(ty)
-        if star is not None and len(dims) != 1:
-            raise self.error(p, f"pointer parameter '{name}' must have exactly one extent")
         extents = []
         for d in dims:
             e = self.expr(d)

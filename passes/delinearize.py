@@ -1,0 +1,312 @@
+"""Delinearize: a flat pointer indexed by hand (``A[i*m + j]``) becomes the matrix it stands for.
+
+C code often takes ``double *A`` and computes row-major offsets itself.  Such a
+subscript multiplies a loop variable by a parameter, so it is not affine: the
+dependence test drops it, every loop touching ``A`` looks like it carries a
+dependence, and the whole nest runs in one GPU thread.  This pass recovers the
+dimensions, after the idea of Grosser et al., "On recovering multi-dimensional
+arrays in Polly" (IMPACT 2015), in the simple form that hand-written offsets take:
+
+* Each subscript is an affine form in the loop variables whose coefficients
+  are polynomials over scalar parameters (:func:`transpile.cfront_extent.to_affine`).
+* Sizes are peeled innermost first: a parameter ``m`` that divides every
+  parametric coefficient splits ``e = o*m + r`` (``r`` holds the terms without
+  ``m``, which must then have integer coefficients); ``o`` is peeled again
+  (``i*n*m + j*m + k`` gives sizes ``[n][m]`` and subscripts ``[i][j][k]``).
+  A parameter-only term ``c*m`` is tried in ``o`` first, then in ``r``
+  (``(i-1)*m + j`` is row ``i-1``; ``i*m + m-1-j`` is row ``i``).
+* Each remainder ``r`` must be proven ``0 <= r < m`` by isl on its access's
+  iteration domain (the loops' affine bounds, a superset of what runs): then
+  ``(o, r) -> o*m + r`` is one-to-one on what the accesses touch, so two
+  references meet at one element exactly when their new subscripts are equal.
+* Every reference of the array must split with the same sizes; an array
+  with one reference that does not (``A[k]`` with ``k`` up to ``n*m``, a
+  remainder not proven in range) is left flat.  ``A[i*lda + k]`` with ``k < K``
+  stays flat too: nothing says ``K <= lda``.
+
+The outer extent is the derived maximum of the outer subscripts plus one
+(:func:`transpile.cfront_extent.derive_extent`).  The parameter stays a
+pointer: the drop-in keeps the C signature ``double *A``, and the copies
+cover the same flattened range as before.
+
+**Precondition**: any valid kernel; kernels holding a ``Launch`` are returned
+unchanged (the pass belongs before mapping).  **Postcondition**: a pointer
+parameter may have several extents; its element ``[o][r]`` is flat element
+``o*m + r``, as in C.
+
+Before::
+
+    kernel k(i32 n, i32 m, f32 a, inout f32* x[n * m]) {
+      for i in 0..n { for j in 0..m { x[i * m + j] = a * x[i * m + j]; } }
+    }
+
+After::
+
+    kernel k(i32 n, i32 m, f32 a, inout f32* x[n][m]) {
+      for i in 0..n { for j in 0..m { x[i][j] = a * x[i][j]; } }
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import islpy as isl
+
+from passes import accesses as acc_mod
+from passes import deps
+from transpile import ir
+from transpile.cfront_extent import NotAffine, Poly, _padd, derive_extent, poly_expr, to_affine
+from transpile.cfront_extent import _Aff as Aff
+from transpile.diagnostics import Loc
+from transpile.text import show_expr
+
+#: isl work allowed for one range proof; past it the proof fails (the array stays flat).
+MAX_OPERATIONS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Pointer ``array`` keeps its flat index, which is not affine (``reference`` at ``loc``): why."""
+
+    array: str
+    loc: Loc | None
+    reason: str
+
+    @property
+    def message(self) -> str:
+        return f"'{self.array}' is indexed by hand and stays flat ({self.reason}): loops that touch it stay sequential"
+
+
+def run(kernel: ir.Kernel) -> ir.Kernel:
+    """``kernel`` with each delinearizable pointer parameter given its dimensions (see the module docstring)."""
+    for p, plan in _plans(kernel):
+        if isinstance(plan, _Plan):
+            kernel = _apply(kernel, p, plan)
+    return kernel
+
+
+def refusals(kernel: ir.Kernel) -> list[Refusal]:
+    """The pointer parameters of ``kernel`` whose index is not affine and that :func:`run` leaves flat."""
+    return [plan for _, plan in _plans(kernel) if isinstance(plan, Refusal)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    sizes: tuple[str, ...]
+    split: dict[int, tuple[ir.Expr, ...]]  # id(reference) -> its new subscripts
+    outer: ir.Expr  # the outer extent
+
+
+def _plans(kernel: ir.Kernel) -> Iterator[tuple[ir.Param, _Plan | Refusal]]:
+    """Per flat pointer parameter with a non-affine index: how to split it, or why not."""
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return
+    params = acc_mod.parameters(kernel)
+    order = [p.name for p in kernel.params if p.name in params]
+    for p in kernel.params:
+        if p.pointer and isinstance(p.ty, ir.ArrayType) and p.ty.rank == 1:
+            plan = _plan(kernel, p, params, order)
+            if plan is not None:
+                yield p, plan
+
+
+def _plan(kernel: ir.Kernel, p: ir.Param, params: frozenset[str], order: list[str]) -> _Plan | Refusal | None:
+    """None where there is nothing to do (every index affine with integer coefficients)."""
+    refs = list(_references(kernel.body, p.name, ()))
+    # The size parameters as the polynomials hold them (to_affine's atoms: a Var with its type).
+    atoms = {q.name: ir.Var(q.name, q.ty) for q in kernel.params if q.name in order}  # type: ignore[arg-type]
+    if len(refs) != sum(isinstance(n, ir.Index) and n.array == p.name for n in ir.walk(kernel)):
+        return None  # a reference outside a plain statement: leave the array alone
+    forms = []
+    for node, loops in refs:
+        try:
+            forms.append(to_affine(node.indices[0], {lp.var for lp in loops}, set(params)))
+        except NotAffine as e:
+            return Refusal(p.name, node.loc, f"its index '{show_expr(node.indices[0])}' {e.reason}")
+    # Only an index the dependence test cannot read needs splitting.
+    flat = [(node, loops, f) for (node, loops), f in zip(refs, forms)
+            if acc_mod.affine(node.indices[0], params | {lp.var for lp in loops}) is None]
+    if not flat:
+        return None
+    sizes = max((_sizes(f, loops, params, frozenset(order), order, atoms) for _, loops, f in flat), key=len)
+    if not sizes:
+        node, loops, form = flat[0]
+        monos = [m for c in form.coeffs.values() for m in c if m] + [m for m in form.const if len(m) > 1]
+        if not monos or not set.intersection(*(_param_atoms(m, frozenset(order)) for m in monos)):
+            why = "no size parameter multiplies every parametric term"
+        else:  # the split over the one candidate says why
+            size = min(set.intersection(*(_param_atoms(m, frozenset(order)) for m in monos)))
+            why = str(_split(form, (size,), loops, params, order, atoms))
+        return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {why}")
+    split: dict[int, tuple[ir.Expr, ...]] = {}
+    for (node, loops), form in zip(refs, forms):
+        subs = _split(form, sizes, loops, params, order, atoms)
+        if isinstance(subs, str):
+            return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {subs}")
+        exprs = tuple(_expr(s, loops, node.indices[0], order) for s in subs)
+        if split.setdefault(id(node), exprs) != exprs:
+            return None  # one node shared by two places that split differently
+    body = _Rewrite(split).block(kernel.body)
+    outer, _, _ = derive_extent(body, p.name, 0, order, p.loc)
+    if outer is None or not {n.name for n in ir.walk(outer) if isinstance(n, ir.Var)} <= set(order):
+        return Refusal(p.name, p.loc, "the range of its row index cannot be derived from the parameters")
+    return _Plan(sizes, split, outer)
+
+
+def _apply(kernel: ir.Kernel, p: ir.Param, plan: _Plan) -> ir.Kernel:
+    sym = {q.name: q for q in kernel.params}
+    dims = (plan.outer, *(ir.Var(s, sym[s].ty, loc=p.loc) for s in plan.sizes))  # type: ignore[arg-type]
+    new_p = dataclasses.replace(p, ty=ir.ArrayType(p.ty.elem, dims))  # type: ignore[union-attr]
+    return dataclasses.replace(kernel, params=tuple(new_p if q is p else q for q in kernel.params),
+                               body=_Rewrite(plan.split).block(kernel.body))
+
+
+def _references(body: tuple[ir.Stmt, ...], name: str,
+                loops: tuple[ir.For, ...]) -> Iterator[tuple[ir.Index, tuple[ir.For, ...]]]:
+    """Each reference ``name[...]`` under ``body`` with its enclosing loops (outermost first)."""
+
+    def exprs(*es: ir.Expr | None) -> Iterator[tuple[ir.Index, tuple[ir.For, ...]]]:
+        for e in es:
+            for n in ir.walk(e) if e is not None else ():
+                if isinstance(n, ir.Index) and n.array == name:
+                    yield n, loops
+
+    for s in body:
+        if isinstance(s, ir.Decl):
+            yield from exprs(s.init)
+        elif isinstance(s, ir.Assign):
+            yield from exprs(s.target, s.value)
+        elif isinstance(s, ir.If):
+            yield from exprs(s.cond)
+            yield from _references(s.then, name, loops)
+            yield from _references(s.orelse, name, loops)
+        elif isinstance(s, ir.For):
+            yield from exprs(s.lo, s.hi)
+            yield from _references(s.body, name, loops + (s,))
+        elif isinstance(s, ir.Return):
+            yield from exprs(s.value)
+
+
+def _param_atoms(mono: tuple[ir.Expr, ...], params: frozenset[str]) -> set[str]:
+    return {a.name for a in mono if isinstance(a, ir.Var) and a.name in params}
+
+
+def _sizes(form: Aff, loops: tuple[ir.For, ...], params: frozenset[str], sizes: frozenset[str],
+           order: list[str], atoms: dict[str, ir.Var]) -> tuple[str, ...]:
+    """The sizes ``form`` splits over, outermost first; () if none.
+
+    A candidate is a parameter of ``sizes`` (the kernel's unmodified scalar parameters) in every
+    non-affine term; candidates are tried in name order, each one proven by the split itself, and the
+    quotient is split again (``i*n*m + j*m + k``: ``m``, then ``n``).
+    """
+    monos = [m for c in form.coeffs.values() for m in c if m] + [m for m in form.const if len(m) > 1]
+    if not monos:
+        return ()
+    for size in sorted(set.intersection(*(_param_atoms(m, sizes) for m in monos))):
+        parts = _split(form, (size,), loops, params, order, atoms)
+        if not isinstance(parts, str):
+            return (*_sizes(parts[0], loops, params, sizes, order, atoms), size)
+    return ()
+
+
+def _divide(p: Poly, size: str) -> tuple[Poly, Poly]:
+    """``p = q*size + r``: (q, r), ``r`` the monomials without ``size``."""
+    q: Poly = {}
+    r: Poly = {}
+    for m, c in p.items():
+        at = next((k for k, a in enumerate(m) if isinstance(a, ir.Var) and a.name == size), None)
+        if at is None:
+            r[m] = c
+        else:
+            q[m[:at] + m[at + 1:]] = c
+    return q, r
+
+
+def _split(form: Aff, sizes: tuple[str, ...], loops: tuple[ir.For, ...], params: frozenset[str],
+           order: list[str], atoms: dict[str, ir.Var]) -> tuple[Aff, ...] | str:
+    """``form`` as subscripts ``(o, r_1, ..., r_k)`` over ``sizes``, each ``r`` proven in range; or why not."""
+    subs: list[Aff] = []
+    for size in reversed(sizes):
+        coeffs = {v: _divide(c, size) for v, c in form.coeffs.items()}
+        if any(set(r) - {()} for _, r in coeffs.values()):
+            return f"a loop variable's coefficient is not a multiple of '{size}'"
+        q_const, r_const = _divide(form.const, size)
+        atom = atoms[size]
+        # Expanded, ``(i-1)*m + j`` is ``i*m - m + j`` and ``(n-1)*m + m-1`` is ``n*m - 1``: the remainder
+        # may need a few multiples of the size moved over from the quotient (``-1 + m``, row ``n - 1``).
+        for t in (0, 1, -1, 2, -2):
+            r = Aff({v: r for v, (_, r) in coeffs.items() if r}, _padd(r_const, {(atom,): t}))
+            if _in_range(r, size, loops, params):
+                subs.append(r)
+                form = Aff({v: q for v, (q, _) in coeffs.items() if q}, _padd(q_const, {(): -t}))
+                break
+        else:
+            rest = show_expr(_expr(Aff({v: r for v, (_, r) in coeffs.items() if r}, r_const), loops,
+                                   ir.Const(0, ir.I32), order))
+            return f"nothing proves 0 <= {rest} < {size}"
+    return (form, *reversed(subs))
+
+
+def _in_range(r: Aff, size: str, loops: tuple[ir.For, ...], params: frozenset[str]) -> bool:
+    """isl proves ``0 <= r < size`` on the domain of ``loops``, for every value of the parameters."""
+    affine = _as_affine(r, params)
+    if affine is None:
+        return False
+    names = {lp.var: f"i{k}" for k, lp in enumerate(loops)}
+    text = deps.render_affine(affine, names)
+    cons = deps.domain_constraints(loops, names, params)
+    pnames = sorted({deps.param_name(q) for q in params})
+    out_of_range = f"({text} < 0 or {text} >= {deps.param_name(size)})"
+    src = f"[{', '.join(pnames)}] -> {{ [{', '.join(names.values())}] : {' and '.join([*cons, out_of_range])} }}"
+    ctx = isl.Context()
+    ctx.set_max_operations(MAX_OPERATIONS)
+    try:
+        return isl.Set.read_from_str(ctx, src).is_empty()
+    except isl.Error:
+        return False
+
+
+def _as_affine(form: Aff, params: frozenset[str]) -> acc_mod.Affine | None:
+    """``form`` as an integer affine form over loop variables and parameters, if it is one."""
+    coeffs: dict[str, int] = {}
+    for v, c in form.coeffs.items():
+        if set(c) - {()}:
+            return None
+        coeffs[v] = c.get((), 0)
+    const = 0
+    for m, c in form.const.items():
+        if not m:
+            const += c
+        elif len(m) == 1 and isinstance(m[0], ir.Var) and m[0].name in params:
+            coeffs[m[0].name] = coeffs.get(m[0].name, 0) + c
+        else:
+            return None
+    return acc_mod.Affine.of(coeffs, const)
+
+
+def _expr(form: Aff, loops: tuple[ir.For, ...], like: ir.Expr, order: list[str]) -> ir.Expr:
+    """``form`` as an IR expression (loop variables before parameters in each sum)."""
+    poly: Poly = dict(form.const)
+    for lp in loops:
+        for m, c in form.coeffs.get(lp.var, {}).items():
+            key = (ir.Var(lp.var, lp.ty), *m)
+            poly[key] = poly.get(key, 0) + c
+    rank = {name: k for k, name in enumerate([lp.var for lp in loops] + order)}
+    return poly_expr(poly, like.loc, rank)
+
+
+class _Rewrite(ir.Transformer):
+    """Replace the references of one array by their split subscripts (found by node identity)."""
+
+    def __init__(self, split: dict[int, tuple[ir.Expr, ...]]) -> None:
+        self.split = split
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        return tuple(self.transform(s) for s in body)
+
+    def visit_Index(self, n: ir.Index) -> ir.Expr:
+        subs = self.split.get(id(n))
+        return self.generic_visit(n) if subs is None else dataclasses.replace(n, indices=subs)
