@@ -156,7 +156,9 @@ def _extents(comp: _FnCompiler, p: ir.Param, scope: dict[str, _Sym], env: Env) -
         if not d.ty.is_int:
             raise InterpError(d.loc or p.loc, f"extent of '{p.name}' has non-integer type {d.ty}")
         n = comp.expr(d, scope)(env)
-        if n < 0:
+        if n < 0 and p.pointer:
+            n = 0  # a derived extent (the index range the loops reach): negative when they do not run
+        elif n < 0:
             raise InterpError(d.loc or p.loc, f"extent of '{p.name}' evaluates to {n} < 0")
         shape.append(n)
     return tuple(shape)
