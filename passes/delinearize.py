@@ -16,8 +16,10 @@ arrays in Polly" (IMPACT 2015), in the simple form that hand-written offsets tak
   A parameter-only term ``c*m`` is tried in ``o`` first, then in ``r``
   (``(i-1)*m + j`` is row ``i-1``; ``i*m + m-1-j`` is row ``i``).
 * Each remainder ``r`` must be proven ``0 <= r < m`` by isl on its access's
-  iteration domain (the loops' affine bounds, a superset of what runs): then
-  ``(o, r) -> o*m + r`` is one-to-one on what the accesses touch, so two
+  iteration domain (the loops' affine bounds, a superset of what runs),
+  wherever the reference is valid: sizes are non-negative and a pointer is
+  not indexed below its start (what the drop-in's clamped copies assume).
+  Then ``(o, r) -> o*m + r`` is one-to-one on what the accesses touch, so two
   references meet at one element exactly when their new subscripts are equal.
 * Every reference of the array must split with the same sizes; an array
   with one reference that does not (``A[k]`` with ``k`` up to ``n*m``, a
@@ -251,7 +253,14 @@ def _split(form: Aff, sizes: tuple[str, ...], loops: tuple[ir.For, ...], params:
 
 
 def _in_range(r: Aff, size: str, loops: tuple[ir.For, ...], params: frozenset[str]) -> bool:
-    """isl proves ``0 <= r < size`` on the domain of ``loops``, for every value of the parameters."""
+    """isl proves ``0 <= r < size`` on the domain of ``loops`` wherever the reference is valid.
+
+    Valid: ``size >= 0`` (sizes are non-negative) and a flat index ``>= 0`` (a pointer is not indexed
+    below its start).  Both are what the drop-in assumes already (the copy ranges are clamped to
+    ``[0, extent)``).  At ``size = 0`` the flat index is the remainder itself, so a remainder ``< 0``
+    there is an invalid reference, not a counterexample (correlation's ``corr[(m-1)*m + (m-1)]``
+    outside every loop); one ``>= 0`` is (``x[i*m]`` touches ``x[0]`` for every ``i`` when ``m = 0``).
+    """
     affine = _as_affine(r, params)
     if affine is None:
         return False
@@ -259,7 +268,8 @@ def _in_range(r: Aff, size: str, loops: tuple[ir.For, ...], params: frozenset[st
     text = deps.render_affine(affine, names)
     cons = deps.domain_constraints(loops, names, params)
     pnames = sorted({deps.param_name(q) for q in params})
-    out_of_range = f"({text} < 0 or {text} >= {deps.param_name(size)})"
+    s = deps.param_name(size)
+    out_of_range = f"(({s} >= 1 and ({text} < 0 or {text} >= {s})) or ({s} = 0 and {text} >= 0))"
     src = f"[{', '.join(pnames)}] -> {{ [{', '.join(names.values())}] : {' and '.join([*cons, out_of_range])} }}"
     ctx = isl.Context()
     ctx.set_max_operations(MAX_OPERATIONS)

@@ -333,22 +333,23 @@ KERNELS = ROOT / "tests" / "kernels"
 @pytest.mark.parametrize("name", sorted(p.stem for p in KERNELS.glob("*.c")))
 def test_polybench_written_with_flat_pointers_compiles_to_the_same_kernels(name: str) -> None:
     """Each of the 30 kernels with ``double *A`` indexed ``A[(i) * n + (j)]`` (tests/flatten.py) gives the
-    device code of its array form, byte for byte, except correlation's ``corr``: its diagonal store
-    ``corr[(m - 1) * m + (m - 1)]`` sits outside every loop, so nothing shows ``m >= 1`` (for ``m = 0``
-    the index is -1, undefined behaviour, but the pass does not reason about validity), and it says so."""
+    device code of its array form, byte for byte."""
     src = (KERNELS / f"{name}.c").read_text()
     flat = flatten(src)
     assert "][" not in flat.split("void kernel_", 1)[1].split("*/")[-1]  # every reference was rewritten
     want = cuda.emit(pipeline.lower(cfront.parse_source(src, f"{name}.c")), source=f"{name}.c")
     module = cfront.parse_source(flat, f"{name}.c")
     got = cuda.emit(pipeline.lower(module), source=f"{name}.c")
-    refused = [r for k in module.kernels for r in delinearize.refusals(k)]
-    if name == "correlation":
-        assert [r.array for r in refused] == ["corr"] and "0 <= -1 < m" in refused[0].message
-        assert _kernels_of(got) != _kernels_of(want)
-    else:
-        assert not refused
-        assert _kernels_of(got) == _kernels_of(want)
+    assert not [r for k in module.kernels for r in delinearize.refusals(k)]
+    assert _kernels_of(got) == _kernels_of(want)
+
+
+def test_a_reference_outside_every_loop_is_split_where_it_is_valid() -> None:
+    # corr[(m - 1) * m + (m - 1)] (correlation's diagonal store): for m = 0 the index is -1, below the
+    # pointer's start; for every m >= 1 the column m - 1 is in range.
+    k = _kernel("void f(int m, double *c) { c[(m - 1) * m + (m - 1)] = 1.0;"
+                " for (int i = 0; i < m; i++) for (int j = 0; j < m; j++) c[i * m + j] *= 2.0; }")
+    assert "c[m - 1][m - 1] = 1.0;" in _show(delinearize.run(k))
 
 
 def test_cli_warns_where_a_pointer_stays_flat(tmp_path: Path) -> None:
