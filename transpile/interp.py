@@ -183,10 +183,10 @@ def _array_arg(p: ir.Param, shape: tuple[int, ...], v: object) -> _Array:
         raise InterpError(p.loc, f"argument '{p.name}' must be a numpy array, got {type(v).__name__}")
     if v.dtype != DTYPES[elem.name]:
         raise InterpError(p.loc, f"argument '{p.name}' must have dtype {DTYPES[elem.name]} ({elem}), got {v.dtype}")
-    # A pointer viewed as a matrix (delinearize) gets what its C caller passes: flat memory, of any
-    # length (the derived extents bound the accesses, not the caller's buffer: the last row may end
-    # early, and rows past the last one touched may follow).
-    flat = p.pointer and v.ndim == 1 and len(shape) > 1
+    # A pointer parameter gets what its C caller passes: a block of memory, of any length (the derived
+    # extents bound the accesses, not the caller's buffer: a last row may end early, and rows past the
+    # last one touched may follow), flat or viewed as a matrix (the verifier's inputs for delinearize).
+    flat = p.pointer and v.shape != shape
     if v.shape != shape and not flat:
         raise InterpError(p.loc, f"argument '{p.name}' must have shape {shape}, got {v.shape}")
     # tolist() copies into exact Python ints/floats (float32 -> double is exact).

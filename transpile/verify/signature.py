@@ -15,6 +15,8 @@ wrong signature is a stage (a) failure instead of a crash inside ctypes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import re
 from collections.abc import Mapping
@@ -83,7 +85,17 @@ class KernelSig:
 
 
 def kernel_sig(k: ir.Kernel) -> KernelSig:
-    """The signature of kernel ``k``."""
+    """The signature of kernel ``k``.
+
+    A pointer parameter indexed by hand that :mod:`passes.delinearize` splits gets the shape of its
+    view (``double *A`` used as ``A[i*n + j]``: ``n x n``), so that the input recipes see the matrix
+    (a Cholesky factorisation needs a positive definite one); the memory is the same row-major block.
+    """
+    from passes import delinearize
+
+    view = delinearize.run(k)
+    k = dataclasses.replace(k, params=tuple(
+        dataclasses.replace(p, ty=v.ty) if p.pointer and v is not p else p for p, v in zip(k.params, view.params)))
     in_extents: set[str] = set()
     for p in k.params:
         if isinstance(p.ty, ir.ArrayType):
