@@ -16,7 +16,6 @@ wrong signature is a stage (a) failure instead of a crash inside ctypes.
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import re
 from collections.abc import Mapping
