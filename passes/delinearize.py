@@ -59,9 +59,9 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes import deps
+from transpile import cfront_extent as ext
 from transpile import ir
-from transpile.cfront_extent import NotAffine, Poly, _padd, derive_extent, poly_expr, to_affine
-from transpile.cfront_extent import _Aff as Aff
+from transpile.cfront_extent import Aff, NotAffine, Poly, to_affine
 from transpile.diagnostics import Loc
 from transpile.text import show_expr
 
@@ -96,6 +96,15 @@ def refusals(kernel: ir.Kernel) -> list[Refusal]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Names:
+    """What the proofs and the rebuilt subscripts need to know of the kernel's scalars."""
+
+    params: frozenset[str]  # loop-invariant integers (accesses.parameters): free in the proofs
+    order: list[str]  # the scalar parameters among them, in signature order: the candidate sizes
+    atoms: dict[str, ir.Var]  # each of those as to_affine's polynomials hold it (a Var with its type)
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
     sizes: tuple[str, ...]
     split: dict[int, tuple[ir.Expr, ...]]  # id(reference) -> its new subscripts
@@ -107,19 +116,19 @@ def _plans(kernel: ir.Kernel) -> Iterator[tuple[ir.Param, _Plan | Refusal]]:
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return
     params = acc_mod.parameters(kernel)
-    order = [p.name for p in kernel.params if p.name in params]
+    scalars = [q for q in kernel.params if q.name in params]
+    names = _Names(params, [q.name for q in scalars], {q.name: ir.Var(q.name, q.ty) for q in scalars})  # type: ignore[arg-type]
     for p in kernel.params:
         if p.pointer and isinstance(p.ty, ir.ArrayType) and p.ty.rank == 1:
-            plan = _plan(kernel, p, params, order)
+            plan = _plan(kernel, p, names)
             if plan is not None:
                 yield p, plan
 
 
-def _plan(kernel: ir.Kernel, p: ir.Param, params: frozenset[str], order: list[str]) -> _Plan | Refusal | None:
+def _plan(kernel: ir.Kernel, p: ir.Param, names: _Names) -> _Plan | Refusal | None:
     """None where there is nothing to do (every index affine with integer coefficients)."""
-    refs = list(_references(kernel.body, p.name, ()))
-    # The size parameters as the polynomials hold them (to_affine's atoms: a Var with its type).
-    atoms = {q.name: ir.Var(q.name, q.ty) for q in kernel.params if q.name in order}  # type: ignore[arg-type]
+    params, order = names.params, names.order
+    refs = list(ext.loop_accesses(kernel.body, p.name, ()))
     if len(refs) != sum(isinstance(n, ir.Index) and n.array == p.name for n in ir.walk(kernel)):
         return None  # a reference outside a plain statement: leave the array alone
     forms = []
@@ -133,26 +142,24 @@ def _plan(kernel: ir.Kernel, p: ir.Param, params: frozenset[str], order: list[st
             if acc_mod.affine(node.indices[0], params | {lp.var for lp in loops}) is None]
     if not flat:
         return None
-    sizes = max((_sizes(f, loops, params, frozenset(order), order, atoms) for _, loops, f in flat), key=len)
+    sizes = max((_sizes(f, loops, names) for _, loops, f in flat), key=len)
     if not sizes:
         node, loops, form = flat[0]
-        monos = [m for c in form.coeffs.values() for m in c if m] + [m for m in form.const if len(m) > 1]
-        if not monos or not set.intersection(*(_param_atoms(m, frozenset(order)) for m in monos)):
-            why = "no size parameter multiplies every parametric term"
-        else:  # the split over the one candidate says why
-            size = min(set.intersection(*(_param_atoms(m, frozenset(order)) for m in monos)))
-            why = str(_split(form, (size,), loops, params, order, atoms))
+        candidates = _candidates(form, names)
+        # The split over the first candidate says why it fails.
+        why = str(_split(form, candidates[:1], loops, names)) if candidates else \
+            "no size parameter multiplies every parametric term"
         return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {why}")
     split: dict[int, tuple[ir.Expr, ...]] = {}
     for (node, loops), form in zip(refs, forms):
-        subs = _split(form, sizes, loops, params, order, atoms)
+        subs = _split(form, sizes, loops, names)
         if isinstance(subs, str):
             return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {subs}")
         exprs = tuple(_expr(s, loops, node.indices[0], order) for s in subs)
         if split.setdefault(id(node), exprs) != exprs:
             return None  # one node shared by two places that split differently
     body = _Rewrite(split).block(kernel.body)
-    outer, _, _ = derive_extent(body, p.name, 0, order, p.loc)
+    outer, _, _ = ext.derive_extent(body, p.name, 0, order, p.loc)
     if outer is None or not {n.name for n in ir.walk(outer) if isinstance(n, ir.Var)} <= set(order):
         return Refusal(p.name, p.loc, "the range of its row index cannot be derived from the parameters")
     return _Plan(sizes, split, outer)
@@ -166,51 +173,26 @@ def _apply(kernel: ir.Kernel, p: ir.Param, plan: _Plan) -> ir.Kernel:
                                body=_Rewrite(plan.split).block(kernel.body))
 
 
-def _references(body: tuple[ir.Stmt, ...], name: str,
-                loops: tuple[ir.For, ...]) -> Iterator[tuple[ir.Index, tuple[ir.For, ...]]]:
-    """Each reference ``name[...]`` under ``body`` with its enclosing loops (outermost first)."""
-
-    def exprs(*es: ir.Expr | None) -> Iterator[tuple[ir.Index, tuple[ir.For, ...]]]:
-        for e in es:
-            for n in ir.walk(e) if e is not None else ():
-                if isinstance(n, ir.Index) and n.array == name:
-                    yield n, loops
-
-    for s in body:
-        if isinstance(s, ir.Decl):
-            yield from exprs(s.init)
-        elif isinstance(s, ir.Assign):
-            yield from exprs(s.target, s.value)
-        elif isinstance(s, ir.If):
-            yield from exprs(s.cond)
-            yield from _references(s.then, name, loops)
-            yield from _references(s.orelse, name, loops)
-        elif isinstance(s, ir.For):
-            yield from exprs(s.lo, s.hi)
-            yield from _references(s.body, name, loops + (s,))
-        elif isinstance(s, ir.Return):
-            yield from exprs(s.value)
-
-
-def _param_atoms(mono: tuple[ir.Expr, ...], params: frozenset[str]) -> set[str]:
-    return {a.name for a in mono if isinstance(a, ir.Var) and a.name in params}
-
-
-def _sizes(form: Aff, loops: tuple[ir.For, ...], params: frozenset[str], sizes: frozenset[str],
-           order: list[str], atoms: dict[str, ir.Var]) -> tuple[str, ...]:
-    """The sizes ``form`` splits over, outermost first; () if none.
-
-    A candidate is a parameter of ``sizes`` (the kernel's unmodified scalar parameters) in every
-    non-affine term; candidates are tried in name order, each one proven by the split itself, and the
-    quotient is split again (``i*n*m + j*m + k``: ``m``, then ``n``).
-    """
+def _candidates(form: Aff, names: _Names) -> list[str]:
+    """The size parameters in every term of ``form`` that the dependence test cannot read (a loop
+    variable times a parameter, a product of parameters), in name order."""
     monos = [m for c in form.coeffs.values() for m in c if m] + [m for m in form.const if len(m) > 1]
     if not monos:
-        return ()
-    for size in sorted(set.intersection(*(_param_atoms(m, sizes) for m in monos))):
-        parts = _split(form, (size,), loops, params, order, atoms)
+        return []
+    atoms = [{a.name for a in m if isinstance(a, ir.Var) and a.name in names.atoms} for m in monos]
+    return sorted(set.intersection(*atoms))
+
+
+def _sizes(form: Aff, loops: tuple[ir.For, ...], names: _Names) -> tuple[str, ...]:
+    """The sizes ``form`` splits over, outermost first; () if none.
+
+    Candidates (:func:`_candidates`) are tried in order, each one proven by the split itself, and
+    the quotient is split again (``i*n*m + j*m + k``: ``m``, then ``n``).
+    """
+    for size in _candidates(form, names):
+        parts = _split(form, (size,), loops, names)
         if not isinstance(parts, str):
-            return (*_sizes(parts[0], loops, params, sizes, order, atoms), size)
+            return (*_sizes(parts[0], loops, names), size)
     return ()
 
 
@@ -227,8 +209,8 @@ def _divide(p: Poly, size: str) -> tuple[Poly, Poly]:
     return q, r
 
 
-def _split(form: Aff, sizes: tuple[str, ...], loops: tuple[ir.For, ...], params: frozenset[str],
-           order: list[str], atoms: dict[str, ir.Var]) -> tuple[Aff, ...] | str:
+def _split(form: Aff, sizes: tuple[str, ...] | list[str], loops: tuple[ir.For, ...],
+           names: _Names) -> tuple[Aff, ...] | str:
     """``form`` as subscripts ``(o, r_1, ..., r_k)`` over ``sizes``, each ``r`` proven in range; or why not."""
     subs: list[Aff] = []
     for size in reversed(sizes):
@@ -236,18 +218,18 @@ def _split(form: Aff, sizes: tuple[str, ...], loops: tuple[ir.For, ...], params:
         if any(set(r) - {()} for _, r in coeffs.values()):
             return f"a loop variable's coefficient is not a multiple of '{size}'"
         q_const, r_const = _divide(form.const, size)
-        atom = atoms[size]
+        atom = names.atoms[size]
         # Expanded, ``(i-1)*m + j`` is ``i*m - m + j`` and ``(n-1)*m + m-1`` is ``n*m - 1``: the remainder
         # may need a few multiples of the size moved over from the quotient (``-1 + m``, row ``n - 1``).
         for t in (0, 1, -1, 2, -2):
-            r = Aff({v: r for v, (_, r) in coeffs.items() if r}, _padd(r_const, {(atom,): t}))
-            if _in_range(r, size, loops, params):
+            r = Aff({v: r for v, (_, r) in coeffs.items() if r}, ext.padd(r_const, {(atom,): t}))
+            if _in_range(r, size, loops, names.params):
                 subs.append(r)
-                form = Aff({v: q for v, (q, _) in coeffs.items() if q}, _padd(q_const, {(): -t}))
+                form = Aff({v: q for v, (q, _) in coeffs.items() if q}, ext.padd(q_const, {(): -t}))
                 break
         else:
             rest = show_expr(_expr(Aff({v: r for v, (_, r) in coeffs.items() if r}, r_const), loops,
-                                   ir.Const(0, ir.I32), order))
+                                   ir.Const(0, ir.I32), names.order))
             return f"nothing proves 0 <= {rest} < {size}"
     return (form, *reversed(subs))
 
@@ -305,7 +287,7 @@ def _expr(form: Aff, loops: tuple[ir.For, ...], like: ir.Expr, order: list[str])
             key = (ir.Var(lp.var, lp.ty), *m)
             poly[key] = poly.get(key, 0) + c
     rank = {name: k for k, name in enumerate([lp.var for lp in loops] + order)}
-    return poly_expr(poly, like.loc, rank)
+    return ext.poly_expr(poly, like.loc, rank)
 
 
 class _Rewrite(ir.Transformer):

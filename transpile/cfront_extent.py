@@ -47,7 +47,7 @@ class NotAffine(Exception):
 
 
 @dataclass
-class _Aff:
+class Aff:
     """``sum(coeffs[v] * v) + const`` over loop variables ``v``."""
 
     coeffs: dict[str, Poly]
@@ -58,7 +58,8 @@ def _key(atom: ir.Expr) -> str:
     return repr(atom)  # repr excludes loc, so equal atoms share a key
 
 
-def _padd(a: Poly, b: Poly, k: int = 1) -> Poly:
+def padd(a: Poly, b: Poly, k: int = 1) -> Poly:
+    """``a + k*b``."""
     out = dict(a)
     for m, c in b.items():
         out[m] = out.get(m, 0) + k * c
@@ -78,25 +79,25 @@ def _pmul(a: Poly, b: Poly) -> Poly:
     return out
 
 
-def _aadd(a: _Aff, b: _Aff, k: int = 1) -> _Aff:
+def _aadd(a: Aff, b: Aff, k: int = 1) -> Aff:
     coeffs = dict(a.coeffs)
     for v, p in b.coeffs.items():
-        coeffs[v] = _padd(coeffs.get(v, {}), p, k)
+        coeffs[v] = padd(coeffs.get(v, {}), p, k)
         if not coeffs[v]:
             del coeffs[v]
-    return _Aff(coeffs, _padd(a.const, b.const, k))
+    return Aff(coeffs, padd(a.const, b.const, k))
 
 
-def _ascale(a: _Aff, p: Poly) -> _Aff:
+def _ascale(a: Aff, p: Poly) -> Aff:
     coeffs = {v: _pmul(c, p) for v, c in a.coeffs.items()}
-    return _Aff({v: c for v, c in coeffs.items() if c}, _pmul(a.const, p))
+    return Aff({v: c for v, c in coeffs.items() if c}, _pmul(a.const, p))
 
 
-def _const_aff(value: int) -> _Aff:
-    return _Aff({}, {(): value} if value else {})
+def _const_aff(value: int) -> Aff:
+    return Aff({}, {(): value} if value else {})
 
 
-def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> _Aff:
+def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> Aff:
     """``e`` as an affine form in ``loopvars`` over the scalar ``params``."""
     v = fold(e)
     if v is not None:
@@ -105,9 +106,9 @@ def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> _Aff:
         return _const_aff(v)
     if isinstance(e, ir.Var):
         if e.name in loopvars:
-            return _Aff({e.name: {(): 1}}, {})
+            return Aff({e.name: {(): 1}}, {})
         if e.name in params:
-            return _Aff({}, {(e,): 1})
+            return Aff({}, {(e,): 1})
         raise NotAffine(f"reads '{e.name}', which is neither a loop variable nor an unmodified "
                         "scalar parameter")
     if isinstance(e, ir.Index):
@@ -141,7 +142,7 @@ def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> _Aff:
                             "unmodified scalar parameter")
     if e.ty.is_float:
         raise NotAffine("is not an integer")
-    return _Aff({}, {(e,): 1})
+    return Aff({}, {(e,): 1})
 
 
 def _atom_nonneg(e: ir.Expr) -> bool:
@@ -169,7 +170,7 @@ def _sign(p: Poly) -> str:
     return "unknown"
 
 
-def _loop_accesses(stmts: tuple[ir.Stmt, ...], array: str,
+def loop_accesses(stmts: tuple[ir.Stmt, ...], array: str,
                    loops: tuple[ir.For, ...]) -> Iterator[tuple[ir.Index, tuple[ir.For, ...]]]:
     """Each access to ``array`` under ``stmts`` with its enclosing loops (outermost first)."""
 
@@ -187,11 +188,11 @@ def _loop_accesses(stmts: tuple[ir.Stmt, ...], array: str,
             yield from exprs(s.target, s.value)
         elif isinstance(s, ir.If):
             yield from exprs(s.cond)
-            yield from _loop_accesses(s.then, array, loops)
-            yield from _loop_accesses(s.orelse, array, loops)
+            yield from loop_accesses(s.then, array, loops)
+            yield from loop_accesses(s.orelse, array, loops)
         elif isinstance(s, ir.For):
             yield from exprs(s.lo, s.hi)
-            yield from _loop_accesses(s.body, array, loops + (s,))
+            yield from loop_accesses(s.body, array, loops + (s,))
         elif isinstance(s, ir.Return):
             yield from exprs(s.value)
 
@@ -211,13 +212,13 @@ def _maximise(index: ir.Expr, loops: tuple[ir.For, ...], params: set[str]) -> li
         except NotAffine as e:
             raise NotAffine(f"is used in a loop over '{loop.var}' whose bounds are not affine "
                             f"(a bound {e.reason})") from None
-        new: list[_Aff] = []
+        new: list[Aff] = []
         for form in forms:
             c = form.coeffs.get(loop.var)
             if not c:
                 new.append(form)
                 continue
-            rest = _Aff({v: p for v, p in form.coeffs.items() if v != loop.var}, form.const)
+            rest = Aff({v: p for v, p in form.coeffs.items() if v != loop.var}, form.const)
             sign = _sign(c)
             if sign != "nonpos":
                 new.append(_aadd(rest, _ascale(hi1, c)))
@@ -229,8 +230,8 @@ def _maximise(index: ir.Expr, loops: tuple[ir.For, ...], params: set[str]) -> li
     return [f.const for f in forms]
 
 
-def _dedupe(forms: list[_Aff]) -> list[_Aff]:
-    out: list[_Aff] = []
+def _dedupe(forms: list[Aff]) -> list[Aff]:
+    out: list[Aff] = []
     for f in forms:
         if all(f.coeffs != g.coeffs or f.const != g.const for g in out):
             out.append(f)
@@ -241,9 +242,9 @@ def _prune(polys: list[Poly]) -> list[Poly]:
     """Drop candidates that another candidate dominates (difference >= 0)."""
     out: list[Poly] = []
     for p in polys:
-        if any(_sign(_padd(q, p, -1)) == "nonneg" for q in out):
+        if any(_sign(padd(q, p, -1)) == "nonneg" for q in out):
             continue
-        out = [q for q in out if _sign(_padd(p, q, -1)) != "nonneg"]
+        out = [q for q in out if _sign(padd(p, q, -1)) != "nonneg"]
         out.append(p)
     return out
 
@@ -287,12 +288,12 @@ def derive_extent(body: tuple[ir.Stmt, ...], array: str, dim: int, params: list[
     ``(None, offending access, reason)``.
     """
     candidates: list[Poly] = []
-    for access, loops in _loop_accesses(body, array, ()):
+    for access, loops in loop_accesses(body, array, ()):
         try:
             ups = _maximise(access.indices[dim], loops, set(params))
         except NotAffine as e:
             return None, access, e.reason
-        candidates.extend(_padd(u, {(): 1}) for u in ups)
+        candidates.extend(padd(u, {(): 1}) for u in ups)
     if not candidates:
         return int_const(0, loc), None, ""
     best = _prune(candidates)
