@@ -371,6 +371,15 @@ def test_verifier_inputs_see_the_matrix() -> None:
     assert np.all(np.linalg.eigvalsh(args["A"]) > 0)
 
 
+def test_deps_command_shows_the_split_view(tmp_path: Path) -> None:
+    src = tmp_path / "saxpy.c"
+    src.write_text(SPLITS[0][0] + "\n")
+    proc = subprocess.run([sys.executable, "-m", "transpile.cli", "deps", str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "x[i][j] = a * x[i][j] + y[i][j];" in proc.stdout
+    assert proc.stdout.count(": parallel") == 2 and "sequential" not in proc.stdout
+
+
 def test_cli_warns_where_a_pointer_stays_flat(tmp_path: Path) -> None:
     src = tmp_path / "wrap.c"
     src.write_text(REFUSED[0][0] + "\n")

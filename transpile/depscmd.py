@@ -64,14 +64,17 @@ def to_dot(name: str, graph: nx.MultiDiGraph) -> str:
               help="Also write the graph(s) as Graphviz dot to this file.")
 def deps_cmd(file: Path, function: str | None, include_dirs: tuple[str, ...], defines: tuple[str, ...],
              dot: Path | None) -> None:
-    """Print the dependence graph of each kernel of FILE (.c or .ir)."""
+    """Print the dependence graph of each kernel of FILE (.c or .ir), as the passes see it: pointers
+    indexed by hand are split first (``passes.delinearize``, a flat-index warning where they are not)."""
+    from passes import delinearize
     from transpile import cli, frontend
 
     def action() -> None:
         module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
+        cli._check_flat(module)
         dots = []
         for k in module.kernels:
-            report, graph = describe(k)
+            report, graph = describe(delinearize.run(k))
             click.echo(report)
             dots.append(to_dot(k.name, graph))
         if dot is not None:
