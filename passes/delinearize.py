@@ -62,6 +62,7 @@ from passes import deps
 from transpile import cfront_extent as ext
 from transpile import ir
 from transpile.cfront_extent import Aff, NotAffine, Poly, to_affine
+from transpile.cfront_types import C_NAMES
 from transpile.diagnostics import Loc
 from transpile.text import show_expr
 
@@ -76,10 +77,14 @@ class Refusal:
     array: str
     loc: Loc | None
     reason: str
+    declare: str = ""  # the C parameter that states the layout (``double A[][lda]``), where one is known
 
     @property
     def message(self) -> str:
-        return f"'{self.array}' is indexed by hand and stays flat ({self.reason}): loops that touch it stay sequential"
+        hint = (f"; if every index stays in its row, declare the parameter as an array ('{self.declare}')"
+                if self.declare else "")
+        return (f"'{self.array}' is indexed by hand and stays flat ({self.reason}): loops that touch it stay "
+                f"sequential{hint}")
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
@@ -149,12 +154,13 @@ def _plan(kernel: ir.Kernel, p: ir.Param, names: _Names) -> _Plan | Refusal | No
         # The split over the first candidate says why it fails.
         why = str(_split(form, candidates[:1], loops, names)) if candidates else \
             "no size parameter multiplies every parametric term"
-        return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {why}")
+        return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {why}",
+                       _declaration(p, tuple(candidates[:1])))
     split: dict[int, tuple[ir.Expr, ...]] = {}
     for (node, loops), form in zip(refs, forms):
         subs = _split(form, sizes, loops, names)
         if isinstance(subs, str):
-            return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {subs}")
+            return Refusal(p.name, node.loc, f"in '{show_expr(node.indices[0])}', {subs}", _declaration(p, sizes))
         exprs = tuple(_expr(s, loops, node.indices[0], order) for s in subs)
         if split.setdefault(id(node), exprs) != exprs:
             return None  # one node shared by two places that split differently
@@ -163,6 +169,16 @@ def _plan(kernel: ir.Kernel, p: ir.Param, names: _Names) -> _Plan | Refusal | No
     if outer is None or not {n.name for n in ir.walk(outer) if isinstance(n, ir.Var)} <= set(order):
         return Refusal(p.name, p.loc, "the range of its row index cannot be derived from the parameters")
     return _Plan(sizes, split, outer)
+
+
+def _declaration(p: ir.Param, sizes: tuple[str, ...]) -> str:
+    """The C array parameter with row lengths ``sizes`` (``double A[][lda]``); '' without sizes.
+
+    Declared so, ``A[i][k]`` with ``k`` past its row is undefined in C: the user states what the loop
+    bounds could not show, and the out-of-bounds check reports the sizes where it does not hold."""
+    if not sizes:
+        return ""
+    return f"{C_NAMES[p.ty.elem.name]} {p.name}[]" + "".join(f"[{s}]" for s in sizes)  # type: ignore[union-attr]
 
 
 def _apply(kernel: ir.Kernel, p: ir.Param, plan: _Plan) -> ir.Kernel:

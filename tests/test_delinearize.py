@@ -91,6 +91,16 @@ def test_refusals_leave_the_kernel_unchanged_and_say_why(src: str, why: str) -> 
     assert why in r.message and r.loc is not None and r.loc.file == "t.c"
 
 
+def test_a_leading_dimension_refusal_says_how_to_state_the_layout(tmp_path: Path) -> None:
+    """The hint is C the front end takes: declared so, the row loop is parallel."""
+    k = _kernel(REFUSED[1][0])
+    (r,) = delinearize.refusals(k)
+    assert r.message.endswith("declare the parameter as an array ('double A[][lda]')")
+    src = REFUSED[1][0].replace("double *A", "double A[][lda]").replace("A[i * lda + k]", "A[i][k]")
+    fixed = _kernel(src)
+    assert not delinearize.refusals(fixed) and len(deps.parallel_loops(fixed)) == 1
+
+
 def test_a_product_of_loop_variables_is_refused() -> None:
     # The C front end rejects it (no extent to derive); the text form can state the extent.
     src = "kernel f(i32 n, inout f64* x[n * n]) {\n  for i in 0..n { for j in 0..n { x[i * j] = 1.0; } }\n}\n"
