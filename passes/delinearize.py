@@ -59,6 +59,7 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes import deps
+from passes import footprint as fp
 from transpile import cfront_extent as ext
 from transpile import ir
 from transpile.cfront_extent import Aff, NotAffine, Poly, to_affine
@@ -89,10 +90,14 @@ class Refusal:
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with each delinearizable pointer parameter given its dimensions (see the module docstring)."""
-    for p, plan in _plans(kernel):
-        if isinstance(plan, _Plan):
-            kernel = _apply(kernel, p, plan)
-    return kernel
+    plans = {p.name: plan for p, plan in _plans(kernel) if isinstance(plan, _Plan)}
+    if not plans:
+        return kernel
+    params = tuple(dataclasses.replace(p, ty=ir.ArrayType(p.ty.elem, plans[p.name].dims))  # type: ignore[union-attr]
+                   if p.name in plans else p for p in kernel.params)
+    # One rewrite for every array: the plans' references are distinct nodes of the same body.
+    split = {k: subs for plan in plans.values() for k, subs in plan.split.items()}
+    return dataclasses.replace(kernel, params=params, body=_Rewrite(split).block(kernel.body))
 
 
 def refusals(kernel: ir.Kernel) -> list[Refusal]:
@@ -111,9 +116,8 @@ class _Names:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    sizes: tuple[str, ...]
+    dims: tuple[ir.Expr, ...]  # the view's extents: the derived outer one, then the sizes
     split: dict[int, tuple[ir.Expr, ...]]  # id(reference) -> its new subscripts
-    outer: ir.Expr  # the outer extent
 
 
 def _plans(kernel: ir.Kernel) -> Iterator[tuple[ir.Param, _Plan | Refusal]]:
@@ -168,7 +172,7 @@ def _plan(kernel: ir.Kernel, p: ir.Param, names: _Names) -> _Plan | Refusal | No
     outer, _, _ = ext.derive_extent(body, p.name, 0, order, p.loc)
     if outer is None or not {n.name for n in ir.walk(outer) if isinstance(n, ir.Var)} <= set(order):
         return Refusal(p.name, p.loc, "the range of its row index cannot be derived from the parameters")
-    return _Plan(sizes, split, outer)
+    return _Plan((outer, *(dataclasses.replace(names.atoms[s], loc=p.loc) for s in sizes)), split)
 
 
 def _declaration(p: ir.Param, sizes: tuple[str, ...]) -> str:
@@ -179,14 +183,6 @@ def _declaration(p: ir.Param, sizes: tuple[str, ...]) -> str:
     if not sizes:
         return ""
     return f"{C_NAMES[p.ty.elem.name]} {p.name}[]" + "".join(f"[{s}]" for s in sizes)  # type: ignore[union-attr]
-
-
-def _apply(kernel: ir.Kernel, p: ir.Param, plan: _Plan) -> ir.Kernel:
-    sym = {q.name: q for q in kernel.params}
-    dims = (plan.outer, *(ir.Var(s, sym[s].ty, loc=p.loc) for s in plan.sizes))  # type: ignore[arg-type]
-    new_p = dataclasses.replace(p, ty=ir.ArrayType(p.ty.elem, dims))  # type: ignore[union-attr]
-    return dataclasses.replace(kernel, params=tuple(new_p if q is p else q for q in kernel.params),
-                               body=_Rewrite(plan.split).block(kernel.body))
 
 
 def _candidates(form: Aff, names: _Names) -> list[str]:
@@ -269,11 +265,10 @@ def _in_range(r: Aff, size: str, loops: tuple[ir.For, ...], params: frozenset[st
     s = deps.param_name(size)
     out_of_range = f"(({s} >= 1 and ({text} < 0 or {text} >= {s})) or ({s} = 0 and {text} >= 0))"
     src = f"[{', '.join(pnames)}] -> {{ [{', '.join(names.values())}] : {' and '.join([*cons, out_of_range])} }}"
-    ctx = isl.Context()
-    ctx.set_max_operations(MAX_OPERATIONS)
     try:
-        return isl.Set.read_from_str(ctx, src).is_empty()
-    except isl.Error:
+        with fp.isl_limit(MAX_OPERATIONS):
+            return fp.isl_set(src).is_empty()
+    except isl.Error:  # past MAX_OPERATIONS
         return False
 
 

@@ -71,10 +71,11 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
     """Execute kernel ``kernel`` of ``module`` on ``args`` (keyed by parameter name).
 
     Scalars are Python or numpy numbers; arrays are numpy arrays of the
-    parameter's element dtype and of the shape its extents evaluate to (a
-    pointer parameter viewed as a matrix may also be passed flat, as its C
-    caller does, and comes back flat).  The caller's arrays are not modified.  Returns every
-    array parameter after execution, as fresh arrays.
+    parameter's element dtype and of the shape its extents evaluate to; a
+    pointer parameter takes any block of memory, flat or viewed as a matrix,
+    as its C caller passes it, and gives it back in the caller's shape.  The
+    caller's arrays are not modified.  Returns every array parameter after
+    execution, as fresh arrays.
 
     ``shuffle``: a seed for the *shuffled mode*: every loop marked ``par`` runs
     its iterations in a random order (each execution of the loop draws a new

@@ -15,7 +15,6 @@ wrong signature is a stage (a) failure instead of a crash inside ctypes.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -92,9 +91,7 @@ def kernel_sig(k: ir.Kernel) -> KernelSig:
     """
     from passes import delinearize
 
-    view = delinearize.run(k)
-    k = dataclasses.replace(k, params=tuple(
-        dataclasses.replace(p, ty=v.ty) if p.pointer and v is not p else p for p, v in zip(k.params, view.params)))
+    k = delinearize.run(k)
     in_extents: set[str] = set()
     for p in k.params:
         if isinstance(p.ty, ir.ArrayType):
