@@ -427,6 +427,16 @@ def test_pointer_param_is_flat_and_extents_evaluated_on_entry() -> None:
     assert view["A"].shape == (2, 3) and view["A"].ravel().tolist() == [3, 1, 2, 0, 1, 2]
 
 
+def test_a_negative_derived_pointer_extent_is_empty() -> None:
+    # A[i - 1] for i in 1..n-1 derives the extent n - 2: negative for n = 1, where the loop does not run.
+    # A pointer's extent is derived, not declared (an array's negative extent stays an error).
+    mod = module((Param("n", I32), arr("A", F64, binary("-", n, Const(2, I32)), pointer=True)),
+                 loop("i", ONE, binary("-", n, ONE), assign(at("A", F64, binary("-", i, ONE)), Const(1.0, F64))))
+    assert interp.run(mod, "k", dict(n=1, A=np.zeros(0)))["A"].shape == (0,)
+    flat = module((Param("n", I32), arr("A", F64, binary("-", n, Const(2, I32)))))
+    raises(flat, dict(n=1, A=np.zeros(0)), r"extent of 'A' evaluates to -1 < 0", loc=None)
+
+
 def test_scalar_args_accept_numpy_and_round_to_f32() -> None:
     x = Var("x", F32)
     assert ev(x, x=0.1) == float(np.float32(0.1))
