@@ -306,3 +306,98 @@ def test_offset_bounds_float_min_max_and_row_statements(tmp_path: Path) -> None:
                 np.testing.assert_allclose(got[a], want[a], rtol=2e-5, err_msg=f"{a} at {n}x{m} ({where})")
             for a in ("u", "v"):  # max and min of values computed the same way: exact
                 np.testing.assert_allclose(got[a], want[a], rtol=1e-6, err_msg=f"{a} at {n}x{m} ({where})")
+
+
+# ---------------------------------------------------------------------------
+# The staged chain kernel: rows copied into shared memory (bulk copies off the GPU are memcpys by
+# thread 0), the Y partials in registers, CPT columns a thread
+
+
+STAGED_F32 = MIXED.replace("for j in 2..m {", "for j in 1..m - 1 {")
+
+
+def test_stage_plan_takes_the_matrix_both_loops_read_in_rows() -> None:
+    ch = _chain()
+    plan = cuda_chain.stage_plan(ch)
+    assert plan is not None and plan.matrix == "A" and plan.ty == ir.F64
+    assert [text.show_expr(e) for e in plan.lead] == ["i"]
+    # Column loops over different ranges (MIXED: 2..m against 1..m-1): no staging.
+    for src, want in ((MIXED, None), (STAGED_F32, "A")):
+        ch1 = reduce_gpu.chain_shape(reduce_gpu.run(text.parse(src).kernels[0]).body[0])  # type: ignore[arg-type]
+        assert ch1 is not None
+        plan1 = cuda_chain.stage_plan(ch1)
+        assert (plan1 and plan1.matrix) == want
+    # A read of the matrix off its row (A[i][j - 1] beside A[i][j]): no staging of it.
+    shifted = CHAIN.replace("y[j] += A[i][j] * tmp[i];", "y[j] += (A[i][j] + A[i][j - 1]) * tmp[i];").replace(
+        "for j in 0..n {\n      y", "for j in 1..n {\n      y").replace("for j in 0..n {\n      tmp", "for j in 1..n {\n      tmp")
+    ch2 = reduce_gpu.chain_shape(_k(shifted).body[0])  # type: ignore[arg-type]
+    assert ch2 is not None and cuda_chain.stage_plan(ch2) is None
+
+
+def test_stage_option_reaches_the_code_and_is_off_by_default() -> None:
+    lowered = pipeline.lower(_module("atax"))
+    assert "_staged" not in cuda.emit(lowered, source="atax.c")
+    code = cuda.emit(lowered, source="atax.c", tiling=tile.Options(chain_stage=True))
+    assert "template <int CPT>" in code and "kernel_atax_kernel1_staged<16>" in code
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in code
+
+
+@pytest.fixture(scope="module")
+def staged_atax(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, object]:
+    out = tmp_path_factory.mktemp("staged")
+    code = cuda.emit(pipeline.lower(_module("atax")), source="atax.c", tiling=tile.Options(chain=128, chain_stage=True))
+    return code, _build(code, out)
+
+
+@needs_gxx
+@pytest.mark.parametrize("m, n", [(0, 0), (0, 5), (5, 0), (1, 1), (1, 7), (7, 1), (3, 300), (129, 131),
+                                  (300, 257), (40, 2047), (9, 2100)])
+def test_staged_atax_matches_the_interpreter(staged_atax: tuple[str, object], m: int, n: int) -> None:
+    # n = 2100 > 16 x 128 columns: the plain chain kernel.  Odd n: every other row starts 8 bytes off
+    # 16, so its first element comes from global memory and the copy starts at the second.
+    rng = np.random.default_rng(m * 1000 + n + 7)
+    _check(staged_atax[1], _module("atax"), "kernel_atax", _atax_args(rng, m, n), ["m", "n", "A", "x", "y", "tmp"],
+           ("y", "tmp"))
+
+
+@needs_gxx
+def test_staged_rows_are_what_the_columns_read(staged_atax: tuple[str, object], tmp_path: Path) -> None:
+    """The staged kernel runs at these sizes: reading the buffer one element off fails the check."""
+    import re
+
+    code = staged_atax[0]
+    wrong, count = re.subn(r"\? (buf\w*)\[(jt\w*) - (row_a\w*)\]", r"? \1[\2 - \3 + 1]", code)
+    assert count == 2
+    lib = _build(wrong, tmp_path)
+    rng = np.random.default_rng(3)
+    with pytest.raises(AssertionError):
+        _check(lib, _module("atax"), "kernel_atax", _atax_args(rng, 64, 301), ["m", "n", "A", "x", "y", "tmp"],
+               ("y", "tmp"))
+
+
+@needs_gxx
+def test_staged_f32_with_offset_bounds_and_two_statements_each(tmp_path: Path) -> None:
+    """f32 rows (up to three elements before and after the copied interior), lower bounds of 1,
+    two X and two Y statements; also with the buffers over the limit (the plain chain kernel)."""
+    module = text.parse(STAGED_F32)
+    lowered = pipeline.lower(module)
+    code = cuda.emit(lowered, source="k.ir", tiling=tile.Options(chain=128, chain_stage=True))
+    assert "_staged<" in code
+    for where, prefix in (("staged", ""), ("plain", "#define TRANSPILE_CHAIN_SMEM_MAX 0\n")):
+        lib = _build(prefix + code, tmp_path / where)
+        for n, m in ((0, 0), (2, 3), (3, 2), (3, 3), (70, 131), (33, 259), (300, 1030)):
+            rng = np.random.default_rng(n + m)
+            f = np.float32
+            args: dict[str, object] = {"n": n, "m": m, "A": rng.random((n, m), dtype=f),
+                                       "B": rng.random((n, m), dtype=f)}
+            for a, size in (("t", n), ("u", n), ("z", n), ("s", m), ("v", m), ("p", m)):
+                args[a] = rng.random(size, dtype=f)
+            order = ["n", "m", "A", "B", "t", "u", "z", "s", "v", "p"]
+            want = interp.run(module, "k", {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+            got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+            run = lib.run("k", *(got[k] for k in order), restype=None)  # type: ignore[attr-defined]
+            assert run.ok, run.diagnostics
+            for a in ("t", "s", "z"):
+                np.testing.assert_allclose(got[a], want[a], rtol=2e-5, err_msg=f"{a} at {n}x{m} ({where})")
+            for a in ("u", "v"):
+                np.testing.assert_allclose(got[a], want[a], rtol=1e-6, err_msg=f"{a} at {n}x{m} ({where})")
