@@ -156,9 +156,6 @@ def mma_instruction(inst: tuple[int, int], wm: int, bk: int) -> tuple[int, int]:
 #: at 12288x12289, same process (bench/results/h200_run30.md): 1024 threads 0.514 ms, 512 0.613,
 #: 256 1.39; 1024 with one block per SM 0.597 (two fit: 32 registers, 2 x 98 KB of partials).
 DEFAULT_CHAIN = 1024
-#: Chain launches stage the matrix's rows in shared memory with bulk copies, the ``Y`` partials in
-#: registers (:meth:`transpile.cuda_chain._ChainPrinter.staged`).  Off until timed on the H200.
-DEFAULT_CHAIN_STAGE = False
 #: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
 #: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
 #: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x
@@ -191,7 +188,6 @@ class Options:
     stream: int = 0  # 3-D plain launches: iterations of the z par loop per thread, a serial loop (0: launch_stream)
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
     chain: int = DEFAULT_CHAIN  # chain launches: threads per block
-    chain_stage: bool = DEFAULT_CHAIN_STAGE  # chain launches: rows staged in shared memory by bulk copies
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""

@@ -42,11 +42,8 @@ blocks with spills).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from passes.tile import substitute
 from transpile import accum, ir
 from transpile.cuda import (
     BARRIER,
@@ -124,59 +121,6 @@ def grid(rows: int, cols: int, chain: Chain, threads: int, sms: int = 132) -> tu
     return (rows + band - 1) // band, band, in_smem
 
 
-STAGE_CPT = (1, 2, 4, 8, 16)
-"""Columns per thread of the staged kernel's instances (a template parameter: the ``Y`` partials
-are registers); a row of more than ``16 x threads`` columns takes the plain chain kernel."""
-STAGE_BUFFERS = 2
-
-
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """The matrix whose rows the staged chain kernel copies into shared memory: every read of it in
-    the ``X`` and ``Y`` terms is ``matrix[lead...][c]``, ``c`` the column loop's own variable (the
-    two column loops have the same bounds), ``lead`` the same in every read and free of ``c``."""
-
-    matrix: str
-    lead: tuple[ir.Expr, ...]
-    ty: ir.Scalar
-
-
-def stage_plan(ch: Chain) -> Stage | None:
-    """The matrix the staged kernel copies a row of at a time, or None (the plain chain kernel only).
-
-    Among the matrices both column loops read (there is one: :func:`passes.reduce_gpu.chain_shape`),
-    the first by name whose reads all have the staged form; of type f32 or f64."""
-    rows, cols = ch.rows, ch.cols
-    if rows.lo != cols.lo or rows.hi != cols.hi or rows.ty != cols.ty:
-        return None
-    found: dict[str, set[tuple[ir.Expr, ...]]] = {}
-    bad: set[str] = set()
-    types: dict[str, ir.Scalar] = {}
-    for lp in (rows, cols):
-        for st in lp.body:
-            a = accum.accumulation(st)
-            assert a is not None, st
-            for n in ir.walk(a.term):
-                if not isinstance(n, ir.Index) or len(n.indices) < 2:
-                    continue
-                last, lead = n.indices[-1], n.indices[:-1]
-                if isinstance(last, ir.Var) and last.name == lp.var and \
-                        not any(isinstance(v, ir.Var) and v.name == lp.var for e in lead for v in ir.walk(e)):
-                    found.setdefault(n.array, set()).add(lead)
-                    types[n.array] = n.ty
-                else:
-                    bad.add(n.array)
-    for name in sorted(found):
-        if name in bad or len(found[name]) != 1 or types[name] not in (ir.F32, ir.F64):
-            continue
-        in_rows = any(isinstance(n, ir.Index) and n.array == name for st in rows.body for n in ir.walk(st))
-        in_cols = any(isinstance(n, ir.Index) and n.array == name for st in cols.body for n in ir.walk(st))
-        if in_rows and in_cols:
-            (lead,) = found[name]
-            return Stage(name, lead, types[name])
-    return None
-
-
 def _static_bytes(chain: Chain, threads: int) -> int:
     """The block's static shared memory: one slot per warp and ``X`` statement."""
     return sum(threads // WARP * (accum.accumulation(st).target.ty.bits // 8)  # type: ignore[union-attr]
@@ -233,17 +177,6 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                             "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({COL_THREADS})"},
                            {"name": fold_name, "params": fparams, "body": loads + fold.lines,
                             "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({FOLD_THREADS})"}]
-    stage = stage_plan(ch) if emitter.tiling is not None and emitter.tiling.chain_stage else None
-    if stage is not None:
-        cpt = namer.fresh("CPT")
-        staged = _ChainPrinter(expr, namer.child(), dev, threads)
-        staged.staged(ch, parts, stage, cpt)
-        staged_name = emitter.namer.fresh(f"{name}_staged")
-        sparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-            f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}"]
-        emitter.folds[name].insert(0, {"name": staged_name, "params": sparams,
-                                       "body": staged.shared + loads + staged.lines,
-                                       "qualifiers": f"template <int {cpt}>\n{GLOBAL} void {LAUNCH_BOUNDS}({threads})"})
 
     # Host side: trip counts, the band choice, scratch, the chain launch, the column launch (rows too
     # wide for shared memory) and the fold.
@@ -271,45 +204,18 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
              p6 + "// The Y partials in shared memory when they fit TRANSPILE_CHAIN_SMEM_MAX bytes; else this launch",
              p6 + "// computes X alone and a column launch the Y partials.",
              p6 + m("launch", f"const size_t {smem} = {' + '.join(sizes)};"),
-             p6 + m("launch", f"const int {dev['in_smem']} = {smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;")]
-    flag_s = hn.fresh("staged")
-    if stage is not None:
-        esz = stage.ty.bits // 8
-        s_smem, s_k, s_cpt = hn.fresh("stage_smem"), hn.fresh("stage_kernel"), hn.fresh("stage_cpt")
-        pick = " : ".join(f"{s_cpt} <= {c} ? {staged_name}<{c}>" for c in STAGE_CPT[:-1]) + \
-            f" : {staged_name}<{STAGE_CPT[-1]}>"
-        lines[:0] = ["#ifndef TRANSPILE_CHAIN_STAGE  // -D0 for the plain chain kernel",
-                     "#define TRANSPILE_CHAIN_STAGE 1",
-                     "#endif"]
-        lines += [p6 + f"// Rows of {stage.matrix} staged in shared memory ({STAGE_BUFFERS} buffers, bulk copies), the Y "
-                       f"partials in registers ({'/'.join(map(str, STAGE_CPT))} columns a thread),",
-                  p6 + "// where the buffers fit TRANSPILE_CHAIN_SMEM_MAX bytes; else the chain kernel above.",
-                  p6 + m("launch", f"const size_t {s_smem} = {STAGE_BUFFERS} * (((size_t){c_n} * {esz} + 15) / 16 * 16);"),
-                  p6 + m("launch", f"const {INDEX_TYPE} {s_cpt} = ({c_n} + {threads - 1}) / {threads};"),
-                  p6 + m("launch", f"const int {flag_s} = TRANSPILE_CHAIN_STAGE && {c_n} > 0 && "
-                                   f"{s_cpt} <= {STAGE_CPT[-1]} && {s_smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;"),
-                  p6 + m("launch", f"const auto {s_k} = {pick};"),
-                  f"{p6}if ({flag_s}) {{",
-                  p8 + m("launch", f"{err} = cudaFuncSetAttribute({s_k}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
-                                   f"(int){s_smem});"),
-                  *check(p8),
-                  f"{p6}}} else if ({dev['in_smem']}) {{"]
-    else:
-        lines.append(f"{p6}if ({dev['in_smem']}) {{")
-    lines += [p8 + m("launch", f"{err} = cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
-                               f"(int){smem});"),
-              *check(p8),
-              f"{p6}}}",
-              p6 + "// Bands of rows: the blocks that fit on the device at once (registers, shared memory),",
-              p6 + f"// at least {MIN_BAND} rows a band.",
-              p6 + f"int {fit} = 0;"]
-    occupancy = (f"cudaOccupancyMaxActiveBlocksPerMultiprocessor(&{fit}, {name}, {threads}, "
-                 f"{dev['in_smem']} ? {smem} : 0)")
-    if stage is not None:
-        occupancy = (f"{flag_s} ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&{fit}, {s_k}, {threads}, {s_smem}) : "
-                     + occupancy)
-    lines += [p6 + m("launch", f"{err} = {occupancy};"),
-              *check(p6),
+             p6 + m("launch", f"const int {dev['in_smem']} = {smem} <= (size_t)TRANSPILE_CHAIN_SMEM_MAX;"),
+             f"{p6}if ({dev['in_smem']}) {{",
+             p8 + m("launch", f"{err} = cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                              f"(int){smem});"),
+             *check(p8),
+             f"{p6}}}",
+             p6 + "// Bands of rows: the blocks that fit on the device at once (registers, shared memory),",
+             p6 + f"// at least {MIN_BAND} rows a band.",
+             p6 + f"int {fit} = 0;",
+             p6 + m("launch", f"{err} = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&{fit}, {name}, {threads}, "
+                              f"{dev['in_smem']} ? {smem} : 0);"),
+             *check(p6),
              p6 + m("launch", f"const {INDEX_TYPE} {per_sm} = {fit} < 1 ? 1 : {fit} < TRANSPILE_CHAIN_PER_SM ? "
                               f"{fit} : TRANSPILE_CHAIN_PER_SM;"),
              p6 + m("launch", f"{INDEX_TYPE} {bands} = {per_sm} * transpile_sm_count();"),
@@ -317,15 +223,14 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                               f"{bands} = ({r_n} + {MIN_BAND - 1}) / {MIN_BAND};"),
              p6 + m("launch", f"if ({bands} > {GRID_CAPS[0]}LL) {bands} = {GRID_CAPS[0]}LL;"),
              p6 + m("launch", f"const {INDEX_TYPE} {band} = ({r_n} + {bands} - 1) / {bands};"),
-              p6 + m("launch", f"{bands} = ({r_n} + {band} - 1) / {band};")]
+             p6 + m("launch", f"{bands} = ({r_n} + {band} - 1) / {band};")]
     # Too wide for shared memory: this launch computes X alone, the column launch the Y partials
     # (a thread a column, bands of rows), in as many bands as fill the device.
     flag = dev["in_smem"]
-    no_cols = flag if stage is None else f"{flag_s} || {flag}"  # the chain (or staged) kernel adds the Y terms
     tiles, band2, nparts, cb = hn.fresh("tiles"), hn.fresh("col_band"), hn.fresh("parts"), hn.fresh("col_bands")
     lines += [p6 + m("launch", f"{INDEX_TYPE} {nparts} = {bands};  // partials a column: one a band"),
               p6 + f"{INDEX_TYPE} {tiles} = 0, {band2} = 1;",
-              f"{p6}if ({m('guard', f'!({no_cols})' if stage is not None else f'!{flag}')}) {{",
+              f"{p6}if ({m('guard', f'!{flag}')}) {{",
               p8 + m("launch", f"{tiles} = ({c_n} + {COL_THREADS - 1}) / {COL_THREADS};"),
               p8 + m("launch", f"{INDEX_TYPE} {cb} = {tiles} > 0 ? ({MAX_THREADS_PER_SM // COL_THREADS}LL * "
                                f"transpile_sm_count() + {tiles} - 1) / {tiles} : 1;"),
@@ -346,17 +251,11 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                    f"0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band2])});")
     launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
                    f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [c_n, nparts])});")
-    if stage is not None:
-        launch_staged = (f"{s_k}<<<dim3((unsigned int){bands}, 1u, 1u), dim3({threads}u, 1u, 1u), {s_smem}, {stream}>>>"
-                         f"({', '.join(args + ptrs + [r_n, c_n, band])});")
-        lines += [f"{p6}if ({flag_s}) {{", p8 + m("launch", launch_staged), f"{p6}}} else {{",
-                  p8 + m("launch", launch_chain), f"{p6}}}"]
-    else:
-        lines.append(p6 + m("launch", launch_chain))
+    lines.append(p6 + m("launch", launch_chain))
     lines.append(f"{p6}{err} = cudaGetLastError();")
     lines += check(p6)
     lines.append(f"{p6}if ({m('guard', f'{c_n} > 0')}) {{")
-    lines.append(f"{p8}if ({m('guard', f'!({no_cols})' if stage is not None else '!' + flag)}) {{")
+    lines.append(f"{p8}if ({m('guard', '!' + flag)}) {{")
     lines.append(p8 + "  " + m("launch", launch_cols))
     lines.append(f"{p8}  {err} = cudaGetLastError();")
     lines += check(p8 + "  ")
@@ -480,222 +379,6 @@ class _ChainPrinter(_ReducePrinter):
             self.line("  " + self.mark("reduce", f"{ptr}[{at}] = {part}[{ct}];"))
         self.line("}")
         self.depth -= 1
-        self.line("}")
-
-    def staged(self, ch: Chain, parts: list[tuple[accum.Accumulation, str, str]], stage: Stage, cpt: str) -> None:
-        """The staged chain kernel's body: the chain kernel's per-row steps, but the row of
-        ``stage.matrix`` is copied into one of two shared buffers by the bulk copy engine (one
-        ``cp.async.bulk`` a row, completed on an ``mbarrier``) while the block works on the previous
-        row, and the ``Y`` partials of a thread's ``cpt`` columns (``t + k * threads``) are registers.
-
-        The copy covers the row's 16-byte aligned interior; the elements before and after it (a row
-        need not start or end on 16 bytes) are read from global memory.  Row ``r + 1`` is issued after
-        the first barrier of row ``r``: every thread has then finished row ``r - 1``, the buffer's
-        previous row.  Off the GPU the copy is a ``memcpy`` by thread 0, and the barriers order it."""
-        tid = self._tid()
-        warps, T = self.threads // WARP, self.threads
-        ety = ctype(stage.ty)
-        esz = stage.ty.bits // 8
-        lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
-        self.shared.append("  " + self.mark("index", f"const int {lane} = {tid.name} % {WARP};"))
-        self.shared.append("  " + self.mark("index", f"const int {warp} = {tid.name} / {WARP};"))
-        dyn, bar = self.namer.fresh("stage_smem"), self.namer.fresh("stage_bar")
-        self.shared.append("  " + self.mark("shared", f"extern {SMEM_PREFIX}__align__(16) {ety} {dyn}[];"))
-        self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}__align__(8) unsigned long long {bar}[{STAGE_BUFFERS}];"))
-        xs = []
-        for op, st in zip(ch.rows.reduce, ch.rows.body):
-            a = accum.accumulation(st)
-            assert a is not None, st
-            buf = self.namer.fresh(f"{a.name}_warps")
-            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{warps}];"))
-            xs.append((a, op, buf))
-        lo, hi = self.namer.fresh("r_lo"), self.namer.fresh("r_hi")
-        band, r_n, c_n = self.n["band"], self.n["r_n"], self.n["c_n"]
-        cap = self.namer.fresh("stage_cap")
-        self.line(self.mark("index", f"const {INDEX_TYPE} {lo} = ({INDEX_TYPE}){BLOCK_IDX}.x * {band};"))
-        self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {lo} + {band} < {r_n} ? {lo} + {band} : {r_n};"))
-        self.line(self.mark("index", f"const {INDEX_TYPE} {cap} = ({c_n} * {esz} + 15) / 16 * {16 // esz};"
-                                     "  // elements a buffer"))
-        # The row's first element, and its aligned interior [a, a + n) (elements from the first).
-        row_of, rt_arg = self.namer.fresh("stage_row"), self.namer.fresh("rt")
-        first = ir.Index(stage.matrix, (*stage.lead, ch.rows.lo), stage.ty)
-        self.line(f"const auto {row_of} = [&]({INDEX_TYPE} {rt_arg}) -> const {ety} * {{")
-        self.depth += 1
-        self._var(ch.outer, rt_arg)
-        self.line(f"return &{self.expr(first)};")
-        self.depth -= 1
-        self.line("};")
-        span = self.namer.fresh("stage_span")
-        pa, pn = self.namer.fresh("a"), self.namer.fresh("n")
-        self.line(f"const auto {span} = [&](const {ety} *p, {INDEX_TYPE} &{pa}, {INDEX_TYPE} &{pn}) {{")
-        self.line(f"  const unsigned long long s = (unsigned long long)p, e = (unsigned long long)(p + {c_n});")
-        self.line("  const unsigned long long lo = (s + 15) & ~15ull, hi = e & ~15ull;")
-        self.line(f"  {pa} = ({INDEX_TYPE})((lo - s) / {esz});")
-        self.line(f"  {pn} = hi > lo ? ({INDEX_TYPE})((hi - lo) / {esz}) : 0;")
-        self.line("};")
-        issue = self.namer.fresh("stage_issue")
-        self.line(f"const auto {issue} = [&]({INDEX_TYPE} {rt_arg}, int b) {{  // thread 0: row {rt_arg} into buffer b")
-        self.line(f"  const {ety} *const p = {row_of}({rt_arg});")
-        self.line(f"  {INDEX_TYPE} {pa}, {pn};")
-        self.line(f"  {span}(p, {pa}, {pn});")
-        self.line(f"  {ety} *const dst = {dyn} + b * {cap};")
-        self.line("#if defined(__CUDA_ARCH__)")
-        self.line('  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after the block\'s reads of b')
-        self.line(f"  const unsigned bar_at = (unsigned)__cvta_generic_to_shared(&{bar}[b]);")
-        self.line(f'  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar_at), '
-                  f'"r"((unsigned)({pn} * {esz})) : "memory");')
-        self.line(f"  if ({pn} > 0) {{")
-        self.line('    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"')
-        self.line(f'                 :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(p + {pa}), '
-                  f'"r"((unsigned)({pn} * {esz})), "r"(bar_at) : "memory");')
-        self.line("  }")
-        self.line("#else")
-        self.line(f"  for ({INDEX_TYPE} e = 0; e < {pn}; ++e) {{")
-        self.line(f"    dst[e] = p[{pa} + e];")
-        self.line("  }")
-        self.line("#endif")
-        self.line("};")
-        self.line(f"if ({tid.name} == 0) {{")
-        self.line("#if defined(__CUDA_ARCH__)")
-        self.line(f"  for (int b = 0; b < {STAGE_BUFFERS}; ++b) {{")
-        self.line(f'    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: '
-                  f'"r"((unsigned)__cvta_generic_to_shared(&{bar}[b])) : "memory");')
-        self.line("  }")
-        self.line('  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");')
-        self.line("#endif")
-        self.line(f"  if ({self.mark('guard', f'{lo} < {hi}')}) {{")
-        self.line(f"    {issue}({lo}, 0);")
-        self.line("  }")
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))
-        # Each Y statement's partials: registers, one a column of the thread's.
-        ys = []
-        k = self.namer.fresh("k")
-        for a, op, ptr in parts:
-            acc = self.namer.fresh(f"{a.name}_acc")
-            self.line(self.mark("reduce", f"{ctype(a.target.ty)} {acc}[{cpt}];"))
-            ys.append((a, op, ptr, acc))
-        self.line("#pragma unroll")
-        self.line(f"for (int {k} = 0; {k} < {cpt}; ++{k}) {{")
-        for a, op, _ptr, acc in ys:
-            self.line("  " + self.mark("reduce", f"{acc}[{k}] = {literal(accum.identity(op, a.target.ty), a.target.ty)[0]};"))
-        self.line("}")
-        rt, it = self.namer.fresh("rt"), self.namer.fresh("it")
-        self.line(f"int {it} = 0;")
-        self.line(f"for ({self.mark('index', f'{INDEX_TYPE} {rt} = {lo}')}; {self.mark('guard', f'{rt} < {hi}')}; "
-                  f"{self.mark('index', f'++{rt}, ++{it}')}) {{")
-        self.depth += 1
-        self._var(ch.outer, rt)
-        sb, row, ra, rn = (self.namer.fresh(x) for x in ("sb", "row", "row_a", "row_n"))
-        self.line(self.mark("index", f"const int {sb} = {it} % {STAGE_BUFFERS};"))
-        self.line(f"const {ety} *const {row} = {row_of}({rt});")
-        self.line(f"{INDEX_TYPE} {ra}, {rn};")
-        self.line(f"{span}({row}, {ra}, {rn});")
-        buf = self.namer.fresh("buf")
-        self.line(self.mark("shared", f"const {ety} *const {buf} = {dyn} + {sb} * {cap};"))
-        if ch.pre:
-            self.line(f"if ({tid.name} == 0) {{")
-            self.block(ch.pre)
-            self.line("}")
-        self.line("#if defined(__CUDA_ARCH__)")
-        self.line("{  // the row is in its buffer")
-        self.line(f"  const unsigned bar_at = (unsigned)__cvta_generic_to_shared(&{bar}[{sb}]);")
-        self.line(f"  const unsigned parity = (unsigned)({it} / {STAGE_BUFFERS}) & 1u;")
-        self.line("  unsigned done = 0;")
-        self.line("  while (!done) {")
-        self.line('    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; '
-                  'selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_at), "r"(parity) : "memory");')
-        self.line("  }")
-        self.line("}")
-        self.line("#endif")
-
-        def element(jt: str) -> str:
-            """The row's element ``jt``: from the buffer inside the copied interior, else global."""
-            return (f"(unsigned long long)({jt} - {ra}) < (unsigned long long){rn} ? {buf}[{jt} - {ra}] : "
-                    f"{row}[{jt}]")
-
-        def columns(lp: ir.For, emit: Callable[[str, ir.Var], None], terms: list[ir.Expr]) -> None:
-            """For each of the thread's columns ``jt`` (< c_n): ``lp``'s variable (where ``terms``
-            read it besides the staged matrix), the staged element."""
-            jt = self.namer.fresh("jt")
-            self.line("#pragma unroll")
-            self.line(f"for (int {k} = 0; {k} < {cpt}; ++{k}) {{")
-            self.depth += 1
-            self.line(self.mark("index", f"const {INDEX_TYPE} {jt} = ({INDEX_TYPE}){tid.name} + ({INDEX_TYPE}){k} * {T};"))
-            self.line(f"if ({self.mark('guard', f'{jt} < {c_n}')}) {{")
-            self.depth += 1
-            v = ir.Var(self.namer.fresh(f"{stage.matrix}_v"), stage.ty)
-            if any(lp.var in ir.identifiers(staged_term(lp, t, v)) for t in terms):
-                self._var(lp, jt)
-            self.line(self.mark("shared", f"const {ety} {v.name} = {element(jt)};"))
-            emit(jt, v)
-            self.depth -= 1
-            self.line("}")
-            self.depth -= 1
-            self.line("}")
-
-        def staged_term(lp: ir.For, term: ir.Expr, v: ir.Var) -> ir.Expr:
-            ref = ir.Index(stage.matrix, (*stage.lead, ir.Var(lp.var, lp.ty)), stage.ty)
-            return substitute(term, {ref: v})
-
-        # The row's X: the thread's columns, a shuffle tree per warp, the warps' totals in warp order.
-        parts_x = self._declare_partials(ch.rows)
-        rows = ch.rows
-
-        def x_terms(_jt: str, v: ir.Var) -> None:
-            with self.region("reduce"):
-                self.block([ir.Assign(p, accum.combine(a, op, p, staged_term(rows, a.term, v))) for a, op, p in parts_x])
-
-        columns(rows, x_terms, [a.term for a, _op, _p in parts_x])
-        off = ir.Var(self.namer.fresh("off"), ir.I32)
-        with self.region("reduce"):
-            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
-                        for a, op, p in parts_x])
-            self.line("}")
-        self.line(f"if ({lane} == 0) {{")
-        for (_a, _op, p), (_a2, _op2, wbuf) in zip(parts_x, xs):
-            self.line("  " + self.mark("shared", f"{wbuf}[{warp}] = {p.name};"))
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))  # every thread is done with row rt - 1 (the other buffer)
-        self.line(f"if ({tid.name} == 0) {{")
-        self.depth += 1
-        self.line(f"if ({self.mark('guard', f'{rt} + 1 < {hi}')}) {{")
-        self.line(f"  {issue}({rt} + 1, ({sb} + 1) % {STAGE_BUFFERS});")
-        self.line("}")
-        w = ir.Var(self.namer.fresh("w"), ir.I32)
-        for a, op, wbuf in xs:
-            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {wbuf}[0];"))
-            with self.region("reduce"):
-                self.line(f"for (int {w.name} = 1; {w.name} < {warps}; ++{w.name}) {{")
-                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(wbuf, (w,), total.ty)))};")
-                self.line("}")
-                self.visit(accum.apply(a, total))
-        self.depth -= 1
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))  # the row's X (and Z) are final and visible to every thread
-        cols = ch.cols
-
-        def y_terms(_jt: str, v: ir.Var) -> None:
-            with self.region("reduce"):
-                for a, op, _ptr, acc in ys:
-                    elem = ir.Var(f"{acc}[{k}]", a.target.ty)  # printed verbatim
-                    self.visit(ir.Assign(elem, accum.combine(a, op, elem, staged_term(cols, a.term, v))))
-
-        columns(cols, y_terms, [a.term for a, _op, _p, _acc in ys])
-        self.depth -= 1
-        self.line("}")
-        # The band's partials out of the registers.
-        self.line("#pragma unroll")
-        self.line(f"for (int {k} = 0; {k} < {cpt}; ++{k}) {{")
-        jt = self.namer.fresh("jt")
-        self.line("  " + self.mark("index", f"const {INDEX_TYPE} {jt} = ({INDEX_TYPE}){tid.name} + ({INDEX_TYPE}){k} * {T};"))
-        self.line(f"  if ({self.mark('guard', f'{jt} < {c_n}')}) {{")
-        for _a, _op, ptr, acc in ys:
-            at = self.mark("index", f"({INDEX_TYPE}){BLOCK_IDX}.x * {c_n} + {jt}")
-            self.line("    " + self.mark("reduce", f"{ptr}[{at}] = {acc}[{k}];"))
-        self.line("  }")
         self.line("}")
 
     def columns(self, ch: Chain, parts: list[tuple[accum.Accumulation, str, str]]) -> None:

@@ -92,7 +92,6 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "sweep": (tiles.DEFAULT_SWEEP, (4, 8, 2, 16), (4, 8, 4, 16), (8, 8, 1, 16), (8, 8, 2, 8), (2, 8, 4, 16),
               (4, 16, 1, 8), (4, 8, 2, 8), (4, 8, 2, 32)),
     "chain": (tiles.DEFAULT_CHAIN, 512, 256),  # chain launches: threads per block
-    "stage": (tiles.DEFAULT_CHAIN_STAGE, not tiles.DEFAULT_CHAIN_STAGE),  # chain launches: rows staged by bulk copies
 }
 
 
@@ -117,7 +116,6 @@ class Schedule:
     stream: int = 0
     sweep: tuple[int, int, int, int] = tiles.DEFAULT_SWEEP
     chain: int = tiles.DEFAULT_CHAIN
-    stage: bool = tiles.DEFAULT_CHAIN_STAGE
     reassociate: bool = True  # not searched: --no-reassociate is the user's constraint (it also forbids mma)
 
     def options(self) -> tiles.Options:
@@ -125,8 +123,7 @@ class Schedule:
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
                             mma_inst=self.mma_inst, mma_edge=self.mma_edge, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
-                            stream=self.stream, sweep=self.sweep, chain=self.chain,
-                            chain_stage=self.stage)
+                            stream=self.stream, sweep=self.sweep, chain=self.chain)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
