@@ -178,8 +178,52 @@ def prepare(manifest: Mapping[str, Any]) -> list[tuple[str, str, Any, list[Any],
 _PREPARED: dict[int, list[Any]] = {}
 
 
-def remodel(manifest: Mapping[str, Any], device: Any) -> dict[tuple[str, str], float]:
-    """Every candidate's estimate again with ``device``'s constants (no ptxas resources)."""
+def ptxas_resources(manifest: Mapping[str, Any], cu_dir: Path, jobs: int = 2) -> dict[tuple[str, str], Any]:
+    """ptxas's figures for every timed candidate's build in ``cu_dir`` (``nvcc -arch=sm_90 -cubin
+    -Xptxas -v``, as the search's stage (b)), per (kernel, variant): ``{kernel name: Resources}``.
+    Cached in ``cu_dir/ptxas.json`` by file name and size."""
+    import subprocess
+    import tempfile
+
+    from passes import costmodel
+    from transpile.verify.stages import parse_ptxas
+
+    cache_path = cu_dir / "ptxas.json"
+    cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    wanted: dict[tuple[str, str], Path] = {}
+    for k, entry in manifest["kernels"].items():
+        for variant in entry.get("variants", {}).values():
+            f = cu_dir / (f"{stem(k)}.cu" if variant == "default" else f"{stem(k)}.{variant}.cu")
+            if f.exists():
+                wanted[(k, variant)] = f
+
+    def compile_one(f: Path) -> tuple[str, list[dict[str, Any]]]:
+        with tempfile.TemporaryDirectory() as d:
+            proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", f"{d}/k.cubin", str(f)],
+                                  capture_output=True, text=True, check=False)
+        return f"{f.name}:{f.stat().st_size}", parse_ptxas(proc.stdout + proc.stderr)
+
+    todo = [f for f in wanted.values() if f"{f.name}:{f.stat().st_size}" not in cache]
+    if todo:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(jobs) as ex:
+            for key, recs in ex.map(compile_one, todo):
+                cache[key] = recs
+        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    out: dict[tuple[str, str], Any] = {}
+    for kv, f in wanted.items():
+        recs = cache[f"{f.name}:{f.stat().st_size}"]
+        out[kv] = {r.get("kernel", ""): costmodel.Resources(r.get("registers", 32), r.get("smem", 0),
+                                                            r.get("spill_stores", 0) + r.get("spill_loads", 0))
+                   for r in recs}
+    return out
+
+
+def remodel(manifest: Mapping[str, Any], device: Any,
+            resources: Mapping[tuple[str, str], Any] | None = None) -> dict[tuple[str, str], float]:
+    """Every candidate's estimate again with ``device``'s constants (with ptxas's ``resources`` per
+    (kernel, variant) where given, as the search has them; else without)."""
     from passes import costmodel
 
     if id(manifest) not in _PREPARED:
@@ -187,7 +231,8 @@ def remodel(manifest: Mapping[str, Any], device: Any) -> dict[tuple[str, str], f
     prepared = _PREPARED[id(manifest)]
     out: dict[tuple[str, str], float] = {}
     for k, variant, kern, infos, sizes, opts in prepared:
-        est = costmodel.estimate(kern, infos, sizes, tiling=opts, device=device)
+        res = (resources or {}).get((k, variant))
+        est = costmodel.estimate(kern, infos, sizes, tiling=opts, resources=res, device=device)
         out[(k, variant)] = out.get((k, variant), 0.0) + est.seconds * 1e3
     return out
 
@@ -232,10 +277,19 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
         vs = sorted(rel, key=lambda v: v != "default")
         modelled = [v for v in vs if (k, v) in model]
         low = min((model[(k, v)] for v in modelled), default=None)
-        # the search's rule: ties within the tournament's 3% go to the earlier candidate (default first)
+        # the search's rule: the default unless the best estimate beats it by more than the model's
+        # margin (evolve.MODEL_MARGIN); else the first within the tournament's 3% of the best
+        from transpile.evolve import MODEL_MARGIN
+
         by_model = next((v for v in modelled if low is not None and model[(k, v)] <= low * 1.03), "default")
+        if ("default" in modelled and low is not None and by_model != "default"
+                and low > model[(k, "default")] * (1 - MODEL_MARGIN)):
+            by_model = "default"
         fastest = min(vs, key=lambda v: rel[v])  # default first: an exact tie stays with it
+        searched = entry.get("variants", {}).get(entry.get("best") or "default")  # what --evolve wrote
         rows.append({"kernel": k, "candidates": len(vs), "default_ms": times[(k, "default")],
+                     "search_pick": searched if searched in rel else None,
+                     "search_pick_speedup": 1 / rel[searched] if searched in rel else None,
                      "baseline": "same child" if (k, R.BASELINE) in times else "other child",
                      "model_pick": by_model, "model_pick_speedup": 1 / rel[by_model],
                      "fastest": fastest, "fastest_speedup": 1 / rel[fastest]})
@@ -246,7 +300,8 @@ def geomean(xs: Sequence[float]) -> float | None:
     return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else None
 
 
-def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], train: Sequence[str]) -> Any:
+def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], train: Sequence[str],
+        resources: Mapping[tuple[str, str], Any] | None = None) -> Any:
     """Coordinate search over the fitted constants (factors of 1/4..4) maximising the mean
     per-kernel Spearman on the ``train`` kernels."""
     from passes import costmodel
@@ -254,7 +309,7 @@ def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], tra
     dev = costmodel.H200
 
     def score(d: Any) -> float:
-        c = correlations(manifest, remodel(manifest, d), times, train)
+        c = correlations(manifest, remodel(manifest, d, resources), times, train)
         rs = [r for r in c["per_kernel"].values() if r is not None]
         return statistics.mean(rs) if rs else -1.0
 
@@ -268,7 +323,7 @@ def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], tra
     return dev
 
 
-def report(manifest_path: Path, timings: Path, *, do_fit: bool) -> str:
+def report(manifest_path: Path, timings: Path, *, do_fit: bool, ptxas: Path | None = None) -> str:
     manifest = json.loads(manifest_path.read_text())
     times = measured(timings)
     kernels = [k for k in manifest["kernels"] if any(kv[0] == k for kv in times)]
@@ -276,7 +331,8 @@ def report(manifest_path: Path, timings: Path, *, do_fit: bool) -> str:
 
     recorded = {(k, v): t["model_ms"] for k, e in manifest["kernels"].items() for t in e.get("trials", [])
                 for name, v in e.get("variants", {}).items() if t["schedule"] == name and t.get("model_ms")}
-    model = remodel(manifest, costmodel.H200)
+    resources = ptxas_resources(manifest, ptxas) if ptxas is not None else None
+    model = remodel(manifest, costmodel.H200, resources)
     lines = [f"# Schedule search: cost model vs H200 ({time.strftime('%Y-%m-%d')})", "",
              f"Manifest `{manifest_path}` (rounds {manifest['rounds']}, seed {manifest['seed']}); timings "
              f"`{timings}` (median CUDA-event time at EXTRALARGE of builds that passed every GPU check).", ""]
@@ -295,28 +351,39 @@ def report(manifest_path: Path, timings: Path, *, do_fit: bool) -> str:
         lines.append("")
 
     section("Spearman, the estimates recorded by the search (with ptxas resources)", recorded, kernels)
-    section("Spearman, the model as shipped now (no ptxas resources)", model, kernels)
+    section("Spearman, the model as shipped now (" + ("with ptxas resources of the builds in "
+            f"`{ptxas}`" if ptxas is not None else "no ptxas resources") + ")", model, kernels)
     rows = picks(manifest, model, times)
     lines.extend(["## Picks", "", "Speedups of candidates are over the default's library timed again in the "
                   "candidates' own GPU child, round-robin with them ('same child'), or, in timings without it, "
                   "over the default's time from its own child ('other child': biased by the drift between "
                   "children, 8-12% in one H200 run).", "",
-                  "| kernel | timed candidates | default ms | baseline | model's pick | speedup | fastest | "
-                  "speedup |", "|---|---|---|---|---|---|---|---|"])
+                  "'search's pick': what the search recorded in the manifest chose (`transpile --evolve` without a "
+                  "GPU, the model of the day it ran); 'model's pick': the model of this report over the timed "
+                  "candidates, by the search's rule (the default unless a candidate is estimated faster by more "
+                  "than the model's margin); 'fastest': the GPU-measured search's choice among them.", "",
+                  "| kernel | timed candidates | default ms | baseline | search's pick | speedup | model's pick | "
+                  "speedup | fastest | speedup |", "|---|---|---|---|---|---|---|---|---|---|"])
     for r in rows:
-        lines.append(f"| {r['kernel']} | {r['candidates']} | {r['default_ms']:.4g} | {r['baseline']} | "
+        sp = (f"{r['search_pick']} | {r['search_pick_speedup']:.3f}x" if r["search_pick"] is not None
+              else "(not timed) | -")
+        lines.append(f"| {r['kernel']} | {r['candidates']} | {r['default_ms']:.4g} | {r['baseline']} | {sp} | "
                      f"{r['model_pick']} | {r['model_pick_speedup']:.3f}x | {r['fastest']} | "
                      f"{r['fastest_speedup']:.3f}x |")
     gm, gf = geomean([r["model_pick_speedup"] for r in rows]), geomean([r["fastest_speedup"] for r in rows])
+    gs = geomean([r["search_pick_speedup"] for r in rows if r["search_pick_speedup"] is not None])
     slower = [r["kernel"] for r in rows if r["model_pick_speedup"] < 0.97]
-    lines.extend(["", f"- Geomean speedup over the default schedule: model's pick {gm:.3f}x, fastest measured "
-                      f"{gf:.3f}x, over {len(rows)} kernels." if gm and gf else "- No kernel timed.",
-                  f"- Model picks slower than the default by more than 3%: {', '.join(slower) or 'none'}.", ""])
+    slower_s = [r["kernel"] for r in rows if r["search_pick_speedup"] is not None and r["search_pick_speedup"] < 0.97]
+    lines.extend(["", f"- Geomean speedup over the default schedule: search's pick {gs:.3f}x, model's pick {gm:.3f}x, "
+                      f"fastest measured {gf:.3f}x, over {len(rows)} kernels." if gm and gf and gs
+                  else "- No kernel timed.",
+                  f"- Search's picks slower than the default by more than 3%: {', '.join(slower_s) or 'none'}.",
+                  f"- Model's picks slower than the default by more than 3%: {', '.join(slower) or 'none'}.", ""])
     if do_fit:
         train = kernels[::2]
         test = kernels[1::2]
-        dev = fit(manifest, times, train)
-        refit = remodel(manifest, dev)
+        dev = fit(manifest, times, train, resources)
+        refit = remodel(manifest, dev, resources)
         lines.append("Refitted constants (on every other kernel): " + ", ".join(
             f"{n}={getattr(dev, n):.3g}" for n in FITTED))
         lines.append("")
@@ -339,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", type=Path, metavar="MANIFEST")
     ap.add_argument("--timings", type=Path, metavar="JSONL")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--ptxas", type=Path, metavar="CU_DIR",
+                    help="remodel with ptxas's resources of the builds in CU_DIR (nvcc -Xptxas -v, cached there)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.generate:
@@ -346,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                  jobs=args.jobs, include=[s for s in args.include.split(";") if s.strip()])
         return 0
     if args.report and args.timings:
-        text = report(args.report, args.timings, do_fit=args.fit)
+        text = report(args.report, args.timings, do_fit=args.fit, ptxas=args.ptxas)
         if args.out:
             args.out.write_text(text + "\n")
         print(text)

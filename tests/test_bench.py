@@ -510,3 +510,25 @@ def test_merge_takes_each_kernel_from_the_last_run_that_has_it(tmp_path: Path) -
     text = (tmp_path / "o" / "m.md").read_text()
     assert "d2" in text.splitlines()[0] and "| gemm |" in text and "| atax |" in text
     assert len((tmp_path / "o" / "m.jsonl").read_text().splitlines()) == len(merged)
+
+
+def test_two_outputs_off_by_rounding_alone_are_precision_not_fail(tmp_path: Path) -> None:
+    """Without a measured FMA spread, outputs off by rounding alone (under 1e-6) are 'precision?';
+    a second such output used to turn the verdict into FAIL (adi, run 47)."""
+    import gpu
+    import numpy as np
+
+    (tmp_path / "ref").mkdir()
+    rng = np.random.default_rng(0)
+    u, q = rng.random(1000), rng.random(1000)
+    np.savez(tmp_path / "ref" / "adi.EX.npz", u=u, q=q)
+    cpu = {"seconds": 1.0, "sizes": {"tsteps": 2, "n": 30}, "spread": None}
+
+    def verdict(du: float, dq: float) -> str:
+        np.savez(tmp_path / "got.npz", u=u * (1 + du), q=q * (1 + dq))
+        return gpu.compare_run("adi", "EX", "default", str(tmp_path / "got.npz"), cpu, tmp_path)["verdict"]
+
+    assert verdict(0.0, 0.0) == "pass"
+    assert verdict(2e-7, 0.0) == "precision?"
+    assert verdict(2e-7, 2e-7) == "precision?"
+    assert verdict(2e-7, 0.5) == "FAIL"
