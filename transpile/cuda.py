@@ -762,14 +762,57 @@ class _HostPrinter(StmtPrinter):
     def visit_For(self, s: ir.For) -> None:
         bounds = _var_names(s.lo) | _var_names(s.hi)
         assert s.par is None and not bounds & set(self.emitter.device_scalars), f"bad host loop {s!r}"
+        from transpile import cuda_oneblock
+
+        e = self.emitter
+        one = (e.tiling is None or e.tiling.enabled) and cuda_oneblock.eligible(s, set(e.device_scalars))
+        if one:  # the loop's steps are made first, then placed in the else branch of the one-block test
+            self.flush()
+            outer_steps, self.steps = self.steps, []
+            first_kernel = len(e.kernels)
+            self.depth += 1
         saved = dict(self.scope)
         self.scope[s.var] = s.ty
         super().visit_For(s)
         self.scope = saved
-        err = self.emitter.names["err"]
+        err = e.names["err"]
         self.line(f"if ({err} != cudaSuccess) {{")
         self.line("  break;")
         self.line("}")
+        if not one:
+            return
+        self.flush()
+        loop_steps, self.steps = self.steps, outer_steps
+        self.depth -= 1
+        launches = [st for st in loop_steps if st.get("kind") == "launch"]
+        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
+            if len(launches) == len(s.body) else None
+        if built is None:
+            self.steps += [_dedent(st) for st in loop_steps]
+            return
+        kernel, args, setup, ok = built
+        e.kernels.append(kernel)
+        launch = (f"{kernel['name']}<<<dim3(1u), dim3({cuda_oneblock.THREADS}u), 0, {e.names['stream']}>>>"
+                  f"({', '.join(args)});")
+        self.lines += setup
+        self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
+        self.line(f"  {e.expr.mark('launch', launch)}")
+        self.line(f"  {err} = cudaGetLastError();")
+        self.line(f"  if ({err} != cudaSuccess) {{")
+        self.line("    break;")
+        self.line("  }")
+        self.line("} else {")
+        self.flush()
+        self.steps += loop_steps
+        self.line("}")
+
+
+def _dedent(step: dict[str, object]) -> dict[str, object]:
+    """A host step made one level deeper than it is placed (a one-block attempt that fell through)."""
+    if step.get("kind") == "host":
+        return {**step, "lines": [str(x)[2:] if str(x).startswith("  ") else str(x)
+                                  for x in step["lines"]]}  # type: ignore[attr-defined]
+    return {**step, "pad": str(step.get("pad", ""))[2:]}
 
 
 class _KernelEmitter:

@@ -15,6 +15,8 @@ A2    first set again, in order                   ``determinism`` (must be bitwi
 C     first set, shuffled schedule (seeded)       ``schedule`` (race, missing barrier)
 D     first set, through NAME_device on a         ``device-entry``
       non-blocking stream, device pointers
+L     first set, one-block host loops off         ``launch-by-launch``
+      (only files that have them)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -45,6 +48,8 @@ from transpile.verify.signature import KernelSig, check_dropin, find_dropin
 from transpile.verify.synth import Inputs, seed_for, shapes
 
 AUDIT_HEADER = Path(__file__).resolve().parent / "include" / "verify_audit.h"
+ONE_BLOCK_ENV = "TRANSPILE_ONEBLOCK_MAX"
+"""transpile.cuda_oneblock.ENV: set to 0 for run L, the host loops' launches one by one."""
 WORK_BUDGET = {"quick": 2e5, "full": 3e6}
 """Upper bound on a shape's statement executions in the simulator (and the gcc reference)."""
 INTERP_WORK_BUDGET = {"quick": 2e4, "full": 6e4}
@@ -59,6 +64,7 @@ class Call:
     inputs: Inputs
     seed: int
     device: bool = False
+    env: tuple[tuple[str, str], ...] = ()  # environment variables set for this call only
 
 
 def build_sim(cu: Path, *, audit: bool = True) -> Any:
@@ -86,7 +92,16 @@ def _child(send: Any, library: str, sig: KernelSig, calls: list[Call], audit: bo
     api = _Audit(lib.lib) if audit else None
     for call in calls:
         send(("start", call.label))
-        res = _device_call(lib, api, sig, call) if call.device else _dropin_call(lib, api, sig, call)
+        saved = {k: os.environ.get(k) for k, _v in call.env}
+        os.environ.update(dict(call.env))
+        try:
+            res = _device_call(lib, api, sig, call) if call.device else _dropin_call(lib, api, sig, call)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         send(("result", call.label, res))
 
 
@@ -233,6 +248,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
                                 f"(schedule seed {schedule_seed}): {msg} (a race or a missing __syncthreads?)")
         if label == "D":
             return "device-entry", f"{where}through {sig.name}_device on a non-blocking stream: {msg}"
+        if label == "L":
+            return "launch-by-launch", (f"{where}correct with each one-block host loop run by one block, wrong "
+                                        f"with its launches one by one ({ONE_BLOCK_ENV}=0, as at larger sizes): "
+                                        f"{msg}")
         assert cmp.kind is not None
         return cmp.kind, where + msg
     return None
@@ -273,6 +292,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         stage.message = f"the library exports no extern \"C\" function '{sig.name}'"
         return
     device = f"{sig.name}_device" in b.symbols and audit
+    one_block = ONE_BLOCK_ENV in cu.read_text()
     if device:
         params, _ = find_dropin(cu.read_text(), f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -299,6 +319,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         calls = [Call("A", prep.x1, 0), Call("B", prep.x2, 0), Call("A2", prep.x1, 0), Call("C", prep.x1, sched)]
         if device:
             calls.append(Call("D", prep.x1, 0, device=True))
+        if one_block:  # the same host loops with their launches one by one (the path of larger sizes)
+            calls.append(Call("L", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"),)))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
@@ -316,7 +338,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                 if err is not None and err.kind != "error" and started and started[-1] == call.label:
                     out = safe_output(err.output)
                     what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
-                            "D": f"{sig.name}_device call "}[call.label]
+                            "D": f"{sig.name}_device call ", "L": "launch-by-launch call "}[call.label]
                     failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
                               f"{where}{what}{err.message}{': ' + out if out else ''}")
                     stage.details["output"] = err.output[-2000:]
@@ -352,5 +374,5 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         stage.message = "degenerate test: at every shape tested the reference leaves its outputs unchanged"
     else:
         stage.status = PASS
-        stage.message = (f"{tested} shape(s) x {5 if device else 4} runs "
+        stage.message = (f"{tested} shape(s) x {4 + device + one_block} runs "
                          f"({', '.join(str(s['shape']) for s in report.shapes if s['stage'] == 'c')})")

@@ -128,34 +128,95 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_kernel1(int n, double *_
   }
 }
 
+__global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *__restrict__ A, double *__restrict__ B, long long t_lo, long long t_hi)
+{
+  for (long long t_it = t_lo; t_it < t_hi; t_it += 1) {
+    // kernel_jacobi_2d_kernel0
+    {
+      const int i_hi = n - 1;
+      for (long long i_g = (long long)1 + (long long)blockIdx.y * blockDim.y + threadIdx.y; i_g < i_hi; i_g += (long long)gridDim.y * blockDim.y) {
+        const int i = (int)i_g;
+        const int j_hi = n - 1;
+        for (long long j_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_g < j_hi; j_g += (long long)gridDim.x * blockDim.x) {
+          const int j = (int)j_g;
+          B[(long long)i * n + j] = 0.2 * (A[(long long)i * n + j] + A[(long long)i * n + j - 1LL] + A[(long long)i * n + j + 1LL] + A[(long long)i * n + j + 1LL * n] + A[(long long)i * n + j - 1LL * n]);
+        }
+      }
+    }
+    __syncthreads();  // kernel_jacobi_2d_kernel0 is done
+    // kernel_jacobi_2d_kernel1
+    {
+      const int i_hi = n - 1;
+      for (long long i_g = (long long)1 + (long long)blockIdx.y * blockDim.y + threadIdx.y; i_g < i_hi; i_g += (long long)gridDim.y * blockDim.y) {
+        const int i = (int)i_g;
+        const int j_hi = n - 1;
+        for (long long j_g = (long long)1 + (long long)blockIdx.x * blockDim.x + threadIdx.x; j_g < j_hi; j_g += (long long)gridDim.x * blockDim.x) {
+          const int j = (int)j_g;
+          A[(long long)i * n + j] = 0.2 * (B[(long long)i * n + j] + B[(long long)i * n + j - 1LL] + B[(long long)i * n + j + 1LL] + B[(long long)i * n + j + 1LL * n] + B[(long long)i * n + j - 1LL * n]);
+        }
+      }
+    }
+    __syncthreads();  // the iteration is done
+  }
+}
+
 // Runs kernel_jacobi_2d on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, double *B, cudaStream_t stream)
 {
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
-    for (int t = 0; t < tsteps; ++t) {
+    // The most iterations a launch may have for one block to run the loop: TRANSPILE_ONEBLOCK_MAX in the environment
+    // (0: launch one by one), else 8192.
+    const char *const one_block_env = getenv("TRANSPILE_ONEBLOCK_MAX");
+    const long long one_block_max = one_block_env != NULL ? atoll(one_block_env) : 8192LL;
+    const long long t_lo = 0;
+    const long long t_hi = tsteps;
+    const long long t_first = t_lo;
+    const long long t_last = t_hi - 1;
+    const auto iterations = [&](int t) -> long long {
+      (void)t;  // the counts need not depend on it
       const long long i_n = (long long)(n - 1) - 1;
       const long long j_n = (long long)(n - 1) - 1;
-      if (i_n > 0 && j_n > 0) {
-        kernel_jacobi_2d_kernel0<<<dim3(transpile_grid(j_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
-        err = cudaGetLastError();
-        if (err != cudaSuccess) {
-          break;
-        }
-      }
+      return (i_n > 0 ? i_n : 0) * (j_n > 0 ? j_n : 0);
+    };
+    const auto iterations1 = [&](int t) -> long long {
+      (void)t;  // the counts need not depend on it
       const long long i_n1 = (long long)(n - 1) - 1;
       const long long j_n1 = (long long)(n - 1) - 1;
-      if (i_n1 > 0 && j_n1 > 0) {
-        kernel_jacobi_2d_kernel1<<<dim3(transpile_grid(j_n1, 32u, 2147483647u), transpile_grid(i_n1, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
-        err = cudaGetLastError();
-        if (err != cudaSuccess) {
-          break;
+      return (i_n1 > 0 ? i_n1 : 0) * (j_n1 > 0 ? j_n1 : 0);
+    };
+    const bool one_block = one_block_max > 0 && t_hi > t_lo && iterations((int)t_first) <= one_block_max && iterations((int)t_last) <= one_block_max && iterations1((int)t_first) <= one_block_max && iterations1((int)t_last) <= one_block_max;
+    if (one_block) {  // one block runs the whole loop (transpile/cuda_oneblock.py)
+      kernel_jacobi_2d_loop<<<dim3(1u), dim3(1024u), 0, stream>>>(n, A, B, t_lo, t_hi);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) {
+        break;
+      }
+    } else {
+      for (int t = 0; t < tsteps; ++t) {
+        const long long i_n = (long long)(n - 1) - 1;
+        const long long j_n = (long long)(n - 1) - 1;
+        if (i_n > 0 && j_n > 0) {
+          kernel_jacobi_2d_kernel0<<<dim3(transpile_grid(j_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
+        }
+        const long long i_n1 = (long long)(n - 1) - 1;
+        const long long j_n1 = (long long)(n - 1) - 1;
+        if (i_n1 > 0 && j_n1 > 0) {
+          kernel_jacobi_2d_kernel1<<<dim3(transpile_grid(j_n1, 32u, 2147483647u), transpile_grid(i_n1, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
         }
       }
-    }
-    if (err != cudaSuccess) {
-      break;
+      if (err != cudaSuccess) {
+        break;
+      }
     }
   } while (0);
   return err;

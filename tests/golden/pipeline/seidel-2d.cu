@@ -116,26 +116,70 @@ __global__ void __launch_bounds__(256) kernel_seidel_2d_kernel0(int tsteps, int 
   }
 }
 
+__global__ void __launch_bounds__(1024) kernel_seidel_2d_loop(int tsteps, int n, double *__restrict__ A, long long w_lo, long long w_hi1)
+{
+  for (long long w_it = w_lo; w_it < w_hi1; w_it += 1) {
+    const int w = (int)w_it;
+    // kernel_seidel_2d_kernel0
+    {
+      const int i_hi = n - 1;
+      for (long long i_g = (long long)1 + (long long)blockIdx.y * blockDim.y + threadIdx.y; i_g < i_hi; i_g += (long long)gridDim.y * blockDim.y) {
+        const int i = (int)i_g;
+        for (long long t_g = (long long)blockIdx.x * blockDim.x + threadIdx.x; t_g < tsteps; t_g += (long long)gridDim.x * blockDim.x) {
+          const int t = (int)t_g;
+          if (1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1) {
+            A[(long long)i * n + (w - 4 * t - 2 * i)] = (A[(long long)i * n + (w - 4 * t - 2 * i) + (-1LL * n - 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) - 1LL * n] + A[(long long)i * n + (w - 4 * t - 2 * i) + (-1LL * n + 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) - 1LL] + A[(long long)i * n + (w - 4 * t - 2 * i)] + A[(long long)i * n + (w - 4 * t - 2 * i) + 1LL] + A[(long long)i * n + (w - 4 * t - 2 * i) + (1LL * n - 1LL)] + A[(long long)i * n + (w - 4 * t - 2 * i) + 1LL * n] + A[(long long)i * n + (w - 4 * t - 2 * i) + (1LL * n + 1LL)]) / 9.0;
+          }
+        }
+      }
+    }
+    __syncthreads();  // the iteration is done
+  }
+}
+
 // Runs kernel_seidel_2d on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t kernel_seidel_2d_device(int tsteps, int n, double *A, cudaStream_t stream)
 {
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
-    const int w_hi = 3 * n + 4 * tsteps - 9;
-    for (int w = 3; w < w_hi; ++w) {
+    // The most iterations a launch may have for one block to run the loop: TRANSPILE_ONEBLOCK_MAX in the environment
+    // (0: launch one by one), else 8192.
+    const char *const one_block_env = getenv("TRANSPILE_ONEBLOCK_MAX");
+    const long long one_block_max = one_block_env != NULL ? atoll(one_block_env) : 8192LL;
+    const long long w_lo = 3;
+    const long long w_hi1 = 3 * n + 4 * tsteps - 9;
+    const long long w_first = w_lo;
+    const long long w_last = w_hi1 - 1;
+    const auto iterations = [&](int w) -> long long {
+      (void)w;  // the counts need not depend on it
       const long long i_n = (long long)(n - 1) - 1;
       const long long t_n = tsteps;
-      if (i_n > 0 && t_n > 0) {
-        kernel_seidel_2d_kernel0<<<dim3(transpile_grid(t_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(tsteps, n, A, w);
-        err = cudaGetLastError();
-        if (err != cudaSuccess) {
-          break;
+      return (i_n > 0 ? i_n : 0) * (t_n > 0 ? t_n : 0);
+    };
+    const bool one_block = one_block_max > 0 && w_hi1 > w_lo && iterations((int)w_first) <= one_block_max && iterations((int)w_last) <= one_block_max;
+    if (one_block) {  // one block runs the whole loop (transpile/cuda_oneblock.py)
+      kernel_seidel_2d_loop<<<dim3(1u), dim3(1024u), 0, stream>>>(tsteps, n, A, w_lo, w_hi1);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) {
+        break;
+      }
+    } else {
+      const int w_hi = 3 * n + 4 * tsteps - 9;
+      for (int w = 3; w < w_hi; ++w) {
+        const long long i_n = (long long)(n - 1) - 1;
+        const long long t_n = tsteps;
+        if (i_n > 0 && t_n > 0) {
+          kernel_seidel_2d_kernel0<<<dim3(transpile_grid(t_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(tsteps, n, A, w);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
         }
       }
-    }
-    if (err != cudaSuccess) {
-      break;
+      if (err != cudaSuccess) {
+        break;
+      }
     }
   } while (0);
   return err;

@@ -123,6 +123,26 @@ __global__ void __launch_bounds__(256) kernel_trisolv_kernel2(int n, const doubl
   }
 }
 
+__global__ void __launch_bounds__(1024) kernel_trisolv_loop(int n, const double *__restrict__ L, double *__restrict__ x, long long j_lo, long long j_hi)
+{
+  for (long long j_it = j_lo; j_it < j_hi; j_it += 1) {
+    const int j = (int)j_it;
+    // kernel_trisolv_kernel1 (thread 0)
+    if (threadIdx.x == 0) {
+      x[j] /= L[(long long)j * n + j];
+    }
+    __syncthreads();  // kernel_trisolv_kernel1 is done
+    // kernel_trisolv_kernel2
+    {
+      for (long long i_g = (long long)(j + 1) + (long long)blockIdx.x * blockDim.x + threadIdx.x; i_g < n; i_g += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)i_g;
+        x[i] -= L[(long long)i * n + j] * x[j];
+      }
+    }
+    __syncthreads();  // the iteration is done
+  }
+}
+
 // Runs kernel_trisolv on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t kernel_trisolv_device(int n, const double *L, double *x, const double *b, cudaStream_t stream)
 {
@@ -137,23 +157,45 @@ extern "C" cudaError_t kernel_trisolv_device(int n, const double *L, double *x, 
         break;
       }
     }
-    for (int j = 0; j < n; ++j) {
-      kernel_trisolv_kernel1<<<dim3(1u), dim3(1u), 0, stream>>>(n, L, x, j);
+    // The most iterations a launch may have for one block to run the loop: TRANSPILE_ONEBLOCK_MAX in the environment
+    // (0: launch one by one), else 8192.
+    const char *const one_block_env = getenv("TRANSPILE_ONEBLOCK_MAX");
+    const long long one_block_max = one_block_env != NULL ? atoll(one_block_env) : 8192LL;
+    const long long j_lo = 0;
+    const long long j_hi = n;
+    const long long j_first = j_lo;
+    const long long j_last = j_hi - 1;
+    const auto iterations = [&](int j) -> long long {
+      (void)j;  // the counts need not depend on it
+      const long long i_n1 = (long long)n - (j + 1);
+      return (i_n1 > 0 ? i_n1 : 0);
+    };
+    const bool one_block = one_block_max > 0 && j_hi > j_lo && iterations((int)j_first) <= one_block_max && iterations((int)j_last) <= one_block_max;
+    if (one_block) {  // one block runs the whole loop (transpile/cuda_oneblock.py)
+      kernel_trisolv_loop<<<dim3(1u), dim3(1024u), 0, stream>>>(n, L, x, j_lo, j_hi);
       err = cudaGetLastError();
       if (err != cudaSuccess) {
         break;
       }
-      const long long i_n1 = (long long)n - (j + 1);
-      if (i_n1 > 0) {
-        kernel_trisolv_kernel2<<<dim3(transpile_grid(i_n1, transpile_block(i_n1, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n1, 256u), 1u, 1u), 0, stream>>>(n, L, x, j);
+    } else {
+      for (int j = 0; j < n; ++j) {
+        kernel_trisolv_kernel1<<<dim3(1u), dim3(1u), 0, stream>>>(n, L, x, j);
         err = cudaGetLastError();
         if (err != cudaSuccess) {
           break;
         }
+        const long long i_n1 = (long long)n - (j + 1);
+        if (i_n1 > 0) {
+          kernel_trisolv_kernel2<<<dim3(transpile_grid(i_n1, transpile_block(i_n1, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n1, 256u), 1u, 1u), 0, stream>>>(n, L, x, j);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
+        }
       }
-    }
-    if (err != cudaSuccess) {
-      break;
+      if (err != cudaSuccess) {
+        break;
+      }
     }
   } while (0);
   return err;

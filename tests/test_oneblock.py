@@ -1,0 +1,144 @@
+"""One-block host loops (transpile/cuda_oneblock.py): which loops, the code, both paths against the interpreter."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import polybench
+from transpile import cfront, cuda, cuda_oneblock, interp, ir, pipeline, text
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
+
+
+def _module(name: str) -> ir.Module:
+    spec = polybench.spec(name)
+    return cfront.parse_file(str(spec.path), function=spec.function)
+
+
+def _host_loops(m: ir.Module) -> list[ir.For]:
+    return [s for s in m.kernels[0].body if cuda._is_host_loop(s)]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name, want", [("jacobi-1d", [True]), ("trisolv", [True]), ("adi", [False]),
+                                        ("durbin", [False]), ("gramschmidt", [False])])
+def test_which_host_loops_are_eligible(name: str, want: list[bool]) -> None:
+    # jacobi-1d: two plain launches a time step; trisolv: a single-thread launch and a plain one a
+    # column.  adi's launches each run a sweep (a loop a thread); durbin's and gramschmidt's hold
+    # reductions (loops inside the launch).
+    lowered = pipeline.lower(_module(name))
+    assert [cuda_oneblock.eligible(lp, set()) for lp in _host_loops(lowered)] == want
+
+
+def test_triangular_and_non_affine_counts_are_not_eligible() -> None:
+    # Mapped IR as map_gpu leaves it: a host loop over t around launches.
+    def loop(i_hi: str, j_lo: str, body: str = "A[i][j] = A[i][j] + 1.0;") -> ir.For:
+        src = f"""kernel k(i32 n, f64 s, inout f64 A[n][n]) {{
+  for t in 1..n {{
+    launch {{
+      for i in 0..{i_hi} par(y) {{
+        for j in {j_lo}..n par(x) {{
+          {body}
+        }}
+      }}
+    }}
+  }}
+}}"""
+        (s,) = text.parse(src).kernels[0].body
+        assert isinstance(s, ir.For)
+        return s
+
+    assert cuda_oneblock.eligible(loop("t", "0"), set())  # the count (t * n) is affine in t
+    assert not cuda_oneblock.eligible(loop("n", "i"), set())  # triangular: j's bounds read i
+    assert not cuda_oneblock.eligible(loop("t * t", "0"), set())  # not affine in t
+    assert not cuda_oneblock.eligible(loop("n", "0", "for k in 0..n { A[i][j] = A[i][j] + 1.0; }"), set())
+    assert not cuda_oneblock.eligible(loop("n", "0", "A[i][j] = s;"), {"s"})  # a device scalar
+
+
+def test_the_code_runs_the_loop_in_one_block_or_launch_by_launch() -> None:
+    code = cuda.emit(pipeline.lower(_module("trisolv")), source="trisolv.c")
+    assert "__global__ void __launch_bounds__(1024) kernel_trisolv_loop(" in code
+    assert 'getenv("TRANSPILE_ONEBLOCK_MAX")' in code
+    assert re.search(r"if \(one_block\) \{.*\n\s*kernel_trisolv_loop<<<dim3\(1u\), dim3\(1024u\)", code)
+    # the launches one by one in the else branch, as without the feature
+    assert "} else {\n      for (int j = 0; j < n; ++j) {\n        kernel_trisolv_kernel1<<<" in code
+    # the single-thread launch runs on thread 0, a barrier after each launch
+    loop = code[code.index("kernel_trisolv_loop("):code.index("// Runs kernel_trisolv")]
+    assert "if (threadIdx.x == 0) {\n      x[j] /= L[(long long)j * n + j];" in loop
+    assert loop.count("__syncthreads();") == 2
+    # the naive mapping (the benchmark's baseline) keeps its launches
+    naive = cuda.emit(pipeline.lower(_module("trisolv"), naive=True), source="trisolv.c",
+                      tiling=__import__("passes.tile", fromlist=["Options"]).Options(enabled=False))
+    assert "kernel_trisolv_loop" not in naive
+
+
+def test_an_array_one_launch_reads_and_another_writes_is_not_const() -> None:
+    code = cuda.emit(pipeline.lower(_module("jacobi-1d")), source="jacobi-1d.c")
+    head = re.search(r"kernel_jacobi_1d_loop\(([^)]*)\)", code)
+    assert head is not None
+    assert "double *__restrict__ A" in head.group(1) and "const double *__restrict__ A" not in head.group(1)
+
+
+def _build(code: str, out: Path) -> object:
+    from transpile.sim.build import build
+    from transpile.sim.runner import SimLibrary
+
+    out.mkdir(parents=True, exist_ok=True)
+    cu = out / "k.cu"
+    cu.write_text(code)
+    return SimLibrary(build(cu, out / "sim"))
+
+
+@needs_gxx
+@pytest.mark.parametrize("name, sizes", [("trisolv", [1, 2, 7, 100, 300]), ("jacobi-1d", [3, 4, 50, 2500])])
+@pytest.mark.parametrize("cap", ["", "0", "60"])
+def test_both_paths_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                          sizes: list[int], cap: str) -> None:
+    """Default cap (8192: one block at these sizes, 2500 > 1024 threads included), 0 (launch by
+    launch), 60 (one block only where every launch has at most 60 iterations)."""
+    if cap:
+        monkeypatch.setenv(cuda_oneblock.ENV, cap)
+    else:
+        monkeypatch.delenv(cuda_oneblock.ENV, raising=False)
+    module = _module(name)
+    lib = _build(cuda.emit(pipeline.lower(module), source=f"{name}.c"), tmp_path)
+    fn = module.kernels[0].name
+    for n in sizes:
+        rng = np.random.default_rng(n)
+        if name == "trisolv":
+            L = np.tril(rng.random((n, n)) * 0.1) + np.eye(n)
+            args: dict[str, object] = {"n": n, "L": L, "x": rng.random(n), "b": rng.random(n)}
+            order = ["n", "L", "x", "b"]
+        else:
+            args = {"tsteps": 5, "n": n, "A": rng.random(n), "B": rng.random(n)}
+            order = ["tsteps", "n", "A", "B"]
+        want = interp.run(module, fn, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+        got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        run = lib.run(fn, *(got[k] for k in order), restype=None)  # type: ignore[attr-defined]
+        assert run.ok, run.diagnostics
+        for a in order:
+            if isinstance(got[a], np.ndarray):
+                np.testing.assert_allclose(got[a], want[a], rtol=1e-12, atol=1e-14, err_msg=f"{a} at n={n}")
+    assert os.environ.get(cuda_oneblock.ENV, "") == cap
+
+
+@needs_gxx
+def test_the_verifier_checks_the_launch_by_launch_path(tmp_path: Path) -> None:
+    """A fault in the kernels only the launch-by-launch path runs (the one-block kernel has its own
+    copy of their bodies) is found by stage (c)'s run L."""
+    from transpile.verify.stages import Options, verify_file
+
+    spec = polybench.spec("jacobi-1d")
+    code = cuda.emit(pipeline.lower(_module("jacobi-1d")), source="jacobi-1d.c")
+    good = "B[i] = 0.33333 * (A[i - 1]"
+    assert code.count(good) == 2  # the launch's kernel, then the one-block kernel
+    cu = tmp_path / "bad.cu"
+    cu.write_text(code.replace(good, "B[i] = 0.33433 * (A[i - 1]", 1))
+    rep = verify_file(cu, spec.path, function=spec.function, options=Options(mode="quick", stages="abc", seed=1))
+    c = rep.stages["c"]
+    assert c.status == "fail" and c.check == "launch-by-launch", c.message

@@ -1,0 +1,166 @@
+"""One-block host loops: a host loop of small launches run by one block, its launches separated by barriers.
+
+A host loop (``for t { launch; launch; ... }``, :func:`transpile.cuda._is_host_loop`) whose launches
+each cover a few thousand iterations costs a launch's overhead per launch: jacobi-1d at n = 4000
+launches 2000 kernels of 4000 threads a call (9 ms on the H200, 4.5 us a launch), trisolv at
+n = 4000 launches 8000.  When every launch of such a loop is small, one block runs the whole
+loop: each launch's body as it is (its grid-stride loops cover the iterations with one block as
+with many), one after the other, ``__syncthreads()`` between them.  Within one block a barrier
+orders every global memory access before it against every access after it, as the end of a
+launch does on a stream, so the launches' order and dependences are kept.
+
+**Which loops** (:func:`eligible`): the innermost host loops (no host loop inside) whose body is
+launches only, each a plain launch (a nest of ``par`` loops around loop-free statements) or a
+single-thread launch (loop-free statements), touching no device scalar and returning nowhere,
+whose ``par`` loops' bounds are affine in the host loop's variable (so each launch's iteration
+count over the host loop is largest at its first or last iteration); step of the host loop
+positive, or negative over a signed variable.  The emitter confirms each launch became a
+``plain`` or ``serial`` launch (no reduction or tensor-core shape, no fold).
+
+**When** (run time, from the sizes): the one-block kernel runs when every launch's iteration
+count, at the host loop's first and last iteration, is at most :data:`MAX_ITERATIONS`
+(or ``TRANSPILE_ONEBLOCK_MAX`` from the environment, read when the loop is entered; 0 turns the path
+off); otherwise the host loop launches as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from passes import accesses
+from transpile import ir
+
+if TYPE_CHECKING:
+    from transpile.cuda import _KernelEmitter
+
+THREADS = 1024
+"""Threads of the one block."""
+MAX_ITERATIONS = 8192
+"""Most iterations of one launch (per host-loop iteration) for the one-block kernel: 8 a thread."""
+ENV = "TRANSPILE_ONEBLOCK_MAX"
+"""The environment variable that overrides :data:`MAX_ITERATIONS` when the host loop is entered (0: never
+one block; the verifier's stage (c) runs each shape both ways)."""
+
+
+def eligible(loop: ir.For, device_scalars: set[str]) -> bool:
+    """``loop`` is a host loop the one-block kernel can run (module docstring)."""
+    from transpile.cuda import _is_host_loop, _par_chain, _var_names
+
+    if loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed) or not loop.body:
+        return False
+    for s in loop.body:
+        if not isinstance(s, ir.Launch) or _is_host_loop(s):
+            return False
+        if any(isinstance(n, ir.Return) for n in ir.walk(s)) or _var_names(s) & device_scalars:
+            return False
+        chain = _par_chain(s)
+        inner = chain[-1].body if chain else s.body
+        if any(isinstance(n, ir.For) for st in inner for n in ir.walk(st)):
+            return False
+        for lp in chain:
+            outer = {o.var for o in chain if o is not lp}
+            for b in (lp.lo, lp.hi):
+                if _var_names(b) & outer:  # triangular: its count is not one expression of the host variable
+                    return False
+                if loop.var in _var_names(b) and accesses.affine(b, _var_names(b)) is None:
+                    return False
+    return True
+
+
+def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]], kernels: list[dict[str, object]],
+          pad: str) -> tuple[dict[str, object], list[str], list[str], str] | None:
+    """``(kernel, args, lines, ok)``: the one-block kernel of host loop ``loop``, its launch's arguments,
+    the host lines that compute ``ok`` (run it or not), or None.
+
+    ``steps``: the host steps the loop's body became (launch steps only, in order); ``kernels``: the
+    kernels those launches became.  ``pad``: the host lines' indentation."""
+    by_name = {str(k["name"]): k for k in kernels}
+    if any(st.get("kind") != "launch" or st.get("shape") not in ("plain", "serial") for st in steps) or \
+            any(str(st["kernel"]) in emitter.folds for st in steps):
+        return None
+    expr, hn = emitter.expr, emitter.host_namer
+    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, ctype
+
+    v = expr.ident(loop.var)
+    vt = ctype(loop.ty)
+    # Parameters: every launch's, once, without the host loop's variable; its bounds by value.
+    params: list[str] = []
+    args: list[str] = []
+    for st in steps:
+        k = by_name[str(st["kernel"])]
+        for p, a in zip(k["params"], st["args"]):  # type: ignore[call-overload]
+            if a == v:
+                continue
+            if a in args:  # an array one launch reads (const) and another writes: not const
+                at = args.index(a)
+                if params[at].startswith("const ") and not str(p).startswith("const "):
+                    params[at] = str(p)
+                continue
+            params.append(str(p))
+            args.append(a)
+    lo, hi = hn.fresh(f"{loop.var}_lo"), hn.fresh(f"{loop.var}_hi")
+    params += [f"{INDEX_TYPE} {lo}", f"{INDEX_TYPE} {hi}"]
+    args += [lo, hi]
+    name = emitter.namer.fresh(f"{emitter.name}_loop")
+    body = []
+    it = emitter.namer.fresh(f"{loop.var}_it")
+    if loop.step > 0:
+        body.append(f"  for ({INDEX_TYPE} {it} = {lo}; {it} < {hi}; {it} += {loop.step}) {{")
+    else:
+        body.append(f"  for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-loop.step}) {{")
+    from transpile.cuda import _var_names
+
+    if any(loop.var in _var_names(st) for st in loop.body):
+        body.append(f"    const {vt} {v} = ({vt}){it};")
+    for n, st in enumerate(steps):
+        k = by_name[str(st["kernel"])]
+        lines = [str(x) for x in k["body"]]  # type: ignore[union-attr]
+        if n:
+            body.append(f"    {emitter.expr.mark('barrier', '__syncthreads();')}  // {steps[n - 1]['kernel']} is done")
+        body.append(f"    // {st['kernel']}" + (" (thread 0)" if st["shape"] == "serial" else ""))
+        tid0 = f"if ({emitter.expr.mark('index', 'threadIdx.x')} == 0) {{"
+        body.append(f"    {tid0}" if st["shape"] == "serial" else "    {")
+        body += ["    " + x for x in lines]
+        body.append("    }")
+    body.append(f"    {emitter.expr.mark('barrier', '__syncthreads();')}  // the iteration is done")
+    body.append("  }")
+    kernel: dict[str, object] = {"name": name, "params": params, "body": body,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({THREADS})"}
+    # Host: the loop's bounds, each launch's iteration count at the first and last iteration.
+    first, last = hn.fresh(f"{loop.var}_first"), hn.fresh(f"{loop.var}_last")
+    ok = hn.fresh("one_block")
+    m = expr.mark
+    env, cap = hn.fresh("one_block_env"), hn.fresh("one_block_max")
+    lines = [f"{pad}// The most iterations a launch may have for one block to run the loop: {ENV} in the environment",
+             f"{pad}// (0: launch one by one), else {MAX_ITERATIONS}.",
+             f'{pad}const char *const {env} = getenv("{ENV}");',
+             f"{pad}const {INDEX_TYPE} {cap} = {env} != NULL ? atoll({env}) : {MAX_ITERATIONS}LL;",
+             f"{pad}{m('launch', f'const {INDEX_TYPE} {lo} = {expr(loop.lo)};')}",
+             f"{pad}{m('launch', f'const {INDEX_TYPE} {hi} = {expr(loop.hi)};')}"]
+    if loop.step == 1:
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1;')}")
+    elif loop.step > 0:
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {lo} + ({hi} - 1 - {lo}) / {loop.step} * {loop.step};')}")
+    else:
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {hi} - 1;')}")
+        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1 - ({hi} - 1 - {lo}) / {-loop.step} * {-loop.step};')}")
+    counts = []
+    for st in steps:
+        trips = st.get("trips") or []
+        if not trips:
+            continue
+        fn = hn.fresh("iterations")
+        lines.append(f"{pad}const auto {fn} = [&]({vt} {v}) -> {INDEX_TYPE} {{")
+        lines.append(f"{pad}  (void){v};  // the counts need not depend on it")
+        prod = []
+        for t in trips:  # type: ignore[union-attr]
+            lines.append(f"{pad}  const {INDEX_TYPE} {t['name']} = {t['expr']};")
+            prod.append(f"({t['name']} > 0 ? {t['name']} : 0)")
+        lines.append(f"{pad}  return {' * '.join(prod)};")
+        lines.append(f"{pad}}};")
+        counts += [f"{fn}(({vt}){first}) <= {cap}", f"{fn}(({vt}){last}) <= {cap}"]
+    cond = " && ".join([f"{cap} > 0", f"{hi} > {lo}", *counts])
+    lines.append(f"{pad}const bool {ok} = {m('guard', cond)};")
+    return kernel, args, lines, ok  # the caller emits: if (ok) { one-block launch } else { the loop }
