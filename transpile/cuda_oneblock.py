@@ -10,12 +10,16 @@ orders every global memory access before it against every access after it, as th
 launch does on a stream, so the launches' order and dependences are kept.
 
 **Which loops** (:func:`eligible`): the innermost host loops (no host loop inside) whose body is
-launches only, each a plain launch (a nest of ``par`` loops around loop-free statements) or a
-single-thread launch (loop-free statements), touching no device scalar and returning nowhere,
-whose ``par`` loops' bounds are affine in the host loop's variable (so each launch's iteration
-count over the host loop is largest at its first or last iteration); step of the host loop
-positive, or negative over a signed variable.  The emitter confirms each launch became a
-``plain`` or ``serial`` launch (no reduction or tensor-core shape, no fold).
+launches only, returning nowhere: plain launches (a nest of ``par`` loops around loop-free
+statements: a grid whose threads loop would be serialised onto one block, adi's sweeps), launches
+without ``par`` loops (one thread, or a one-block reduction: they run in one block anyway), with
+the ``par`` loops' bounds affine in the host loop's variable (so each launch's iteration count over
+the host loop is largest at its first or last iteration); step of the host loop positive, or
+negative over a signed variable.  The emitter confirms what each launch became
+(:func:`build`): ``plain``, ``serial`` or a ``block`` reduction without a launch guard, no fold;
+the one block has the reductions' block size (one size for all of them) or :data:`THREADS`.
+Device scalars stay in device memory: each body loads and stores them as its launch does, and
+the barrier after a body makes its stores visible to the next.
 
 **When** (run time, from the sizes): the one-block kernel runs when every launch's iteration
 count, at the host loop's first and last iteration, is at most :data:`MAX_ITERATIONS`
