@@ -81,7 +81,8 @@ def test_an_array_one_launch_reads_and_another_writes_is_not_const() -> None:
     code = cuda.emit(pipeline.lower(_module("jacobi-1d")), source="jacobi-1d.c")
     head = re.search(r"kernel_jacobi_1d_loop\(([^)]*)\)", code)
     assert head is not None
-    assert "double *__restrict__ A" in head.group(1) and "const double *__restrict__ A" not in head.group(1)
+    assert "double *A" in head.group(1) and "const double *A" not in head.group(1)
+    assert "__restrict__" not in head.group(1)  # nvcc may keep values across the barriers otherwise
 
 
 def _build(code: str, out: Path) -> object:

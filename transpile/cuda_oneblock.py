@@ -79,7 +79,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
             any(str(st["kernel"]) in emitter.folds for st in steps):
         return None
     expr, hn = emitter.expr, emitter.host_namer
-    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, ctype
+    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, ctype
 
     v = expr.ident(loop.var)
     vt = ctype(loop.ty)
@@ -98,6 +98,10 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
                 continue
             params.append(str(p))
             args.append(a)
+    # No __restrict__: with it nvcc takes a pointer's target as changed by this thread alone and may
+    # keep values in registers across the barriers, where other threads of the block write them (it
+    # did with durbin's device scalars, loaded once before the loop: wrong on the H200, run 49).
+    params = [p.replace(f"*{RESTRICT} ", "*") for p in params]
     lo, hi = hn.fresh(f"{loop.var}_lo"), hn.fresh(f"{loop.var}_hi")
     params += [f"{INDEX_TYPE} {lo}", f"{INDEX_TYPE} {hi}"]
     args += [lo, hi]

@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_kernel1(int n, double *_
   }
 }
 
-__global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *__restrict__ A, double *__restrict__ B, long long t_lo, long long t_hi)
+__global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *A, double *B, long long t_lo, long long t_hi)
 {
   for (long long t_it = t_lo; t_it < t_hi; t_it += 1) {
     // kernel_jacobi_2d_kernel0

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(256) kernel_seidel_2d_kernel0(int tsteps, int 
   }
 }
 
-__global__ void __launch_bounds__(1024) kernel_seidel_2d_loop(int tsteps, int n, double *__restrict__ A, long long w_lo, long long w_hi1)
+__global__ void __launch_bounds__(1024) kernel_seidel_2d_loop(int tsteps, int n, double *A, long long w_lo, long long w_hi1)
 {
   for (long long w_it = w_lo; w_it < w_hi1; w_it += 1) {
     const int w = (int)w_it;

@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(256) kernel_trisolv_kernel2(int n, const doubl
   }
 }
 
-__global__ void __launch_bounds__(1024) kernel_trisolv_loop(int n, const double *__restrict__ L, double *__restrict__ x, long long j_lo, long long j_hi)
+__global__ void __launch_bounds__(1024) kernel_trisolv_loop(int n, const double *L, double *x, long long j_lo, long long j_hi)
 {
   for (long long j_it = j_lo; j_it < j_hi; j_it += 1) {
     const int j = (int)j_it;
