@@ -269,6 +269,8 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
     """Per kernel with a timed default: the model's pick and the fastest measured build, each with its
     speedup over the default (``1 / relative``: a candidate's is the same-child baseline's time over
     its own when bench/gpu.py timed the baseline; ``baseline`` says which was used)."""
+    from transpile.evolve import MODEL_MARGIN
+
     rows = []
     for k, entry in manifest["kernels"].items():
         if (k, "default") not in times:
@@ -279,8 +281,6 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
         low = min((model[(k, v)] for v in modelled), default=None)
         # the search's rule: the default unless the best estimate beats it by more than the model's
         # margin (evolve.MODEL_MARGIN); else the first within the tournament's 3% of the best
-        from transpile.evolve import MODEL_MARGIN
-
         by_model = next((v for v in modelled if low is not None and model[(k, v)] <= low * 1.03), "default")
         if ("default" in modelled and low is not None and by_model != "default"
                 and low > model[(k, "default")] * (1 - MODEL_MARGIN)):

@@ -143,3 +143,15 @@ def test_the_verifier_checks_the_launch_by_launch_path(tmp_path: Path) -> None:
     rep = verify_file(cu, spec.path, function=spec.function, options=Options(mode="quick", stages="abc", seed=1))
     c = rep.stages["c"]
     assert c.status == "fail" and c.check == "launch-by-launch", c.message
+
+
+def test_a_loop_the_kernel_cannot_take_is_emitted_as_without_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When build() declines after the loop's steps were made one level deeper (the emitter's
+    shapes confirm eligibility only afterwards), the steps are put back at their depth: the code is
+    the one an ineligible loop gets, byte for byte."""
+    lowered = pipeline.lower(_module("trisolv"))
+    monkeypatch.setattr(cuda_oneblock, "build", lambda *a, **k: None)
+    declined = cuda.emit(lowered, source="trisolv.c")
+    monkeypatch.setattr(cuda_oneblock, "eligible", lambda *a, **k: False)
+    assert declined == cuda.emit(lowered, source="trisolv.c")
+    assert "kernel_trisolv_loop" not in declined

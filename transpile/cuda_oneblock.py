@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from passes import accesses
 from transpile import ir
 
 if TYPE_CHECKING:
@@ -44,6 +43,7 @@ one block; the verifier's stage (c) runs each shape both ways)."""
 
 def eligible(loop: ir.For, device_scalars: set[str]) -> bool:
     """``loop`` is a host loop the one-block kernel can run (module docstring)."""
+    from passes import accesses
     from transpile.cuda import _is_host_loop, _par_chain, _var_names
 
     if loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed) or not loop.body:
@@ -78,8 +78,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     if any(st.get("kind") != "launch" or st.get("shape") not in ("plain", "serial") for st in steps) or \
             any(str(st["kernel"]) in emitter.folds for st in steps):
         return None
+    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, _var_names, ctype
+
     expr, hn = emitter.expr, emitter.host_namer
-    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, ctype
 
     v = expr.ident(loop.var)
     vt = ctype(loop.ty)
@@ -112,8 +113,6 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
         body.append(f"  for ({INDEX_TYPE} {it} = {lo}; {it} < {hi}; {it} += {loop.step}) {{")
     else:
         body.append(f"  for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-loop.step}) {{")
-    from transpile.cuda import _var_names
-
     if any(loop.var in _var_names(st) for st in loop.body):
         body.append(f"    const {vt} {v} = ({vt}){it};")
     for n, st in enumerate(steps):

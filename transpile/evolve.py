@@ -428,10 +428,11 @@ class Search:
         top = min(ranked, key=lambda t: (t.rank, t.cost_ms if t.cost_ms is not None else math.inf,
                                          self.trials.index(t)))
         default = next((t for t in ranked if t.origin == "default"), None)
-        if default is not None and top is not default and rewards.compare(top.record(), default.record()) != 1:
+        if default is None or top is default:
+            return top
+        if rewards.compare(top.record(), default.record()) != 1:
             return default
-        if default is not None and top is not default and top.measured_ms is None and \
-                top.model_ms is not None and default.model_ms is not None and \
+        if top.measured_ms is None and top.model_ms is not None and default.model_ms is not None and \
                 top.model_ms > default.model_ms * (1 - MODEL_MARGIN):
             return default  # estimated, not measured: only a clear gain overrides the default
         return top

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: launches one by one
 from transpile.verify.checks import HostBuffers, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream
@@ -48,8 +49,6 @@ from transpile.verify.signature import KernelSig, check_dropin, find_dropin
 from transpile.verify.synth import Inputs, seed_for, shapes
 
 AUDIT_HEADER = Path(__file__).resolve().parent / "include" / "verify_audit.h"
-ONE_BLOCK_ENV = "TRANSPILE_ONEBLOCK_MAX"
-"""transpile.cuda_oneblock.ENV: set to 0 for run L, the host loops' launches one by one."""
 WORK_BUDGET = {"quick": 2e5, "full": 3e6}
 """Upper bound on a shape's statement executions in the simulator (and the gcc reference)."""
 INTERP_WORK_BUDGET = {"quick": 2e4, "full": 6e4}
@@ -292,9 +291,10 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         stage.message = f"the library exports no extern \"C\" function '{sig.name}'"
         return
     device = f"{sig.name}_device" in b.symbols and audit
-    one_block = ONE_BLOCK_ENV in cu.read_text()
+    text = cu.read_text()
+    one_block = ONE_BLOCK_ENV in text
     if device:
-        params, _ = find_dropin(cu.read_text(), f"{sig.name}_device")
+        params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
             device = False
             report.note(f"stage (c): {sig.name}_device does not take (<the C parameters>, cudaStream_t); "
