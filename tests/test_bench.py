@@ -398,6 +398,14 @@ def test_evolve_speedups_use_the_same_child_baseline(tmp_path: Path) -> None:
     assert row["fastest"] == "cand-b" and row["fastest_speedup"] == pytest.approx(0.9 / 0.85)  # not 1.18
     c = evolve.correlations(manifest, model, times, ["gemm"])
     assert c["family"]["matmul-like"]["pairs"] == 3
+    # the search's own pick (the manifest's best) is reported beside the model's; no best: the default
+    assert row["search_pick"] == "default" and row["search_pick_speedup"] == 1.0
+    [row] = evolve.picks({"kernels": {"gemm": {**manifest["kernels"]["gemm"], "best": "b"}}}, model, times)
+    assert row["search_pick"] == "cand-b" and row["search_pick_speedup"] == pytest.approx(0.9 / 0.85)
+    # an estimate within the model's margin (evolve.MODEL_MARGIN) of the default's leaves the default
+    near = {**model, ("gemm", "cand-a"): 2.8, ("gemm", "cand-b"): 2.9}
+    [row] = evolve.picks(manifest, near, times)
+    assert row["model_pick"] == "default"
     # where the candidates tie the baseline, the default's position among them follows its own child
     tie = evolve.measured(jsonl(recs[:2] + [time("cand-a", 0.9), time("cand-b", 0.9)] + recs[4:]))
     [row] = evolve.picks(manifest, model, tie)
