@@ -252,7 +252,7 @@ def test_skeleton() -> None:
 
 def test_host_loops() -> None:
     text = cuda.emit(ir.Module((), (map_gpu.run(host_loops()),)), source="steps.c")
-    device = text[text.index("steps_device("):text.index("// Drop-in")]
+    device = text[text.index("static cudaError_t steps_run("):text.index("// Drop-in")]  # phased: see cuda_host.plan
     assert "for (int t = 0; t < tsteps; ++t) {" in device
     assert "for (int s = 1; s >= 0; --s) {" in device
     # Loop variable and host-loop local passed by value; count lives on the device.
@@ -260,8 +260,8 @@ def test_host_loops() -> None:
     assert "int count;" in text and "&scal->count" in device
     # Every host loop is followed by an error check (a launch's `break` only leaves the loop).
     assert device.count("    if (err != cudaSuccess) {\n      break;\n    }\n") >= 1
-    # launches, 2 host loops, allocating and initialising the device scalar
-    assert device.count("break;") == device.count("<<<") + 2 + 2
+    # launches, 2 host loops, allocating and initialising the device scalar, the drop-in's hook points
+    assert device.count("break;") == device.count("<<<") + 2 + 2 + device.count("= hook(hook_ctx, ")
 
 
 def test_jacobi_launches_inside_time_loop() -> None:

@@ -16,7 +16,7 @@ import pytest
 from passes import footprint
 from passes.accesses import Affine
 from tests import polybench
-from transpile import cfront, cuda, frontend, pipeline
+from transpile import cfront, cuda, cuda_host, frontend, pipeline
 from transpile.sim import SimLibrary, build
 from transpile.verify import Options, verify_module
 
@@ -448,3 +448,70 @@ def test_copy_out_stays_inside_the_copy_in_range(tmp_path: Path) -> None:
         run = lib.run("diag", n, w, t, restype=None)
         assert run.ok and not run.diagnostics, run.diagnostics
         np.testing.assert_array_equal(t, want, err_msg=f"n={n} w={w}")
+
+
+def _plan(src: Path) -> cuda_host.Plan:
+    kernel = pipeline.lower(frontend.load(src)).kernels[0]
+    fps = footprint.analyze(kernel)
+    intent = {p.name: p.intent for p in kernel.params}
+    return cuda_host.plan(kernel, {n: f.copy_in for n, f in fps.items()},
+                          {n: f.written and intent[n] != "in" for n, f in fps.items()})
+
+
+def test_copies_are_placed_between_phases(partial_c: Path) -> None:
+    """Each array is copied in before the first phase that touches it and may go back after the
+    last phase that writes it; points with nothing to do are not made."""
+    got = _plan(ROOT / "tests" / "kernels" / "3mm.c")
+    assert (got.starts, got.last) == ((1, 2), 3)
+    assert {a: p for a, p in got.in_at.items() if p >= 0} == {"A": 0, "B": 0, "C": 1, "D": 1}
+    assert {a: p for a, p in got.out_after.items() if p >= 0} == {"E": 1, "F": 2, "G": 3}
+    got = _plan(partial_c)  # three launches (D's loop is fused with B's or C's)
+    assert got.last == len(got.starts) + 1 and got.in_at["A"] == 0 and got.in_at["D"] == -1
+    assert got.out_after["B"] < got.last and got.out_after["E"] == got.last
+    gemm = _plan(ROOT / "tests" / "kernels" / "gemm.c")  # one phase: copy-ins first, copy-outs last
+    assert gemm.starts == () and set(gemm.out_after.values()) <= {-1, 1}
+
+
+def _partial_variant(partial_cu: Path, tmp_path: Path, drop: str | None) -> SimLibrary:
+    """The drop-in of ``partial`` with the line ``drop`` taken out (None: as emitted)."""
+    text = partial_cu.read_text()
+    if drop is not None:
+        assert text.count(drop) == 1, drop
+        text = text.replace(drop, "")
+    tmp_path.mkdir(exist_ok=True)
+    cu = tmp_path / "partial_variant.cu"
+    cu.write_text(text + HELPERS)
+    lib = SimLibrary(build(cu, tmp_path, extra_flags=("-U_FORTIFY_SOURCE",)))
+    lib.set_quiet(True)
+    return lib
+
+
+@needs_gxx
+@pytest.mark.parametrize("pinned", [False, True])
+def test_phased_copies_are_ordered_by_events(partial_cu: Path, tmp_path: Path, pinned: bool) -> None:
+    """The simulator's stream-order check sees every copy and kernel of the phased drop-in: with the
+    kernels' wait for the copy-ins, or the copy-outs' wait for the kernels, taken out, it reports a
+    race; as emitted, none.  Caller-pinned arrays take the direct path, whose copy-outs start
+    between phases."""
+    drops = [None,
+             'transpile_check(cudaStreamWaitEvent(s->stream, s->ready, 0), c->kernel, "cudaStreamWaitEvent");',
+             'transpile_check(cudaStreamWaitEvent(s->down, s->mark[q], 0), c->kernel, "cudaStreamWaitEvent");']
+    n = 100
+    for i, drop in enumerate(drops):
+        lib = _partial_variant(partial_cu, tmp_path / str(i), drop)
+        a = np.random.default_rng(4).uniform(-1.0, 1.0, n)
+        arrays = {"A": a, **{k: np.full(n, -7.0) for k in "BCDE"}}
+        if pinned:
+            for x in arrays.values():
+                assert lib.call("pre_register", ctypes.c_void_p(x.ctypes.data), ctypes.c_ulonglong(x.nbytes)) == 0
+        run = lib.run("partial", n, *arrays.values(), restype=None)
+        races = [x for x in run.diagnostics.splitlines() if x.startswith("race on device allocation")]
+        assert bool(races) == (drop is not None), (i, run.diagnostics)
+        if drop is None:
+            assert run.ok and not run.diagnostics, run.diagnostics
+            for name, want in _expected(n, a).items():
+                np.testing.assert_array_equal(arrays[name], want, err_msg=name)
+        if pinned:
+            for x in arrays.values():
+                assert lib.call("pre_unregister", ctypes.c_void_p(x.ctypes.data)) == 0
+        lib.call("partial_release", restype=None)

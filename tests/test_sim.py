@@ -469,6 +469,28 @@ def test_memory_misuse_is_reported(builds: dict[str, SimBuild], which: int, erro
 
 
 @needs_gxx
+@pytest.mark.parametrize(("which", "race"), [
+    (0, None),
+    (1, "the launch of scale_kernel at "),
+    (2, "cudaMemcpyAsync from "),
+    (3, "cudaFreeAsync on stream #1 is not ordered after the launch of scale_kernel at "),
+    (4, None),
+    (5, None),
+])
+def test_stream_order_races_are_reported(builds: dict[str, SimBuild], which: int, race: str | None) -> None:
+    host = np.arange(40, dtype=np.float32)
+    run = run_isolated(builds["streams"], "two_streams", host, len(host), which)
+    assert run.ret == SUCCESS
+    np.testing.assert_array_equal(host, 2.0 * np.arange(40, dtype=np.float32))  # the data is right regardless
+    races = [line for line in run.diagnostics.splitlines() if line.startswith("race on device allocation")]
+    if race is None:
+        assert races == [], run.diagnostics
+    else:
+        assert races and race in races[0], run.diagnostics
+        assert "make one stream wait for the other" in races[0]
+
+
+@needs_gxx
 def test_host_crash_is_a_sim_crash(builds: dict[str, SimBuild]) -> None:
     with pytest.raises(SimCrash) as info:
         run_isolated(builds["memory_errors"], "misuse", np.ones(32, np.float32), 32, 6)

@@ -106,7 +106,8 @@ def test_device_entry_on_the_default_stream_is_rejected(tmp_path: Path) -> None:
     assert report.failure is not None and report.failure.check == "stream", report.summary()
     # The drop-in's own run already sees it: its stream does not wait for the default stream.
     msg = report.failure.message
-    assert "not on the stream passed" in msg or "on the default stream was still pending" in msg, msg
+    assert "not on the stream passed" in msg or "on the default stream was still pending" in msg \
+        or ("race on device allocation" in msg and "on the legacy default stream" in msg), msg
 
 
 @needs_gxx

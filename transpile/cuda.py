@@ -876,7 +876,7 @@ class _KernelEmitter:
             if dims:
                 self.extents[name] = tuple(dims)
         self.expr = ExprPrinter(self.extents, self.rename, marks=True)
-        self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed")}
+        self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed", "hook", "hook_ctx")}
         self.host_namer = namer.child()  # names local to the device function
 
     def ident(self, name: str) -> str:
@@ -1055,13 +1055,22 @@ class _KernelEmitter:
     def context(self) -> dict[str, object]:
         """The template context of this kernel."""
         host = _HostPrinter(self)
-        host.emit(self.k.body)
-        host.flush()
+        first_step: list[int] = []  # per top-level statement: the index of its first step
+        for s in self.k.body:
+            first_step.append(len(host.steps))
+            host.emit([s])
+            host.flush()
         steps = host.steps
 
         from transpile import cuda_host  # the drop-in's transfers (templates/dropin.cu.j2)
 
         arrays = cuda_host.arrays(self)
+        plan = cuda_host.plan(self.k, {n: bool(a["copy_in"]) for n, a in arrays.items()},
+                              {n: bool(a["copy_out"]) for n, a in arrays.items()})
+        for n, a in arrays.items():
+            a["in_at"], a["out_after"] = plan.in_at[n], plan.out_after[n]
+        for point, stmt in reversed(list(enumerate(plan.starts, start=1))):  # the drop-in's copies between phases
+            steps.insert(first_step[stmt], {"kind": "hook", "point": point})
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
         return {
             "name": self.name,
@@ -1072,10 +1081,11 @@ class _KernelEmitter:
             "c_params": [self._c_param(p, device=False) for p in self.k.params],
             "device_params": [self._c_param(p, device=True) for p in self.k.params]
             + [f"{STREAM_TYPE} {self.names['stream']}"],
+            "device_param_names": [self.ident(p.name) for p in self.k.params] + [self.names["stream"]],
             "device_args": [arrays[p.name]["dev"] if p.name in arrays else self.ident(p.name)
                             for p in self.k.params] + [DEFAULT_STREAM],
             "arrays": list(arrays.values()),
-            "dropin": cuda_host.dropin(self),
+            "dropin": {**cuda_host.dropin(self), "last": plan.last, "phased": bool(plan.starts)},
             "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
                         for a in self.arrays for h, d in self.hoisted.get(a, [])],
             "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()]

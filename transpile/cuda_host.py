@@ -19,10 +19,19 @@ parameter of ``NAME``:
 Offsets are rendered as ``long long`` element offsets ``[lo, hi)``; the C
 helper clamps them to the array, so an empty or out-of-range box copies
 nothing instead of overrunning.
+
+:func:`plan` places each copy at a *point* between the phases of ``NAME_device``
+(a phase: a top-level statement with launches, and the host statements before
+it): an array is copied in at the point before the first phase that touches it
+and may be copied out from the point after the last phase that writes it, so
+later arrays' copy-ins overlap earlier kernels and early outputs come back
+while later kernels run (docs/dropin.md, "Streams and overlap").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from passes import footprint
@@ -67,13 +76,72 @@ def arrays(em: _KernelEmitter) -> dict[str, dict[str, object]]:
     return out
 
 
+MAX_POINTS = 32
+"""Points a drop-in may have (``TRANSPILE_DROPIN_POINTS`` in the runtime): its events are per point."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where each array's copies go, as point numbers ``0..last`` (see the module docstring).
+
+    ``starts`` holds, for each interior point ``1..last-1``, the index of the top-level statement
+    of ``NAME_device`` before which it is called; point 0 is before ``NAME_device`` and ``last``
+    after it.  ``in_at`` / ``out_after``: per array parameter, the point of its copy-in and the
+    point whose mark follows its last write (-1: none).
+    """
+
+    starts: tuple[int, ...]
+    in_at: dict[str, int]
+    out_after: dict[str, int]
+
+    @property
+    def last(self) -> int:
+        return len(self.starts) + 1
+
+
+def plan(kernel: ir.Kernel, copy_in: Mapping[str, bool], copy_out: Mapping[str, bool]) -> Plan:
+    """The points of ``kernel``'s copies: one phase per top-level statement with launches."""
+    body = kernel.body
+    has_launch = [any(isinstance(n, ir.Launch) for n in ir.walk(s)) for s in body]
+    phases = max(sum(has_launch), 1)
+    phase_of: list[int] = []
+    seen = 0
+    for launch in has_launch:
+        phase_of.append(min(seen, phases - 1))
+        seen += launch
+    first: dict[str, int] = {}
+    last_write: dict[str, int] = {}
+    for s, ph in zip(body, phase_of):
+        for n in ir.walk(s):
+            if isinstance(n, ir.Index) and n.array in copy_in:
+                first.setdefault(n.array, ph)
+            elif isinstance(n, ir.Var) and n.name in copy_in:  # a whole array (a call argument): read and written
+                first.setdefault(n.name, ph)
+                last_write[n.name] = ph
+            if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) and n.target.array in copy_in:
+                last_write[n.target.array] = ph
+    # Raw points 0..phases: point j is before phase j, point `phases` after the last one.
+    raw_in = {a: first.get(a, 0) for a, c in copy_in.items() if c}
+    raw_out = {a: last_write.get(a, phases - 1) + 1 for a, c in copy_out.items() if c}
+    used = sorted({0, phases, *raw_in.values(), *raw_out.values()})
+    if len(used) > MAX_POINTS:  # too many: every copy-in first, every copy-out last
+        raw_in = dict.fromkeys(raw_in, 0)
+        raw_out = dict.fromkeys(raw_out, phases)
+        used = [0, phases]
+    number = {r: i for i, r in enumerate(used)}
+    starts = tuple(phase_of.index(r) for r in used[1:-1])
+    return Plan(starts, {a: number[raw_in[a]] if a in raw_in else -1 for a in copy_in},
+                {a: number[raw_out[a]] if a in raw_out else -1 for a in copy_in})
+
+
 def dropin(em: _KernelEmitter) -> dict[str, object]:
     """The drop-in's own names: the static state, its exit hook and the release entry point."""
     state = f"transpile_{em.name}_dropin"
-    for name in (state, f"{em.name}_release"):
+    for name in (state, f"{em.name}_release", f"{em.name}_run"):
         assert name not in em.namer.taken, f"generated name {name} clashes with a name of the module"
     return {"state": state, "at_exit": f"{state}_at_exit", "release": f"{em.name}_release",
-            "stream": f"{state}.stream", "held": em.namer.fresh("held"), "list": em.namer.fresh("arrays")}
+            "run": f"{em.name}_run", "stream": f"{state}.stream", "held": em.namer.fresh("held"),
+            "list": em.namer.fresh("arrays"), "call": em.namer.fresh("call")}
 
 
 def _ctype(t: ir.Scalar) -> str:

@@ -259,6 +259,10 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
 #ifndef TRANSPILE_REGISTER_PIECE_BYTES
 #define TRANSPILE_REGISTER_PIECE_BYTES ((size_t)16 << 20)
 #endif
+// Points of a call where copies are placed (transpile/cuda_host.py, MAX_POINTS).
+#ifndef TRANSPILE_DROPIN_POINTS
+#define TRANSPILE_DROPIN_POINTS 32
+#endif
 // The page size for piece boundaries; 0: the system's (sysconf).
 #ifndef TRANSPILE_PAGE_BYTES
 #define TRANSPILE_PAGE_BYTES 0
@@ -481,13 +485,16 @@ struct transpile_copier {
 }
 
 // What one drop-in keeps between calls.  Guarded by `lock`: concurrent calls
-// of the same function serialise (they share the stream and staging buffers).
+// of the same function serialise (they share the streams and staging buffers).
 struct transpile_dropin {
   std::mutex lock;
   bool open;                // the fields below exist
   bool exit_hook;           // the atexit cleanup is registered (once per process)
   int device;               // the current device when opened
-  cudaStream_t stream;      // every copy and launch of a call, in order
+  cudaStream_t stream;      // the device buffers' allocation and free, and the kernels
+  cudaStream_t up, down;    // copies to the device, copies to the host
+  cudaEvent_t mark[TRANSPILE_DROPIN_POINTS];  // per point of a call: the kernels before it
+  cudaEvent_t ready;        // the allocations, then each point's copies to the device
   cudaMemPool_t pool;       // device buffers, kept between calls (release threshold: all)
   unsigned char *ring;      // TRANSPILE_STAGE_SLOTS pinned staging slots (allocated on first use)
   cudaEvent_t slot_done[TRANSPILE_STAGE_SLOTS];  // the last DMA from or into the slot has completed
@@ -495,18 +502,33 @@ struct transpile_dropin {
   transpile_copier *copier; // helper threads for the staging copies (made on first use)
 };
 
-// One user array in one call.
+// One user array in one call: what the generated code fills in, then the call's state.
 struct transpile_array {
   unsigned char *host;  // the user's array
   unsigned char *dev;   // its device buffer (whole extent)
   size_t bytes;         // its size
   size_t elem;          // element size
+  const char *to_device, *to_host;  // the copies' names, for messages
+  long long copy_lo, copy_hi;  // copy-in: element range [lo, hi) (clamped to the array when copied)
+  long long back_lo, back_hi;  // copy-out: element range, inside the copy-in range if there is one
+  int in_at;            // the point of its copy-in (-1: none)
+  int out_after;        // its copy-out waits for this point's mark (-1: none)
   int pinned;           // 0: undecided; 1: page-locked by the user; 2: registered by this call;
                         // 3: to be registered on its first copy; -1: staged
   size_t reg_off, reg_len;  // the range registered by this call (in pieces, see transpile_dropin_piece)
   size_t pieces;            // how many pieces are registered
   int copied_in;            // copy-in ran (its element range below, clamped; maybe empty)
   long long in_lo, in_hi;
+  bool out_done;            // copy-out started
+};
+
+// One call of a drop-in: its arrays and the number of its last point.
+struct transpile_call {
+  transpile_dropin *s;
+  transpile_array *arrays;
+  int count;
+  int last;
+  const char *kernel;
 };
 
 // Frees what `s` keeps.  At process exit it must not block or abort: another
@@ -517,6 +539,8 @@ struct transpile_array {
   if (!s->open) {
     return;
   }
+  (void)cudaStreamSynchronize(s->up);
+  (void)cudaStreamSynchronize(s->down);
   (void)cudaStreamSynchronize(s->stream);
   if (s->ring != NULL) {
     (void)cudaFreeHost(s->ring);
@@ -527,7 +551,13 @@ struct transpile_array {
   }
   transpile_copier_delete(s->copier);
   s->copier = NULL;
+  for (int i = 0; i < TRANSPILE_DROPIN_POINTS; ++i) {
+    (void)cudaEventDestroy(s->mark[i]);
+  }
+  (void)cudaEventDestroy(s->ready);
   (void)cudaStreamDestroy(s->stream);
+  (void)cudaStreamDestroy(s->up);
+  (void)cudaStreamDestroy(s->down);
   (void)cudaMemPoolDestroy(s->pool);
   (void)cudaGetLastError();
   s->open = false;
@@ -546,7 +576,7 @@ struct transpile_array {
   transpile_dropin_close(s);
 }
 
-// Creates the stream and the pool on the current device (again if it changed).
+// Creates the streams, events and pool on the current device (again if it changed).
 [[maybe_unused]] static void transpile_dropin_open(transpile_dropin *s, void (*at_exit)(void), const char *kernel)
 {
   int device = 0;
@@ -566,6 +596,12 @@ struct transpile_array {
   transpile_check(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), kernel,
                   "cudaMemPoolSetAttribute");
   transpile_check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
+  transpile_check(cudaStreamCreateWithFlags(&s->up, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
+  transpile_check(cudaStreamCreateWithFlags(&s->down, cudaStreamNonBlocking), kernel, "cudaStreamCreate");
+  for (int i = 0; i < TRANSPILE_DROPIN_POINTS; ++i) {
+    transpile_check(cudaEventCreateWithFlags(&s->mark[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
+  }
+  transpile_check(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), kernel, "cudaEventCreate");
   s->ring = NULL;
   s->device = device;
   s->open = true;
@@ -650,9 +686,9 @@ struct transpile_array {
     unsigned char *host = (unsigned char *)lo;
     unsigned char *dev = a->dev + (host - a->host);
     if (to_device) {
-      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->stream), kernel, what);
+      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->up), kernel, what);
     } else {
-      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->stream), kernel, what);
+      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->down), kernel, what);
     }
   }
   return a->reg_len;
@@ -685,9 +721,9 @@ struct transpile_array {
     unsigned char *host = (unsigned char *)lo;
     unsigned char *dev = a->dev + (host - a->host);
     if (to_device) {
-      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->stream), kernel, what);
+      transpile_check(cudaMemcpyAsync(dev, host, hi - lo, cudaMemcpyHostToDevice, s->up), kernel, what);
     } else {
-      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->stream), kernel, what);
+      transpile_check(cudaMemcpyAsync(host, dev, hi - lo, cudaMemcpyDeviceToHost, s->down), kernel, what);
     }
   }
 }
@@ -757,8 +793,8 @@ struct transpile_array {
       while (issued < j.count && j.flag[issued].load(std::memory_order_acquire)) {
         const size_t k = issued % TRANSPILE_STAGE_SLOTS;
         transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
-                                        transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->stream), kernel, what);
-        transpile_check(cudaEventRecord(s->slot_done[k], s->stream), kernel, what);
+                                        transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->up), kernel, what);
+        transpile_check(cudaEventRecord(s->slot_done[k], s->up), kernel, what);
         s->slot_busy[k] = true;
         ++issued;
         moved = true;
@@ -770,8 +806,8 @@ struct transpile_array {
       while (issued < j.count && issued < drained + TRANSPILE_STAGE_SLOTS) {  // its slot is drained
         const size_t k = issued % TRANSPILE_STAGE_SLOTS;
         transpile_check(cudaMemcpyAsync(s->ring + k * TRANSPILE_STAGE_SLOT_BYTES, a->dev + off + issued * chunk,
-                                        transpile_job_bytes(&j, issued), cudaMemcpyDeviceToHost, s->stream), kernel, what);
-        transpile_check(cudaEventRecord(s->slot_done[k], s->stream), kernel, what);
+                                        transpile_job_bytes(&j, issued), cudaMemcpyDeviceToHost, s->down), kernel, what);
+        transpile_check(cudaEventRecord(s->slot_done[k], s->down), kernel, what);
         s->slot_busy[k] = true;
         ++issued;
         moved = true;
@@ -853,21 +889,86 @@ struct transpile_array {
   transpile_dropin_stage(s, a, off, len, false, kernel, what);
 }
 
-// Ends a call: device buffers back to the pool, wait for the stream, unregister.
-[[maybe_unused]] static void transpile_dropin_finish(transpile_dropin *s, transpile_array *arrays, int count,
-                                                     const char *kernel)
+// Whether the copy-out of `a` would be a direct (asynchronous) copy, deciding the path on its first copy.
+[[maybe_unused]] static bool transpile_dropin_out_direct(transpile_array *a)
 {
-  for (int i = 0; i < count; ++i) {
-    if (arrays[i].dev != NULL) {
-      transpile_check(cudaFreeAsync(arrays[i].dev, s->stream), kernel, "cudaFreeAsync");
+  long long lo = a->back_lo, hi = a->back_hi;
+  if (a->copied_in) {
+    lo = lo < a->in_lo ? a->in_lo : lo;
+    hi = hi > a->in_hi ? a->in_hi : hi;
+  }
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+    return true;  // nothing to copy
+  }
+  transpile_dropin_pin(a, len);
+  return transpile_dropin_direct(a, off, len);
+}
+
+// Point `p` of a call (transpile/cuda_host.py, plan): marks the kernels issued so far, copies in the
+// arrays whose first phase comes next (the kernels after this point wait for them), and starts the
+// copy-outs whose last writer has been issued: direct ones at once, the rest (which keep this thread
+// busy until they are done) at the last point, in the order of their writers.  It has the type of
+// NAME_run's hook; every failure aborts (transpile_check), so it returns cudaSuccess.
+[[maybe_unused]] static cudaError_t transpile_dropin_point(void *ctx, int p)
+{
+  transpile_call *c = (transpile_call *)ctx;
+  transpile_dropin *s = c->s;
+  transpile_check(cudaEventRecord(s->mark[p], s->stream), c->kernel, "cudaEventRecord");
+  bool copied = false;
+  for (int i = 0; i < c->count; ++i) {
+    transpile_array *a = &c->arrays[i];
+    if (a->in_at == p) {
+      transpile_dropin_in(s, a, a->copy_lo, a->copy_hi, c->kernel, a->to_device);
+      copied = true;
     }
   }
-  transpile_check(cudaStreamSynchronize(s->stream), kernel, "copies to the host");
-  for (int i = 0; i < count; ++i) {
+  if (copied) {
+    transpile_check(cudaEventRecord(s->ready, s->up), c->kernel, "cudaEventRecord");
+    transpile_check(cudaStreamWaitEvent(s->stream, s->ready, 0), c->kernel, "cudaStreamWaitEvent");
+  }
+  for (int q = 0; q <= p; ++q) {
+    for (int i = 0; i < c->count; ++i) {
+      transpile_array *a = &c->arrays[i];
+      if (a->out_after == q && !a->out_done && (p == c->last || transpile_dropin_out_direct(a))) {
+        transpile_check(cudaStreamWaitEvent(s->down, s->mark[q], 0), c->kernel, "cudaStreamWaitEvent");
+        transpile_dropin_out(s, a, a->back_lo, a->back_hi, c->kernel, a->to_host);
+        a->out_done = true;
+      }
+    }
+  }
+  return cudaSuccess;
+}
+
+// Starts a call whose device buffers are allocated: the copies follow the allocations; point 0.
+[[maybe_unused]] static void transpile_dropin_begin(transpile_call *c)
+{
+  transpile_check(cudaEventRecord(c->s->ready, c->s->stream), c->kernel, "cudaEventRecord");
+  transpile_check(cudaStreamWaitEvent(c->s->up, c->s->ready, 0), c->kernel, "cudaStreamWaitEvent");
+  (void)transpile_dropin_point(c, 0);
+}
+
+// Ends a call after its kernels are issued: the last point, then device buffers back to the pool
+// once the copies are done, wait for the streams, unregister.
+[[maybe_unused]] static void transpile_dropin_end(transpile_call *c)
+{
+  transpile_dropin *s = c->s;
+  (void)transpile_dropin_point(c, c->last);
+  transpile_check(cudaStreamSynchronize(s->stream), c->kernel, "kernel execution");
+  transpile_check(cudaStreamSynchronize(s->up), c->kernel, "copies to the device");
+  transpile_check(cudaStreamSynchronize(s->down), c->kernel, "copies to the host");
+  for (int i = 0; i < c->count; ++i) {
+    if (c->arrays[i].dev != NULL) {
+      transpile_check(cudaFreeAsync(c->arrays[i].dev, s->stream), c->kernel, "cudaFreeAsync");
+    }
+  }
+  transpile_check(cudaStreamSynchronize(s->stream), c->kernel, "cudaFreeAsync");
+  for (int i = 0; i < c->count; ++i) {
     uintptr_t lo = 0, hi = 0;
-    for (size_t k = 0; arrays[i].pinned == 2 && k < arrays[i].pieces; ++k) {
-      transpile_dropin_piece(&arrays[i], arrays[i].reg_off, arrays[i].reg_len, k, &lo, &hi);
-      transpile_check(cudaHostUnregister((void *)lo), kernel, "cudaHostUnregister");
+    transpile_array *a = &c->arrays[i];
+    for (size_t k = 0; a->pinned == 2 && k < a->pieces; ++k) {
+      transpile_dropin_piece(a, a->reg_off, a->reg_len, k, &lo, &hi);
+      transpile_check(cudaHostUnregister((void *)lo), c->kernel, "cudaHostUnregister");
     }
   }
 }
@@ -895,21 +996,23 @@ extern "C" void jacobi_1d(int tsteps, int n, double *A, double *B)
   transpile_dropin_open(&transpile_jacobi_1d_dropin, transpile_jacobi_1d_dropin_at_exit, "jacobi_1d");
   const size_t A_bytes = transpile_extent(n) * sizeof(double);
   const size_t B_bytes = transpile_extent(n) * sizeof(double);
+  // Per array: host, device, bytes, element size, the copies' names, copy-in and copy-out element
+  // ranges, the point of the copy-in and the point the copy-out waits for (docs/dropin.md); then
+  // the call's state.
   transpile_array arrays[2] = {
-    {(unsigned char *)A, NULL, A_bytes, sizeof(double), 0, 0, 0, 0, 0, 0, 0},
-    {(unsigned char *)B, NULL, B_bytes, sizeof(double), 0, 0, 0, 0, 0, 0, 0},
+    {(unsigned char *)A, NULL, A_bytes, sizeof(double), "copy A to the device", "copy A to the host",
+     0LL, LLONG_MAX, 1LL, (long long)n - 2LL + 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, false},
+    {(unsigned char *)B, NULL, B_bytes, sizeof(double), "copy B to the device", "copy B to the host",
+     0LL, LLONG_MAX, 1LL, (long long)n - 2LL + 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, false},
   };
+  transpile_call call = {&transpile_jacobi_1d_dropin, arrays, 2, 1, "jacobi_1d"};
   // A: copied in over its bounding box (elements the kernel skips keep their values); copied out over the bounding box of its writes.
   transpile_dropin_alloc(&transpile_jacobi_1d_dropin, &arrays[0], "jacobi_1d", "allocate A on the device");
-  transpile_dropin_in(&transpile_jacobi_1d_dropin, &arrays[0], 0LL, LLONG_MAX, "jacobi_1d", "copy A to the device");
   // B: copied in over its bounding box (elements the kernel skips keep their values); copied out over the bounding box of its writes.
   transpile_dropin_alloc(&transpile_jacobi_1d_dropin, &arrays[1], "jacobi_1d", "allocate B on the device");
-  transpile_dropin_in(&transpile_jacobi_1d_dropin, &arrays[1], 0LL, LLONG_MAX, "jacobi_1d", "copy B to the device");
+  transpile_dropin_begin(&call);
   double *A_dev = (double *)arrays[0].dev;
   double *B_dev = (double *)arrays[1].dev;
   transpile_check(jacobi_1d_device(tsteps, n, A_dev, B_dev, transpile_jacobi_1d_dropin.stream), "jacobi_1d", "kernel launch");
-  transpile_check(cudaStreamSynchronize(transpile_jacobi_1d_dropin.stream), "jacobi_1d", "kernel execution");
-  transpile_dropin_out(&transpile_jacobi_1d_dropin, &arrays[0], 1LL, (long long)n - 2LL + 1, "jacobi_1d", "copy A to the host");
-  transpile_dropin_out(&transpile_jacobi_1d_dropin, &arrays[1], 1LL, (long long)n - 2LL + 1, "jacobi_1d", "copy B to the host");
-  transpile_dropin_finish(&transpile_jacobi_1d_dropin, arrays, 2, "jacobi_1d");
+  transpile_dropin_end(&call);
 }

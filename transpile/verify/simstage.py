@@ -22,7 +22,9 @@ L     first set, one-block host loops off         ``launch-by-launch``
 Before the values, each run is checked for: a crash or timeout, device guard
 zones (out-of-bounds writes, ``device-guard``), CUDA errors and simulator
 diagnostics (``cuda-error``), host guard zones (``host-guard``), inter-block
-races (``block-race``), stream discipline (``stream``), and inputs declared
+races (``block-race``), stream discipline (``stream``: work of one stream used by
+another without an event between them, found by the simulator's vector clocks,
+or the harness's own stream checks), and inputs declared
 read-only that changed (``input-modified``).  The first failure ends the stage.
 """
 
@@ -206,6 +208,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
     if res.get("guard"):
         return "device-guard", (f"{where}{res['guard']} guard byte(s) around device buffers overwritten "
                                 f"(out-of-bounds write): {_first_line(res.get('diagnostics', ''))}")
+    race = next((ln.strip() for ln in res.get("diagnostics", "").splitlines()
+                 if ln.startswith("race on device allocation")), None)
+    if race:  # the simulator's stream-order check: work on two streams without an event between them
+        return "stream", f"{where}{race}"
     if res.get("last_error") or res.get("diagnostics") or res.get("ret"):
         code = res.get("ret") or res.get("last_error")
         name = _CUDA_ERRORS.get(code, f"error {code}") if code else "diagnostic"

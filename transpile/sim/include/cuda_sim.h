@@ -241,6 +241,8 @@ struct CUevent_st {
   bool recorded;
   CUstream_st* stream;     // where it was last recorded
   unsigned long long seq;  // the async-copy sequence number then (see __sim::Pending)
+  std::map<const void*, unsigned long long> clock;  // its stream's vector clock then (see __sim::order_op)
+  bool queried;  // cudaEventQuery has answered "not ready" since the record
 };
 typedef CUstream_st* cudaStream_t;
 typedef CUevent_st* cudaEvent_t;
@@ -373,6 +375,7 @@ inline std::map<uintptr_t, cudaMemPool_t> g_pool_allocs;  // cudaMallocFromPoolA
 struct Pending {
   cudaStream_t stream;
   unsigned long long seq;
+  unsigned long long tick;  // its operation on `stream` (see order_op)
   bool to_host;
   unsigned char* host;
   size_t n;
@@ -815,6 +818,112 @@ inline bool valid_stream(cudaStream_t s) {
   return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread || g_streams.count(s);
 }
 
+inline bool null_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
+// Whether the legacy default stream synchronises with s.
+inline bool blocking_stream(cudaStream_t s) {
+  return null_stream(s) || (s != cudaStreamPerThread && !(s->flags & cudaStreamNonBlocking));
+}
+
+// Stream order.  Work on two streams is unordered unless an event, a host
+// synchronisation or the legacy default stream orders it, and on a GPU two
+// unordered operations on the same device buffer race when one of them writes.
+// The simulator runs every operation when it is issued, so such a race would
+// go unseen: each stream (and the host) carries a vector clock, and every
+// access to a device allocation is checked against the allocation's last write
+// and the reads since, by allocation (a kernel's pointer-to-const arguments
+// read, its other pointer arguments write; copies, memsets, stream-ordered
+// allocation and free as their kind says).
+using Clock = std::map<const void*, unsigned long long>;  // stream key -> its last operation known done
+struct Access {
+  const void* stream = nullptr;
+  unsigned long long tick = 0;  // 0: none
+  std::string what;
+};
+struct Uses {
+  Access write;
+  std::vector<Access> reads;  // since the write, the latest per stream
+};
+inline std::map<const void*, Clock> g_clock;  // per stream key
+inline Clock g_host_clock;
+inline std::map<unsigned long long, Uses> g_uses;  // per device allocation id
+inline const void* stream_key(cudaStream_t s) {
+  if (null_stream(s)) return nullptr;
+  if (s == cudaStreamPerThread) return (const void*)cudaStreamPerThread;
+  return s;
+}
+inline std::string stream_name(const void* key) {
+  if (key == nullptr) return "the legacy default stream";
+  if (key == (const void*)cudaStreamPerThread) return "the per-thread default stream";
+  return format("stream #%d", static_cast<const CUstream_st*>(key)->id);
+}
+inline void join(Clock& into, const Clock& from) {
+  for (const auto& kv : from) {
+    unsigned long long& t = into[kv.first];
+    if (t < kv.second) t = kv.second;
+  }
+}
+// Issues an operation on `s`: it follows what the host has seen finish and, by the legacy default
+// stream's rules, that stream's work (or, on it, the blocking streams' work).  Returns its tick.
+inline unsigned long long order_op(cudaStream_t s) {
+  const void* key = stream_key(s);
+  Clock& c = g_clock[key];
+  join(c, g_host_clock);
+  if (key == nullptr) {
+    for (cudaStream_t t : g_streams)
+      if (blocking_stream(t)) join(c, g_clock[t]);
+  } else if (blocking_stream(s)) {
+    join(c, g_clock[nullptr]);
+  }
+  return ++c[key];
+}
+// The host waited for everything issued so far on `s`.
+inline void host_waits(cudaStream_t s) {
+  join(g_host_clock, g_clock[stream_key(s)]);
+  if (stream_key(s) == nullptr)
+    for (cudaStream_t t : g_streams)
+      if (blocking_stream(t)) join(g_host_clock, g_clock[t]);
+}
+inline void host_waits_all() {
+  for (const auto& kv : g_clock) join(g_host_clock, kv.second);
+}
+inline bool ordered_before(const Access& a, const void* key, const Clock& c) {
+  if (a.tick == 0 || a.stream == key) return true;
+  auto it = c.find(a.stream);
+  return it != c.end() && it->second >= a.tick;
+}
+// The operation `what` (tick `tick` on `s`) reads or writes the device allocation holding `p`.
+inline void use(const void* p, bool write, cudaStream_t s, unsigned long long tick, const std::string& what) {
+  const Alloc* a = find_alloc(p);
+  if (!a || a->kind != kDevice) return;
+  const void* key = stream_key(s);
+  const Clock& c = g_clock[key];
+  Uses& u = g_uses[a->id];
+  auto race = [&](const Access& earlier, const char* how) {
+    diagnose(format("race on device allocation #%llu (%zu bytes): %s on %s is not ordered after %s (%s on %s); "
+                    "make one stream wait for the other (cudaEventRecord + cudaStreamWaitEvent)",
+                    a->id, a->size, what.c_str(), stream_name(key).c_str(), earlier.what.c_str(), how,
+                    stream_name(earlier.stream).c_str()));
+  };
+  if (!ordered_before(u.write, key, c)) race(u.write, "a write");
+  if (write) {
+    for (const Access& r : u.reads)
+      if (!ordered_before(r, key, c)) race(r, "a read");
+    u.write = Access{key, tick, what};
+    u.reads.clear();
+    return;
+  }
+  for (Access& r : u.reads)
+    if (r.stream == key) {
+      r = Access{key, tick, what};
+      return;
+    }
+  u.reads.push_back(Access{key, tick, what});
+}
+inline void forget_uses(const void* p) {
+  const Alloc* a = find_alloc(p);
+  if (a) g_uses.erase(a->id);
+}
+
 struct LaunchConfig {
   dim3 grid, block;
   size_t smem;
@@ -872,6 +981,20 @@ bool check_arg(const LaunchConfig& c, int index, const T& v) {
     if constexpr (std::is_object_v<std::remove_pointer_t<T>>) return check_pointer_arg(c, index, (const void*)v);
   }
   return true;
+}
+
+// A kernel argument's use of device memory, for the stream-order check (see __sim::use).
+template <class T>
+void use_arg(const LaunchConfig& c, unsigned long long tick, const T& v) {
+  if constexpr (std::is_pointer_v<T>) {
+    if constexpr (std::is_object_v<std::remove_pointer_t<T>>)
+      use((const void*)v, !std::is_const_v<std::remove_pointer_t<T>>, c.stream, tick,
+          format("the launch of %s at %s:%d", c.name, c.file, c.line));
+  }
+}
+template <class Tup, size_t... I>
+void use_args(const LaunchConfig& c, unsigned long long tick, const Tup& t, std::index_sequence<I...>) {
+  (use_arg(c, tick, std::get<I>(t)), ...);
 }
 
 template <class Tup, size_t... I>
@@ -1001,6 +1124,7 @@ cudaError_t launch_tuple(void (*kernel)(P...), const LaunchConfig& c, std::tuple
   const void* key = reinterpret_cast<const void*>(kernel);
   if (cudaError_t e = validate_launch(c, key)) return e;
   if (!check_args(c, params, std::index_sequence_for<P...>{})) return g_sticky;
+  use_args(c, order_op(c.stream), params, std::index_sequence_for<P...>{});
   using Tup = std::tuple<std::decay_t<P>...>;
   Invocation<void (*)(P...), Tup> inv{kernel, &params};
   return run_grid(c, &invoke<void (*)(P...), Tup>, &inv);
@@ -1480,11 +1604,6 @@ inline bool pinned_host(const void* p) {
   const Alloc* a = find_alloc(p);
   return a && (a->kind == kPinned || a->kind == kRegistered);
 }
-inline bool null_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
-// Whether the legacy default stream synchronises with s.
-inline bool blocking_stream(cudaStream_t s) {
-  return null_stream(s) || (s != cudaStreamPerThread && !(s->flags & cudaStreamNonBlocking));
-}
 inline void land(const Pending& q) {
   if (q.to_host) {
     std::memcpy(q.host, q.data.data(), q.n);
@@ -1514,6 +1633,7 @@ inline bool pending_in(const void* p, size_t n) {
     if ((uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n) return true;
   return false;
 }
+
 }  // namespace __sim
 
 // ---------------------------------------------------------------- runtime API
@@ -1562,6 +1682,7 @@ inline cudaError_t cudaPeekAtLastError() { return __sim::g_sticky ? __sim::g_sti
 inline cudaError_t cudaDeviceSynchronize() {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
   __sim::settle([](const __sim::Pending&) { return true; });
+  __sim::host_waits_all();
   return __sim::g_sticky;
 }
 inline cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
@@ -1584,16 +1705,28 @@ inline cudaError_t cudaMallocManaged(void** p, size_t n, unsigned = cudaMemAttac
 template <class T> cudaError_t cudaMallocManaged(T** p, size_t n, unsigned f = cudaMemAttachGlobal) {
   return cudaMallocManaged(reinterpret_cast<void**>(p), n, f);
 }
-inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
+  SIM_API_ENTER;
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMallocAsync: invalid stream");
+  cudaError_t e = __sim::allocate(p, n, __sim::kDevice, "cudaMallocAsync");
+  if (e == cudaSuccess && *p) __sim::use(*p, true, s, __sim::order_op(s), "cudaMallocAsync");
+  return e;
+}
 template <class T> cudaError_t cudaMallocAsync(T** p, size_t n, cudaStream_t s) {
   return cudaMallocAsync(reinterpret_cast<void**>(p), n, s);
 }
 inline cudaError_t cudaFree(void* p) {
   SIM_API_ENTER;
   __sim::g_pool_allocs.erase((uintptr_t)p);
+  __sim::forget_uses(p);
   return __sim::release(p, __sim::kDevice, "cudaFree");
 }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  SIM_API_ENTER;
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaFreeAsync: invalid stream");
+  if (p) __sim::use(p, true, s, __sim::order_op(s), "cudaFreeAsync");
+  return cudaFree(p);
+}
 inline cudaError_t cudaMallocHost(void** p, size_t n) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaMallocHost"); }
 template <class T> cudaError_t cudaMallocHost(T** p, size_t n) { return cudaMallocHost(reinterpret_cast<void**>(p), n); }
 inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) { SIM_API_ENTER; return __sim::allocate(p, n, __sim::kPinned, "cudaHostAlloc"); }
@@ -1714,7 +1847,10 @@ inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t poo
   if (!__sim::valid_stream(s))
     return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMallocFromPoolAsync: invalid stream");
   cudaError_t e = __sim::allocate(p, n, __sim::kDevice, "cudaMallocFromPoolAsync");
-  if (e == cudaSuccess && *p) __sim::g_pool_allocs[(uintptr_t)*p] = pool;
+  if (e == cudaSuccess && *p) {
+    __sim::g_pool_allocs[(uintptr_t)*p] = pool;
+    __sim::use(*p, true, s, __sim::order_op(s), "cudaMallocFromPoolAsync");
+  }
   return e;
 }
 template <class T> cudaError_t cudaMallocFromPoolAsync(T** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
@@ -1758,12 +1894,24 @@ inline cudaError_t __sim_check_copy(void* dst, const void* src, size_t n, cudaMe
   }
   return api_error(cudaErrorInvalidMemcpyDirection, format("%s: invalid cudaMemcpyKind %d", api, (int)kind));
 }
+// The device sides of a copy on `s`, for the stream-order check.
+inline unsigned long long __sim_use_copy(void* dst, const void* src, cudaMemcpyKind kind, cudaStream_t s,
+                                         const char* api) {
+  const unsigned long long tick = __sim::order_op(s);
+  if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault)
+    __sim::use(src, false, s, tick, __sim::format("%s from %p", api, src));
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault)
+    __sim::use(dst, true, s, tick, __sim::format("%s to %p", api, dst));
+  return tick;
+}
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   SIM_API_ENTER;
   // A blocking copy runs on the legacy default stream: what that stream waits for is done first.
   __sim::settle([](const __sim::Pending& q) { return __sim::blocking_stream(q.stream); });
   if (n == 0) return cudaSuccess;
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpy")) return e;
+  __sim_use_copy(dst, src, kind, nullptr, "cudaMemcpy");
+  __sim::host_waits(nullptr);
   std::memmove(dst, src, n);
   return cudaSuccess;
 }
@@ -1774,6 +1922,7 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: invalid stream");
   if (n == 0) return cudaSuccess;
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpyAsync")) return e;
+  const unsigned long long tick = __sim_use_copy(dst, src, kind, s, "cudaMemcpyAsync");
   unsigned char* host = kind == cudaMemcpyHostToDevice ? (unsigned char*)src
                         : kind == cudaMemcpyDeviceToHost ? (unsigned char*)dst : nullptr;
   if (host) {
@@ -1793,16 +1942,21 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
     }
   }
   if (!host || !__sim::pinned_host(host)) {
+    if (kind == cudaMemcpyDeviceToHost) __sim::host_waits(s);  // it returns when the bytes are there
     std::memmove(dst, src, n);
     return cudaSuccess;
   }
-  // Earlier copies on this stream touching the same host bytes come first (stream order).
+  // Earlier copies touching the same host bytes that this one follows (on this stream, or ordered
+  // before it by events) come first.
   uintptr_t a = (uintptr_t)host, b = a + n;
+  const void* key = __sim::stream_key(s);
+  const __sim::Clock& clock = __sim::g_clock[key];
   __sim::settle([&](const __sim::Pending& q) {
-    return q.stream == s && (uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n;
+    return (uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n &&
+           (q.stream == s || __sim::ordered_before(__sim::Access{__sim::stream_key(q.stream), q.tick, ""}, key, clock));
   });
   const unsigned char* from = static_cast<const unsigned char*>(src);
-  __sim::g_pending.push_back(__sim::Pending{s, ++__sim::g_copy_seq, kind == cudaMemcpyDeviceToHost, host, n,
+  __sim::g_pending.push_back(__sim::Pending{s, ++__sim::g_copy_seq, tick, kind == cudaMemcpyDeviceToHost, host, n,
                                             std::vector<unsigned char>(from, from + n)});
   if (kind == cudaMemcpyDeviceToHost) {
     if (__sim::g_fill >= 0) std::memset(dst, __sim::g_fill, n);  // not landed yet
@@ -1831,10 +1985,19 @@ inline cudaError_t cudaMemset(void* p, int v, size_t n) {
   SIM_API_ENTER;
   if (n == 0) return cudaSuccess;
   if (cudaError_t e = __sim::require_device(p, n, "cudaMemset", "destination")) return e;
+  __sim::use(p, true, nullptr, __sim::order_op(nullptr), "cudaMemset");
   std::memset(p, v, n);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(p, v, n); }
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s = nullptr) {
+  SIM_API_ENTER;
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMemsetAsync: invalid stream");
+  if (n == 0) return cudaSuccess;
+  if (cudaError_t e = __sim::require_device(p, n, "cudaMemsetAsync", "destination")) return e;
+  __sim::use(p, true, s, __sim::order_op(s), "cudaMemsetAsync");
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
 inline cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t w, size_t h) {
   for (size_t r = 0; r < h; ++r)
     if (cudaError_t e = cudaMemset(static_cast<char*>(p) + r * pitch, v, w)) return e;
@@ -1913,10 +2076,18 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   __sim::settle([&](const __sim::Pending& q) {
     return q.stream == s || (__sim::null_stream(s) && __sim::blocking_stream(q.stream));
   });
+  __sim::host_waits(s);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t, unsigned = 0) { return cudaStreamSynchronize(s); }
+// Later work on `s` follows the work `e` recorded (no host synchronisation).
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned = 0) {
+  SIM_API_ENTER;
+  if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: invalid stream");
+  if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: invalid event");
+  if (e->recorded) __sim::join(__sim::g_clock[__sim::stream_key(s)], e->clock);
+  return cudaSuccess;
+}
 inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least) *least = 0;
   if (greatest) *greatest = -5;
@@ -1925,7 +2096,7 @@ inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   SIM_API_ENTER;
-  *e = new CUevent_st{{}, false, nullptr, 0};
+  *e = new CUevent_st{{}, false, nullptr, 0, {}, false};
   __sim::g_events.insert(*e);
   return cudaSuccess;
 }
@@ -1936,18 +2107,35 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: invalid stream");
   e->when = std::chrono::steady_clock::now();
   e->recorded = true;
+  e->queried = false;
   e->stream = s;
   e->seq = __sim::g_copy_seq;
+  __sim::order_op(s);
+  e->clock = __sim::g_clock[__sim::stream_key(s)];
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   SIM_API_ENTER;
   if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: invalid event");
-  if (e->recorded)  // the copies issued on its stream before it was recorded are done
+  if (e->recorded) {  // the copies issued on its stream before it was recorded are done
     __sim::settle([&](const __sim::Pending& q) { return q.stream == e->stream && q.seq <= e->seq; });
+    __sim::join(__sim::g_host_clock, e->clock);
+  }
   return cudaSuccess;
 }
-inline cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }
+// The first query after a record answers "not ready", as a GPU may: code that polls must not take
+// the work as done until it has seen it done (the stream-order check then sees what it relies on).
+inline cudaError_t cudaEventQuery(cudaEvent_t e) {
+  {
+    SIM_API_ENTER;
+    if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventQuery: invalid event");
+    if (e->recorded && !e->queried) {
+      e->queried = true;
+      return cudaErrorNotReady;
+    }
+  }
+  return cudaEventSynchronize(e);
+}
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   SIM_API_ENTER;
   if (!__sim::g_events.count(a) || !__sim::g_events.count(b) || !a->recorded || !b->recorded)
@@ -2114,6 +2302,7 @@ int __sim_live_allocations(void) {
 void __sim_reset(void) {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
   __sim::settle([](const __sim::Pending&) { return true; });
+  __sim::host_waits_all();
   __sim::g_last = __sim::g_sticky = cudaSuccess;
   __sim::g_diag.clear();
   __sim::g_diag_count = 0;
