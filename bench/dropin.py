@@ -61,8 +61,11 @@ import roofline as R  # noqa: E402
 KERNELS = ROOT / "tests" / "kernels"
 LABELS = {"LARGE": 1, "EXTRALARGE": 0}
 """Size label -> index into bench/roofline.py's (EXTRALARGE, LARGE, MEDIUM) sizes."""
-MODES = ("auto", "staged", "register")
-"""Copy paths timed by default; ``pinned`` (the caller's arrays page-locked for the mode) on request."""
+MODES = ("auto", "staged", "register", "serial")
+"""Copy paths timed by default; ``pinned`` (the caller's arrays page-locked for the mode) on request.
+``serial``: ``auto`` with every copy-in before the kernels and every copy-out after them
+(``TRANSPILE_DROPIN_PHASES=0``), the A/B of the copies placed between phases; ``pinned-serial``
+the same on pinned arrays."""
 NVCC_FLAGS = ("-arch=sm_90", "-O3", "-std=c++17")
 ACCEPT = 1.5
 ELEM_BYTES = {"double": 8, "int": 4, "char": 1}
@@ -273,11 +276,18 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "      continue;",
         "    }",
         "    // pinned: the caller's arrays are page-locked (cudaHostRegister) for the mode, copied directly.",
-        "    const bool pinned = mode == \"pinned\";",
-        "    if (mode == \"auto\" || pinned) {",
+        "    // serial: no copies between the kernel's phases (TRANSPILE_DROPIN_PHASES=0).",
+        "    const bool pinned = mode == \"pinned\" || mode == \"pinned-serial\";",
+        "    const bool serial = mode == \"serial\" || mode == \"pinned-serial\";",
+        "    if (mode == \"auto\" || pinned || serial) {",
         '      unsetenv("TRANSPILE_DROPIN_COPY");',
         "    } else {",
         '      setenv("TRANSPILE_DROPIN_COPY", mode.c_str(), 1);',
+        "    }",
+        "    if (serial) {",
+        '      setenv("TRANSPILE_DROPIN_PHASES", "0", 1);',
+        "    } else {",
+        '      unsetenv("TRANSPILE_DROPIN_PHASES");',
         "    }",
         "    if (pinned) {",
         *[f'      check(cudaHostRegister({p["name"]}, {p["name"]}_n * sizeof(*{p["name"]}), cudaHostRegisterDefault), '
@@ -300,6 +310,7 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    fflush(stdout);",
         "  }",
         '  unsetenv("TRANSPILE_DROPIN_COPY");',
+        '  unsetenv("TRANSPILE_DROPIN_PHASES");',
         f"  {function}_release();",
         "  return 0;",
         "}",
@@ -638,7 +649,8 @@ def row_text(rec: dict[str, Any]) -> str:
     verdict = "-" if auto is None else ("ok" if auto <= ACCEPT else "OVER")
     host = rec.get("host_floor_ms")
     return (f"| {rec['kernel']} | {rec['size']} | {_f(rec['first_ms'])} | {_f(med.get('auto'))} | "
-            f"{_f(med.get('staged'))} | {_f(med.get('register'))} | {_f(med.get('pinned'))} | "
+            f"{_f(med.get('staged'))} | {_f(med.get('register'))} | {_f(med.get('serial'))} | "
+            f"{_f(med.get('pinned'))} | {_f(med.get('pinned-serial'))} | "
             f"{_f(rec['kernel_median_ms'])} | {_f(rec['floor_ms'])} | {_f(auto, '.2f')} | {verdict} | "
             f"{_f(ratio.get('pinned'), '.2f')} | {_f(host)} | "
             f"{_f(None if host is None or med.get('auto') is None else med['auto'] / host, '.2f')} | "
@@ -681,10 +693,13 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
               "Pinned: the caller's arrays page-locked (cudaHostRegister before the calls), so the drop-in copies "
               "them directly. Host floor = the floor with each way's bandwidth capped by the probe's best "
               "multi-threaded host memcpy (pageable arrays must be copied by the CPU, or pinned at the "
-              "registration rate), and auto / host floor.", "",
-              "| kernel | size | first ms | median ms (auto) | staged ms | register ms | pinned ms | kernel ms | "
+              "registration rate), and auto / host floor. Serial: auto (and pinned) with every copy-in before "
+              "the kernels and every copy-out after them (TRANSPILE_DROPIN_PHASES=0), against the copies "
+              "placed between the kernel's phases.", "",
+              "| kernel | size | first ms | median ms (auto) | staged ms | register ms | serial ms | pinned ms | "
+              "pinned serial ms | kernel ms | "
               "floor ms | ratio | <= 1.5 | pinned ratio | host floor ms | auto / host floor | MB in / out / arrays |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row_text(r) for r in records]
     xl = [r for r in records if r["size"] == "EXTRALARGE" and "error" not in r]
     over = [r["kernel"] for r in xl if r["ratio"].get("auto", 0) > ACCEPT]

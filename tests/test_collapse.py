@@ -23,6 +23,12 @@ from transpile.verify import Options, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"
+
+#: Stage (c) work per shape: the tile and tensor-core paths are exercised by shapes of a few tiles (sizes
+#: up to 65 for a matmul); the full mode's larger shapes (up to 3e6 statements, n = 127 here) add
+#: minutes of simulation across these cases and no path.
+SIM_WORK = 3e5
+
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
 
@@ -220,5 +226,6 @@ def test_doitgen_matches_the_reference(opts: str) -> None:
     module, lowered, out = _emit(options)
     sizes = {"nr": 3, "nq": 23, "np": 37}  # 69 rows of 37: tiles of 64 rows straddle r
     (report,) = verify_module(module, out, source=KERNELS / "doitgen.c", lowered=lowered,
-                              options=Options(seed=5, mode="full", sizes=sizes, stages="abc", gpu=False))
+                              options=Options(seed=5, mode="full", sizes=sizes, stages="abc", gpu=False,
+                                              sim_work=SIM_WORK))
     assert report.ok and report.stage("c").status == "pass", report.summary()

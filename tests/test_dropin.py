@@ -151,7 +151,7 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("mode", ["auto", "staged", "register"])
+@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
@@ -163,7 +163,9 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
              "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
     lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
-    if mode != "auto":
+    if mode == "serial":  # every copy-in before the kernels, every copy-out after them
+        monkeypatch.setenv("TRANSPILE_DROPIN_PHASES", "0")
+    elif mode != "auto":
         monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
     rng = np.random.default_rng(5)
     for n in (100, 37, 8, 1, 0, 100):  # the state (pool, stream, staging buffers) is kept between calls

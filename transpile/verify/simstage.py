@@ -268,8 +268,8 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
 
 def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel: Any, reference: Any,
               seed: int, mode: str, requested: dict[str, int] | None, nvcc_ok: bool,
-              timeout: float = 120.0) -> None:
-    """Run stage (c), filling in ``stage``."""
+              timeout: float = 120.0, work: float | None = None) -> None:
+    """Run stage (c), filling in ``stage``; ``work`` caps a shape's work below the mode's budget."""
     from transpile.sim import SimBuildError, SimUnsupported
 
     t0 = time.perf_counter()
@@ -306,6 +306,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             report.note(f"stage (c): {sig.name}_device does not take (<the C parameters>, cudaStream_t); "
                         "not called")
     budget = (INTERP_WORK_BUDGET if reference.kind == "interp" else WORK_BUDGET)[mode]
+    budget = budget if work is None else min(budget, work)
     todo = shapes(sig, kernel, mode=mode, requested=requested, work_budget=budget)
     tested = 0
     for index, shape in enumerate(todo):

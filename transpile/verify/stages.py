@@ -47,7 +47,10 @@ class Options:
 
     ``mode`` ``quick`` (the compile-time check: few small shapes) or ``full``;
     ``sizes`` the requested full sizes (size parameter -> value; others default);
-    ``stages`` the stage keys to attempt; ``gpu`` None to detect, or forced.
+    ``stages`` the stage keys to attempt; ``gpu`` None to detect, or forced;
+    ``sim_work`` caps the statement executions of a stage (c) shape (None: the mode's
+    budget, ``simstage.WORK_BUDGET``): a caller whose point is made by small shapes
+    (a test of one emitter path) need not pay for the largest.
     """
 
     seed: int | None = None
@@ -58,6 +61,7 @@ class Options:
     full_seeds: int = 3
     sanitizer: bool = True
     sim_timeout: float = 120.0
+    sim_work: float | None = None
     progress: Progress = field(default_factory=lambda: Progress(False))
 
 
@@ -319,7 +323,7 @@ def _run_stages(report: Report, target: Target, opts: Options) -> None:
             simstage.run_stage(stage, report, cu=target.cu, sig=target.sig, kernel=target.kernel,
                                reference=target.reference, seed=seed, mode=opts.mode,
                                requested=opts.sizes or None, nvcc_ok=report.stage("b").status == PASS,
-                               timeout=opts.sim_timeout)
+                               timeout=opts.sim_timeout, work=opts.sim_work)
         else:
             gpu.run_stage(key, stage, report, target, opts)
         stage.seconds = stage.seconds or time.perf_counter() - t0
