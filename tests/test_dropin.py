@@ -325,7 +325,8 @@ def test_bench_report_from_records() -> None:
 
     out = "\n".join(['{"init_ms": 90.0, "first_ms": 12.5}', '{"kernel_ms": [1.0, 1.0]}', "noise",
                      '{"mode": "auto", "times": [4.0, 3.0, 5.0]}', '{"mode": "staged", "times": [6.0, 6.0]}',
-                     '{"mode": "register", "times": [4.5, 4.5]}', '{"mode": "pinned", "times": [3.3, 3.3]}'])
+                     '{"mode": "register", "times": [4.5, 4.5]}', '{"mode": "pinned", "times": [3.3, 3.3]}',
+                     '{"mode": "serial", "times": [5.5, 5.5]}'])
     res = dropin.merge_lines(out)
     assert res["modes"]["auto"] == [4.0, 3.0, 5.0] and res["kernel_ms"] == [1.0, 1.0] and res["first_ms"] == 12.5
     probe = {"sizes": [{"bytes": 1 << 20, "h2d_pageable_GBps": 10.0, "d2h_pageable_GBps": 10.0,
@@ -350,7 +351,7 @@ def test_bench_report_from_records() -> None:
     rec["host_floor_ms"] = 9.0
     args = argparse.Namespace(reps=7)
     md = dropin.report([rec, {"kernel": "lu", "size": "EXTRALARGE", "error": "timed out"}], probe, args)
-    assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 3.3 | 1 | 4 | 1.00 | ok | 0.82 | 9 | 0.44 |" in md
+    assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 5.5 | 3.3 | - | 1 | 4 | 1.00 | ok | 0.82 | 9 | 0.44 |" in md
     assert "| lu | EXTRALARGE | timed out |" in md and "1/1 within 1.5x" in md
 
 

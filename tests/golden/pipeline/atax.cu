@@ -1039,8 +1039,17 @@ struct transpile_call {
 }
 
 // Starts a call whose device buffers are allocated: the copies follow the allocations; point 0.
+// TRANSPILE_DROPIN_PHASES=0 in the environment (read at every call) moves every copy-in to point 0
+// and every copy-out to the last point, for measurement (bench/dropin.py, mode serial).
 [[maybe_unused]] static void transpile_dropin_begin(transpile_call *c)
 {
+  const char *phases = getenv("TRANSPILE_DROPIN_PHASES");
+  if (phases != NULL && strcmp(phases, "0") == 0) {
+    for (int i = 0; i < c->count; ++i) {
+      c->arrays[i].in_at = c->arrays[i].in_at < 0 ? -1 : 0;
+      c->arrays[i].out_after = c->arrays[i].out_after < 0 ? -1 : c->last;
+    }
+  }
   transpile_check(cudaEventRecord(c->s->ready, c->s->stream), c->kernel, "cudaEventRecord");
   transpile_check(cudaStreamWaitEvent(c->s->up, c->s->ready, 0), c->kernel, "cudaStreamWaitEvent");
   (void)transpile_dropin_point(c, 0);
