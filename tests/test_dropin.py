@@ -5,6 +5,7 @@ async-copy checks, and bench/dropin.py's generator and nvcc build."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import shutil
 import sys
@@ -16,7 +17,7 @@ import pytest
 from passes import footprint
 from passes.accesses import Affine
 from tests import polybench
-from transpile import cfront, cuda, cuda_host, frontend, pipeline
+from transpile import cfront, cuda, cuda_host, frontend, ir, pipeline
 from transpile.sim import SimLibrary, build
 from transpile.verify import Options, verify_module
 
@@ -473,6 +474,14 @@ def test_copies_are_placed_between_phases(partial_c: Path) -> None:
     assert got.out_after["B"] < got.last and got.out_after["E"] == got.last
     gemm = _plan(ROOT / "tests" / "kernels" / "gemm.c")  # one phase: copy-ins first, copy-outs last
     assert gemm.starts == () and set(gemm.out_after.values()) <= {-1, 1}
+    # A return (the IR allows one; C's final `return;` is dropped) could skip later points: no phases.
+    kernel = pipeline.lower(frontend.load(partial_c)).kernels[0]
+    body = kernel.body
+    kernel = dataclasses.replace(kernel, body=(*body[:1], ir.If(ir.Var("n", ir.I32), (ir.Return(),), ()), *body[1:]))
+    every = {p.name: True for p in kernel.params if isinstance(p.ty, ir.ArrayType)}
+    ret = cuda_host.plan(kernel, every, every)
+    assert ret.starts == () and ret.last == 1
+    assert set(ret.in_at.values()) == {0} and set(ret.out_after.values()) == {1}
 
 
 def _partial_variant(partial_cu: Path, tmp_path: Path, drop: str | None) -> SimLibrary:

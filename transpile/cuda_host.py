@@ -124,7 +124,9 @@ def plan(kernel: ir.Kernel, copy_in: Mapping[str, bool], copy_out: Mapping[str, 
     raw_in = {a: first.get(a, 0) for a, c in copy_in.items() if c}
     raw_out = {a: last_write.get(a, phases - 1) + 1 for a, c in copy_out.items() if c}
     used = sorted({0, phases, *raw_in.values(), *raw_out.values()})
-    if len(used) > MAX_POINTS:  # too many: every copy-in first, every copy-out last
+    # A return could skip the points after it (an array copied in there would go back unwritten): none.
+    # Too many points: none either.  Every copy-in then comes first and every copy-out last.
+    if len(used) > MAX_POINTS or any(isinstance(n, ir.Return) for n in ir.walk(kernel)):
         raw_in = dict.fromkeys(raw_in, 0)
         raw_out = dict.fromkeys(raw_out, phases)
         used = [0, phases]
