@@ -269,7 +269,7 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
     """Per kernel with a timed default: the model's pick and the fastest measured build, each with its
     speedup over the default (``1 / relative``: a candidate's is the same-child baseline's time over
     its own when bench/gpu.py timed the baseline; ``baseline`` says which was used)."""
-    from transpile.evolve import MODEL_MARGIN
+    from transpile.evolve import clearly_faster
 
     rows = []
     for k, entry in manifest["kernels"].items():
@@ -279,11 +279,11 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
         vs = sorted(rel, key=lambda v: v != "default")
         modelled = [v for v in vs if (k, v) in model]
         low = min((model[(k, v)] for v in modelled), default=None)
-        # the search's rule: the default unless the best estimate beats it by more than the model's
-        # margin (evolve.MODEL_MARGIN); else the first within the tournament's 3% of the best
+        # the search's rule: the default unless the best estimate is clearly faster (evolve.clearly_faster);
+        # else the first within the tournament's 3% of the best
         by_model = next((v for v in modelled if low is not None and model[(k, v)] <= low * 1.03), "default")
         if ("default" in modelled and low is not None and by_model != "default"
-                and low > model[(k, "default")] * (1 - MODEL_MARGIN)):
+                and not clearly_faster(low, model[(k, "default")])):
             by_model = "default"
         fastest = min(vs, key=lambda v: rel[v])  # default first: an exact tie stays with it
         searched = entry.get("variants", {}).get(entry.get("best") or "default")  # what --evolve wrote

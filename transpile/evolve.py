@@ -102,6 +102,12 @@ H200, docs/evolve.md): in run 46 its picks within 3% of the default (jacobi-2d's
 estimated 3% faster) measured 8% slower, while the defaults are themselves measured choices."""
 
 
+def clearly_faster(estimate_ms: float, default_ms: float) -> bool:
+    """Whether a model estimate beats the default's by more than :data:`MODEL_MARGIN` (the rule by
+    which an estimated, not measured, candidate may replace the default)."""
+    return estimate_ms <= default_ms * (1 - MODEL_MARGIN)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """One point of the search space; :meth:`name` is its canonical text (``default`` or
@@ -433,7 +439,7 @@ class Search:
         if rewards.compare(top.record(), default.record()) != 1:
             return default
         if top.measured_ms is None and top.model_ms is not None and default.model_ms is not None and \
-                top.model_ms > default.model_ms * (1 - MODEL_MARGIN):
+                not clearly_faster(top.model_ms, default.model_ms):
             return default  # estimated, not measured: only a clear gain overrides the default
         return top
 
