@@ -146,9 +146,9 @@ def test_the_verifier_checks_the_launch_by_launch_path(tmp_path: Path) -> None:
 
 
 def test_a_loop_the_kernel_cannot_take_is_emitted_as_without_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When build() declines after the loop's steps were made one level deeper (the emitter's
-    shapes confirm eligibility only afterwards), the steps are put back at their depth: the code is
-    the one an ineligible loop gets, byte for byte."""
+    """When build() declines (the emitter's shapes confirm eligibility only after the loop's steps
+    are made), the steps stay as made: the code is the one an ineligible loop gets, byte for byte;
+    only an accepted loop's steps go one level deeper, into the else branch."""
     lowered = pipeline.lower(_module("trisolv"))
     monkeypatch.setattr(cuda_oneblock, "build", lambda *a, **k: None)
     declined = cuda.emit(lowered, source="trisolv.c")

@@ -766,11 +766,10 @@ class _HostPrinter(StmtPrinter):
 
         e = self.emitter
         one = (e.tiling is None or e.tiling.enabled) and cuda_oneblock.eligible(s, set(e.device_scalars))
-        if one:  # the loop's steps are made first, then placed in the else branch of the one-block test
+        if one:  # the loop's steps are made first, then placed (one level deeper) in the else branch
             self.flush()
             outer_steps, self.steps = self.steps, []
             first_kernel = len(e.kernels)
-            self.depth += 1
         saved = dict(self.scope)
         self.scope[s.var] = s.ty
         super().visit_For(s)
@@ -783,12 +782,11 @@ class _HostPrinter(StmtPrinter):
             return
         self.flush()
         loop_steps, self.steps = self.steps, outer_steps
-        self.depth -= 1
         launches = [st for st in loop_steps if st.get("kind") == "launch"]
         built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
             if len(launches) == len(s.body) else None
         if built is None:
-            self.steps += [_dedent(st) for st in loop_steps]
+            self.steps += loop_steps
             return
         kernel, args, setup, ok = built
         e.kernels.append(kernel)
@@ -803,16 +801,15 @@ class _HostPrinter(StmtPrinter):
         self.line("  }")
         self.line("} else {")
         self.flush()
-        self.steps += loop_steps
+        self.steps += [_indent(st) for st in loop_steps]
         self.line("}")
 
 
-def _dedent(step: dict[str, object]) -> dict[str, object]:
-    """A host step made one level deeper than it is placed (a one-block attempt that fell through)."""
+def _indent(step: dict[str, object]) -> dict[str, object]:
+    """A host step one level deeper (the launch-by-launch loop in the else branch of a one-block test)."""
     if step.get("kind") == "host":
-        return {**step, "lines": [str(x)[2:] if str(x).startswith("  ") else str(x)
-                                  for x in step["lines"]]}  # type: ignore[attr-defined]
-    return {**step, "pad": str(step.get("pad", ""))[2:]}
+        return {**step, "lines": ["  " + str(x) for x in step["lines"]]}  # type: ignore[attr-defined]
+    return {**step, "pad": "  " + str(step.get("pad", ""))}
 
 
 class _KernelEmitter:
