@@ -476,6 +476,8 @@ def test_memory_misuse_is_reported(builds: dict[str, SimBuild], which: int, erro
     (3, "cudaFreeAsync on stream #1 is not ordered after the launch of scale_kernel at "),
     (4, None),
     (5, None),
+    (6, None),
+    (7, "the launch of scale_nonconst at "),
 ])
 def test_stream_order_races_are_reported(builds: dict[str, SimBuild], which: int, race: str | None) -> None:
     host = np.arange(40, dtype=np.float32)

@@ -8,11 +8,19 @@ __global__ void scale_kernel(const float* in, float* out, int n) {
   if (i < n) out[i] = 2.0f * in[i];
 }
 
+// The same with a non-const input pointer it only reads (as much hand-written CUDA declares it).
+__global__ void scale_nonconst(float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.0f * in[i];
+}
+
 // Copies `host` in on stream a, doubles it on stream b into a second buffer, and copies that back
 // on stream a.  which: 0 ordered by events, 1 the kernel does not wait for the copy-in, 2 the
 // copy-out does not wait for the kernel, 3 the input is freed on stream a while the kernel on b
 // may still read it, 4 ordered by host synchronisation instead of events, 5 two kernels on a and b
-// read the same input (no race) and write different outputs.
+// read the same input (no race) and write different outputs, 6 the same through non-const pointers
+// (only a launch that changes an allocation writes it), 7 the kernel on b through a non-const
+// pointer without waiting for the copy-in (still a race: it reads what the copy writes).
 extern "C" int two_streams(float* host, int n, int which) {
   cudaStream_t a, b;
   cudaEvent_t in_done, kernel_done;
@@ -30,14 +38,22 @@ extern "C" int two_streams(float* host, int n, int which) {
   CHECK(cudaEventRecord(in_done, a));
   if (which == 4) {
     CHECK(cudaStreamSynchronize(a));
-  } else if (which != 1) {
+  } else if (which != 1 && which != 7) {
     CHECK(cudaStreamWaitEvent(b, in_done, 0));
   }
-  scale_kernel<<<(n + 31) / 32, 32, 0, b>>>(in, out, n);
+  if (which >= 6) {
+    scale_nonconst<<<(n + 31) / 32, 32, 0, b>>>(in, out, n);
+  } else {
+    scale_kernel<<<(n + 31) / 32, 32, 0, b>>>(in, out, n);
+  }
   CHECK(cudaGetLastError());
-  if (which == 5) {
+  if (which == 5 || which == 6) {
     CHECK(cudaMallocAsync(&out2, bytes, a));
-    scale_kernel<<<(n + 31) / 32, 32, 0, a>>>(in, out2, n);
+    if (which == 5) {
+      scale_kernel<<<(n + 31) / 32, 32, 0, a>>>(in, out2, n);
+    } else {
+      scale_nonconst<<<(n + 31) / 32, 32, 0, a>>>(in, out2, n);
+    }
     CHECK(cudaGetLastError());
   }
   CHECK(cudaEventRecord(kernel_done, b));

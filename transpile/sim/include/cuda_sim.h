@@ -831,8 +831,9 @@ inline bool blocking_stream(cudaStream_t s) {
 // go unseen: each stream (and the host) carries a vector clock, and every
 // access to a device allocation is checked against the allocation's last write
 // and the reads since, by allocation (a kernel's pointer-to-const arguments
-// read, its other pointer arguments write; copies, memsets, stream-ordered
-// allocation and free as their kind says).
+// read, its other pointer arguments write if the launch changed the
+// allocation; copies, memsets, stream-ordered allocation and free as their
+// kind says).
 using Clock = std::map<const void*, unsigned long long>;  // stream key -> its last operation known done
 struct Access {
   const void* stream = nullptr;
@@ -983,18 +984,46 @@ bool check_arg(const LaunchConfig& c, int index, const T& v) {
   return true;
 }
 
-// A kernel argument's use of device memory, for the stream-order check (see __sim::use).
+// A kernel's pointer arguments, for the stream-order check (see __sim::use): a pointer to const
+// reads its allocation; any other pointer writes it if the launch changed the allocation's bytes
+// (a kernel may take a non-const pointer it only reads: two such launches on two streams do not race).
+struct ArgUse {
+  const void* p;
+  bool read_only;
+  unsigned long long hash;  // of the allocation's bytes before the launch
+};
+inline unsigned long long alloc_hash(const void* p) {
+  const Alloc* a = find_alloc(p);
+  if (!a || a->kind != kDevice) return 0;
+  const unsigned char* b = a->base + a->guard;
+  unsigned long long h = 1469598103934665603ull;  // FNV-1a over 8-byte words, then the tail
+  size_t i = 0;
+  for (; i + 8 <= a->size; i += 8) {
+    unsigned long long w;
+    std::memcpy(&w, b + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < a->size; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
 template <class T>
-void use_arg(const LaunchConfig& c, unsigned long long tick, const T& v) {
+void arg_use(std::vector<ArgUse>& out, const T& v) {
   if constexpr (std::is_pointer_v<T>) {
-    if constexpr (std::is_object_v<std::remove_pointer_t<T>>)
-      use((const void*)v, !std::is_const_v<std::remove_pointer_t<T>>, c.stream, tick,
-          format("the launch of %s at %s:%d", c.name, c.file, c.line));
+    if constexpr (std::is_object_v<std::remove_pointer_t<T>>) {
+      const bool ro = std::is_const_v<std::remove_pointer_t<T>>;
+      if (v) out.push_back(ArgUse{(const void*)v, ro, ro ? 0 : alloc_hash((const void*)v)});
+    }
   }
 }
 template <class Tup, size_t... I>
-void use_args(const LaunchConfig& c, unsigned long long tick, const Tup& t, std::index_sequence<I...>) {
-  (use_arg(c, tick, std::get<I>(t)), ...);
+std::vector<ArgUse> arg_uses(const Tup& t, std::index_sequence<I...>) {
+  std::vector<ArgUse> out;
+  (arg_use(out, std::get<I>(t)), ...);
+  return out;
+}
+inline void use_args(const LaunchConfig& c, unsigned long long tick, const std::vector<ArgUse>& uses) {
+  const std::string what = format("the launch of %s at %s:%d", c.name, c.file, c.line);
+  for (const ArgUse& u : uses) use(u.p, !u.read_only && alloc_hash(u.p) != u.hash, c.stream, tick, what);
 }
 
 template <class Tup, size_t... I>
@@ -1124,10 +1153,13 @@ cudaError_t launch_tuple(void (*kernel)(P...), const LaunchConfig& c, std::tuple
   const void* key = reinterpret_cast<const void*>(kernel);
   if (cudaError_t e = validate_launch(c, key)) return e;
   if (!check_args(c, params, std::index_sequence_for<P...>{})) return g_sticky;
-  use_args(c, order_op(c.stream), params, std::index_sequence_for<P...>{});
+  const unsigned long long tick = order_op(c.stream);
+  const std::vector<ArgUse> uses = arg_uses(params, std::index_sequence_for<P...>{});
   using Tup = std::tuple<std::decay_t<P>...>;
   Invocation<void (*)(P...), Tup> inv{kernel, &params};
-  return run_grid(c, &invoke<void (*)(P...), Tup>, &inv);
+  const cudaError_t e = run_grid(c, &invoke<void (*)(P...), Tup>, &inv);
+  use_args(c, tick, uses);
+  return e;
 }
 
 // --- barriers and warp collectives (called from kernel code)
