@@ -40,3 +40,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _CACHE = pytest.StashKey[str]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` (10 s and more each) first, otherwise in collection order: under xdist a
+    long test started last keeps one worker busy while the others have nothing left to take."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -448,6 +448,7 @@ def test_same_code_as_naive_is_never_slower_than_naive(tmp_path: Path) -> None:
     assert "(same code)" not in next(ln for ln in table.splitlines() if ln.startswith("| 2mm"))
 
 
+@pytest.mark.slow
 def test_evolve_generate_writes_the_search_and_the_included_schedules(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import evolve as E

@@ -97,6 +97,7 @@ def test_polybench_graphs_same_with_and_without_cache(name: str, monkeypatch: py
 
 @settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "100")), deadline=None,
           suppress_health_check=list(HealthCheck))
+@pytest.mark.slow
 @given(affine_nests.kernels())
 def test_random_nests_graphs_same_with_and_without_cache(k: ir.Kernel) -> None:
     # The cache stays warm across examples: answers must not leak between kernels.

@@ -71,6 +71,7 @@ def test_turn_limit_and_front_end_failure() -> None:
     assert "(a) front end and IR checks: fail [signature]" in info["feedback"]
 
 
+@pytest.mark.slow
 @needs_gxx
 def test_a_hanging_submission_costs_a_turn(files: dict[str, Path]) -> None:
     env = KernelEnv(GEMM, stages="abc", timeout=30)  # the simulator's timeout is a third of it

@@ -127,6 +127,7 @@ def test_submission_file_diagnostics(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 @needs_gxx
 def test_a_verification_that_hangs_is_killed_with_its_children(files: dict[str, Path]) -> None:
     # The simulator's own timeout is out of reach here, so the evaluator's kill is what stops it.
@@ -148,6 +149,7 @@ def test_score_submission_line(files: dict[str, Path]) -> None:
     json.dumps(line)
 
 
+@pytest.mark.slow
 @needs_gxx
 def test_evaluate_jobs_2_over_kernels_a_hang_and_a_crash(files: dict[str, Path], tmp_path: Path) -> None:
     subs = h.submissions(files, tmp_path)

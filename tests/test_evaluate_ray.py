@@ -71,6 +71,7 @@ def test_ray_gpu_tasks_need_a_gpu_in_the_cluster(local_ray: Any) -> None:
         list(run_tasks([Task("x", f"{HELP}:double", {"x": 1})], backend="ray", gpu=True))
 
 
+@pytest.mark.slow
 @needs_gxx
 def test_ray_scores_kernels_a_hang_and_a_crash(local_ray: Any, files: dict[str, Path], tmp_path: Path) -> None:
     subs = [json.loads(x) for x in h.submissions(files, tmp_path).read_text().splitlines()]

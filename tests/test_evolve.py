@@ -249,6 +249,7 @@ def _transpile(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
                           env=env, timeout=600)
 
 
+@pytest.mark.slow
 def test_cli_evolve_writes_verified_output_then_hits_the_cache(tmp_path: Path) -> None:
     env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "atax.cu"
@@ -381,6 +382,7 @@ def test_cli_evolve_with_from_text_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "x.cu").exists()
 
 
+@pytest.mark.slow
 def test_cli_evolve_command_shares_a_budget_and_reports_each_file(tmp_path: Path) -> None:
     env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "out"

@@ -118,6 +118,7 @@ def test_sequential_loop_between_blocks_permutation() -> None:
     assert interchange.run(k) is k
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(affine_nests.kernels(), st.integers(1, 4), st.integers(0, 2**16))
 def test_affine_nests_interchanged_and_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:

@@ -22,6 +22,7 @@ def good_cu() -> str:
     return compile_from_text(REF, LLMConfig(), verify=False).output
 
 
+@pytest.mark.slow
 def test_repair_after_two_rounds(tmp_path: Path, good_cu: str) -> None:
     broken = good_cu.replace("a * X[i] + Y[i]", "a * X[i] - Y[i]")
     assert broken != good_cu

@@ -54,6 +54,7 @@ def check_once(module: ir.Module) -> None:
 
 @settings(max_examples=int(os.environ.get("TRANSPILE_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
 @given(affine_nests.kernels(), st.integers(1, 5), st.integers(0, 2**16))
 def test_random_affine_nests_shuffled_equal_sequential(k: ir.Kernel, n: int, seed: int) -> None:
     # Hypothesis draws some kernels several times, with other sizes and seeds: only those are new.

@@ -110,6 +110,7 @@ def test_tournament_is_deterministic_and_order_free() -> None:
             assert expected[i][0] < expected[j][0], (i, j)
 
 
+@pytest.mark.slow
 @needs_gxx
 def test_verify_group_json_ranks_candidates(tmp_path: Path) -> None:
     files = h.emitted(("gemm", "atax"))

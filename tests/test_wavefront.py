@@ -349,6 +349,7 @@ def test_random_stencil_nests_wavefront_then_map_gpu_shuffled_equal_sequential(k
     _check_shuffled(k, out, sizes=(0, 1, 3, 5))
 
 
+@pytest.mark.slow
 def test_random_stencil_nests_are_often_skewed() -> None:
     # The property above is only meaningful if the strategy reaches skewed nests,
     # with and without a time loop around them, and with the time loop in the wavefront.
