@@ -478,6 +478,7 @@ def test_memory_misuse_is_reported(builds: dict[str, SimBuild], which: int, erro
     (5, None),
     (6, None),
     (7, "the launch of scale_nonconst at "),
+    (8, None),
 ])
 def test_stream_order_races_are_reported(builds: dict[str, SimBuild], which: int, race: str | None) -> None:
     host = np.arange(40, dtype=np.float32)

@@ -20,7 +20,8 @@ __global__ void scale_nonconst(float* in, float* out, int n) {
 // may still read it, 4 ordered by host synchronisation instead of events, 5 two kernels on a and b
 // read the same input (no race) and write different outputs, 6 the same through non-const pointers
 // (only a launch that changes an allocation writes it), 7 the kernel on b through a non-const
-// pointer without waiting for the copy-in (still a race: it reads what the copy writes).
+// pointer without waiting for the copy-in (still a race: it reads what the copy writes), 8 the
+// host reads the result after synchronising b, which waited for the copy on a.
 extern "C" int two_streams(float* host, int n, int which) {
   cudaStream_t a, b;
   cudaEvent_t in_done, kernel_done;
@@ -67,8 +68,14 @@ extern "C" int two_streams(float* host, int n, int which) {
     CHECK(cudaStreamWaitEvent(a, kernel_done, 0));
   }
   CHECK(cudaMemcpyAsync(pinned, out, bytes, cudaMemcpyDeviceToHost, a));
+  if (which == 8) {  // the host waits for b, which waited for the copy on a: the bytes are there
+    CHECK(cudaEventRecord(in_done, a));
+    CHECK(cudaStreamWaitEvent(b, in_done, 0));
+    CHECK(cudaStreamSynchronize(b));
+    memcpy(host, pinned, bytes);
+  }
   CHECK(cudaStreamSynchronize(a));
-  memcpy(host, pinned, bytes);
+  if (which != 8) memcpy(host, pinned, bytes);
   CHECK(cudaFreeAsync(out, a));
   if (in) CHECK(cudaFreeAsync(in, a));
   if (out2) CHECK(cudaFreeAsync(out2, a));

@@ -1665,6 +1665,14 @@ inline bool pending_in(const void* p, size_t n) {
     if ((uintptr_t)q.host < b && a < (uintptr_t)q.host + q.n) return true;
   return false;
 }
+// Completes the pending copies the host is now ordered after (its clock covers them: through the
+// stream it synchronised, or an event another stream waited for after them).
+inline void settle_seen() {
+  settle([](const Pending& q) {
+    auto it = g_host_clock.find(stream_key(q.stream));
+    return it != g_host_clock.end() && it->second >= q.tick;
+  });
+}
 
 }  // namespace __sim
 
@@ -1944,6 +1952,7 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKi
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpy")) return e;
   __sim_use_copy(dst, src, kind, nullptr, "cudaMemcpy");
   __sim::host_waits(nullptr);
+  __sim::settle_seen();
   std::memmove(dst, src, n);
   return cudaSuccess;
 }
@@ -1974,7 +1983,10 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
     }
   }
   if (!host || !__sim::pinned_host(host)) {
-    if (kind == cudaMemcpyDeviceToHost) __sim::host_waits(s);  // it returns when the bytes are there
+    if (kind == cudaMemcpyDeviceToHost) {  // it returns when the bytes are there
+      __sim::host_waits(s);
+      __sim::settle_seen();
+    }
     std::memmove(dst, src, n);
     return cudaSuccess;
   }
@@ -2109,6 +2121,7 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     return q.stream == s || (__sim::null_stream(s) && __sim::blocking_stream(q.stream));
   });
   __sim::host_waits(s);
+  __sim::settle_seen();
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
@@ -2152,6 +2165,7 @@ inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (e->recorded) {  // the copies issued on its stream before it was recorded are done
     __sim::settle([&](const __sim::Pending& q) { return q.stream == e->stream && q.seq <= e->seq; });
     __sim::join(__sim::g_host_clock, e->clock);
+    __sim::settle_seen();
   }
   return cudaSuccess;
 }
