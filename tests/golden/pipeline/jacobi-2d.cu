@@ -850,75 +850,69 @@ struct transpile_call {
   }
 }
 
-// Host to device, elements [lo, hi) of `a`.
-[[maybe_unused]] static void transpile_dropin_in(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
-                                                 const char *kernel, const char *what)
+// Copies [off, off + len) of `a` either way: directly where it is page-locked, else through a
+// registration for this call (if chosen; what it does not cover is staged), else staged.
+[[maybe_unused]] static void transpile_dropin_copy(transpile_dropin *s, transpile_array *a, size_t off, size_t len,
+                                                  bool to_device, const char *kernel)
 {
-  size_t off = 0, len = 0;
-  const bool any = transpile_dropin_range(a, lo, hi, &off, &len);
-  a->copied_in = 1;
-  a->in_lo = (long long)(off / a->elem);
-  a->in_hi = (long long)((off + len) / a->elem);
-  if (!any) {
-    return;
-  }
+  const char *what = to_device ? a->to_device : a->to_host;
   transpile_dropin_pin(a, len);
   if (transpile_dropin_direct(a, off, len)) {
-    transpile_dropin_direct_copy(s, a, off, len, true, kernel, what);
+    transpile_dropin_direct_copy(s, a, off, len, to_device, kernel, what);
     return;
   }
-  if (a->pinned == 3) {
-    const size_t done = transpile_dropin_register(s, a, off, len, true, kernel, what);
-    off += done;  // what registration did not cover is staged
-    len -= done;
-    if (len == 0) {
-      return;
-    }
-  }
-  transpile_dropin_stage(s, a, off, len, true, kernel, what);
-}
-
-// Device to host, elements [lo, hi) of `a`; staged chunks land before it returns, direct ones at the final sync.
-// An array that was copied in is copied out within that range only: each box is exact only where its
-// accesses exist (isl's bound of an empty set is the affine form of its other pieces' parameters), and
-// an element neither copied in nor written must not come back (tests/test_promote.py found one).
-[[maybe_unused]] static void transpile_dropin_out(transpile_dropin *s, transpile_array *a, long long lo, long long hi,
-                                                  const char *kernel, const char *what)
-{
-  if (a->copied_in) {
-    lo = lo < a->in_lo ? a->in_lo : lo;
-    hi = hi > a->in_hi ? a->in_hi : hi;
-  }
-  size_t off = 0, len = 0;
-  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
-    return;
-  }
-  transpile_dropin_pin(a, len);
-  if (transpile_dropin_direct(a, off, len)) {
-    transpile_dropin_direct_copy(s, a, off, len, false, kernel, what);
-    return;
-  }
-  if (a->pinned == 3) {  // not copied in: registered now
-    const size_t done = transpile_dropin_register(s, a, off, len, false, kernel, what);
+  if (a->pinned == 3) {  // registered on its first copy (an array copied in registered is direct above)
+    const size_t done = transpile_dropin_register(s, a, off, len, to_device, kernel, what);
     off += done;
     len -= done;
     if (len == 0) {
       return;
     }
   }
-  transpile_dropin_stage(s, a, off, len, false, kernel, what);
+  transpile_dropin_stage(s, a, off, len, to_device, kernel, what);
 }
 
-// Whether the copy-out of `a` would be a direct (asynchronous) copy, deciding the path on its first copy.
-[[maybe_unused]] static bool transpile_dropin_out_direct(transpile_array *a)
+// Host to device, elements [copy_lo, copy_hi) of `a`.
+[[maybe_unused]] static void transpile_dropin_in(transpile_dropin *s, transpile_array *a, const char *kernel)
+{
+  size_t off = 0, len = 0;
+  const bool any = transpile_dropin_range(a, a->copy_lo, a->copy_hi, &off, &len);
+  a->copied_in = 1;
+  a->in_lo = (long long)(off / a->elem);
+  a->in_hi = (long long)((off + len) / a->elem);
+  if (any) {
+    transpile_dropin_copy(s, a, off, len, true, kernel);
+  }
+}
+
+// The byte range of the copy-out of `a`: elements [back_lo, back_hi), within the copy-in range if the
+// array was copied in.  Each box is exact only where its accesses exist (isl's bound of an empty set is
+// the affine form of its other pieces' parameters), and an element neither copied in nor written must
+// not come back (tests/test_promote.py found one).  False: nothing to copy.
+[[maybe_unused]] static bool transpile_dropin_back(const transpile_array *a, size_t *off, size_t *len)
 {
   long long lo = a->back_lo, hi = a->back_hi;
   if (a->copied_in) {
     lo = lo < a->in_lo ? a->in_lo : lo;
     hi = hi > a->in_hi ? a->in_hi : hi;
   }
+  return transpile_dropin_range(a, lo, hi, off, len);
+}
+
+// Device to host (transpile_dropin_back); staged chunks land before it returns, direct ones at the final sync.
+[[maybe_unused]] static void transpile_dropin_out(transpile_dropin *s, transpile_array *a, const char *kernel)
+{
   size_t off = 0, len = 0;
-  if (!transpile_dropin_range(a, lo, hi, &off, &len)) {
+  if (transpile_dropin_back(a, &off, &len)) {
+    transpile_dropin_copy(s, a, off, len, false, kernel);
+  }
+}
+
+// Whether the copy-out of `a` would be a direct (asynchronous) copy, deciding the path on its first copy.
+[[maybe_unused]] static bool transpile_dropin_out_direct(transpile_array *a)
+{
+  size_t off = 0, len = 0;
+  if (!transpile_dropin_back(a, &off, &len)) {
     return true;  // nothing to copy
   }
   transpile_dropin_pin(a, len);
@@ -939,7 +933,7 @@ struct transpile_call {
   for (int i = 0; i < c->count; ++i) {
     transpile_array *a = &c->arrays[i];
     if (a->in_at == p) {
-      transpile_dropin_in(s, a, a->copy_lo, a->copy_hi, c->kernel, a->to_device);
+      transpile_dropin_in(s, a, c->kernel);
       copied = true;
     }
   }
@@ -952,7 +946,7 @@ struct transpile_call {
       transpile_array *a = &c->arrays[i];
       if (a->out_after == q && !a->out_done && (p == c->last || transpile_dropin_out_direct(a))) {
         transpile_check(cudaStreamWaitEvent(s->down, s->mark[q], 0), c->kernel, "cudaStreamWaitEvent");
-        transpile_dropin_out(s, a, a->back_lo, a->back_hi, c->kernel, a->to_host);
+        transpile_dropin_out(s, a, c->kernel);
         a->out_done = true;
       }
     }
