@@ -239,8 +239,6 @@ struct CUstream_st { int id; unsigned flags; };
 struct CUevent_st {
   std::chrono::steady_clock::time_point when;
   bool recorded;
-  CUstream_st* stream;     // where it was last recorded
-  unsigned long long seq;  // the async-copy sequence number then (see __sim::Pending)
   std::map<const void*, unsigned long long> clock;  // its stream's vector clock then (see __sim::order_op)
   bool queried;  // cudaEventQuery has answered "not ready" since the record
 };
@@ -374,7 +372,6 @@ inline std::map<uintptr_t, cudaMemPool_t> g_pool_allocs;  // cudaMallocFromPoolA
 // (the simulator copies at once and checks then that the source is unchanged).
 struct Pending {
   cudaStream_t stream;
-  unsigned long long seq;
   unsigned long long tick;  // its operation on `stream` (see order_op)
   bool to_host;
   unsigned char* host;
@@ -382,7 +379,6 @@ struct Pending {
   std::vector<unsigned char> data;  // to_host: what lands; else: the source as copied
 };
 inline std::vector<Pending> g_pending;
-inline unsigned long long g_copy_seq = 0;
 
 // Per-launch and per-block scheduler state.
 inline void (*g_thunk)(void*) = nullptr;
@@ -877,15 +873,23 @@ inline unsigned long long order_op(cudaStream_t s) {
   }
   return ++c[key];
 }
-// The host waited for everything issued so far on `s`.
+inline void settle_seen();  // with the pending copies, below
+// The host has seen the work `c` covers finish: its clock joins `c` and the copies it covers land.
+inline void host_sees(const Clock& c) {
+  join(g_host_clock, c);
+  settle_seen();
+}
+// The host waited for everything issued so far on `s` (on the legacy stream: and the blocking streams).
 inline void host_waits(cudaStream_t s) {
   join(g_host_clock, g_clock[stream_key(s)]);
   if (stream_key(s) == nullptr)
     for (cudaStream_t t : g_streams)
       if (blocking_stream(t)) join(g_host_clock, g_clock[t]);
+  settle_seen();
 }
 inline void host_waits_all() {
   for (const auto& kv : g_clock) join(g_host_clock, kv.second);
+  settle_seen();
 }
 inline bool ordered_before(const Access& a, const void* key, const Clock& c) {
   if (a.tick == 0 || a.stream == key) return true;
@@ -1721,7 +1725,6 @@ inline cudaError_t cudaGetLastError() {
 inline cudaError_t cudaPeekAtLastError() { return __sim::g_sticky ? __sim::g_sticky : __sim::g_last; }
 inline cudaError_t cudaDeviceSynchronize() {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
-  __sim::settle([](const __sim::Pending&) { return true; });
   __sim::host_waits_all();
   return __sim::g_sticky;
 }
@@ -1952,7 +1955,6 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKi
   if (cudaError_t e = __sim_check_copy(dst, src, n, kind, "cudaMemcpy")) return e;
   __sim_use_copy(dst, src, kind, nullptr, "cudaMemcpy");
   __sim::host_waits(nullptr);
-  __sim::settle_seen();
   std::memmove(dst, src, n);
   return cudaSuccess;
 }
@@ -1985,7 +1987,6 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
   if (!host || !__sim::pinned_host(host)) {
     if (kind == cudaMemcpyDeviceToHost) {  // it returns when the bytes are there
       __sim::host_waits(s);
-      __sim::settle_seen();
     }
     std::memmove(dst, src, n);
     return cudaSuccess;
@@ -2000,7 +2001,7 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
            (q.stream == s || __sim::ordered_before(__sim::Access{__sim::stream_key(q.stream), q.tick, ""}, key, clock));
   });
   const unsigned char* from = static_cast<const unsigned char*>(src);
-  __sim::g_pending.push_back(__sim::Pending{s, ++__sim::g_copy_seq, tick, kind == cudaMemcpyDeviceToHost, host, n,
+  __sim::g_pending.push_back(__sim::Pending{s, tick, kind == cudaMemcpyDeviceToHost, host, n,
                                             std::vector<unsigned char>(from, from + n)});
   if (kind == cudaMemcpyDeviceToHost) {
     if (__sim::g_fill >= 0) std::memset(dst, __sim::g_fill, n);  // not landed yet
@@ -2117,11 +2118,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
 inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   SIM_API_ENTER;
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: invalid stream");
-  __sim::settle([&](const __sim::Pending& q) {
-    return q.stream == s || (__sim::null_stream(s) && __sim::blocking_stream(q.stream));
-  });
   __sim::host_waits(s);
-  __sim::settle_seen();
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaStreamSynchronize(s); }
@@ -2141,7 +2138,7 @@ inline cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   SIM_API_ENTER;
-  *e = new CUevent_st{{}, false, nullptr, 0, {}, false};
+  *e = new CUevent_st{{}, false, {}, false};
   __sim::g_events.insert(*e);
   return cudaSuccess;
 }
@@ -2153,8 +2150,6 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
   e->when = std::chrono::steady_clock::now();
   e->recorded = true;
   e->queried = false;
-  e->stream = s;
-  e->seq = __sim::g_copy_seq;
   __sim::order_op(s);
   e->clock = __sim::g_clock[__sim::stream_key(s)];
   return cudaSuccess;
@@ -2162,11 +2157,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   SIM_API_ENTER;
   if (!__sim::g_events.count(e)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: invalid event");
-  if (e->recorded) {  // the copies issued on its stream before it was recorded are done
-    __sim::settle([&](const __sim::Pending& q) { return q.stream == e->stream && q.seq <= e->seq; });
-    __sim::join(__sim::g_host_clock, e->clock);
-    __sim::settle_seen();
-  }
+  if (e->recorded) __sim::host_sees(e->clock);  // what its stream had issued (or waited for) is done
   return cudaSuccess;
 }
 // The first query after a record answers "not ready", as a GPU may: code that polls must not take
@@ -2347,7 +2338,6 @@ int __sim_live_allocations(void) {
 // Clears errors (sticky too), diagnostics and guard counts; keeps allocations.
 void __sim_reset(void) {
   std::lock_guard<std::recursive_mutex> lock(__sim::g_mu);
-  __sim::settle([](const __sim::Pending&) { return true; });
   __sim::host_waits_all();
   __sim::g_last = __sim::g_sticky = cudaSuccess;
   __sim::g_diag.clear();
