@@ -19,15 +19,11 @@ from hypothesis import strategies as st
 
 from passes import collapse, tile
 from transpile import cuda, frontend, interp, ir, ircheck, pipeline, text
-from transpile.verify import Options, verify_module
+from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"
 
-#: Stage (c) work per shape: the tile and tensor-core paths are exercised by shapes of a few tiles (sizes
-#: up to 65 for a matmul); the full mode's larger shapes (up to 3e6 statements, n = 127 here) add
-#: minutes of simulation across these cases and no path.
-SIM_WORK = 3e5
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
@@ -227,5 +223,5 @@ def test_doitgen_matches_the_reference(opts: str) -> None:
     sizes = {"nr": 3, "nq": 23, "np": 37}  # 69 rows of 37: tiles of 64 rows straddle r
     (report,) = verify_module(module, out, source=KERNELS / "doitgen.c", lowered=lowered,
                               options=Options(seed=5, mode="full", sizes=sizes, stages="abc", gpu=False,
-                                              sim_work=SIM_WORK))
+                                              sim_work=simstage.SMALL_WORK))
     assert report.ok and report.stage("c").status == "pass", report.summary()

@@ -21,15 +21,11 @@ import pytest
 
 from passes import tile
 from transpile import cuda, cuda_mma, frontend, ir, pipeline
-from transpile.verify import Options, verify_module
+from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"
 
-#: Stage (c) work per shape: the tile and tensor-core paths are exercised by shapes of a few tiles (sizes
-#: up to 65 for a matmul); the full mode's larger shapes (up to 3e6 statements, n = 127 here) add
-#: minutes of simulation across these cases and no path.
-SIM_WORK = 3e5
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
@@ -216,7 +212,7 @@ def _verify(name: str, sizes: dict[str, int], options: tile.Options | None = Non
     assert DMMA.search(out)
     (report,) = verify_module(module, out, source=path, lowered=lowered,
                               options=Options(seed=7, mode="full", sizes=sizes, stages="abc", gpu=False,
-                                              sim_work=SIM_WORK))
+                                              sim_work=simstage.SMALL_WORK))
     assert report.ok, report.summary()
     assert report.stage("c").status == "pass", report.summary()
 

@@ -255,13 +255,13 @@ def test_polybench_reductions_compile_with_nvcc(name: str, tmp_path: Path) -> No
 @needs_gxx
 @pytest.mark.parametrize("name", sorted(AFFECTED))
 def test_polybench_reductions_pass_verify_abc(name: str, tmp_path: Path) -> None:
-    from transpile.verify import Options, verify_file
+    from transpile.verify import Options, simstage, verify_file
 
-    # Full mode's shapes within 3e5 statements: n up to 257 for the matrix-vector kernels (three 128-row
-    # bands of the folds, several blocks of partials), 65 for the cubic ones; atax's n = 1025 shape cost
-    # 7 of its 10 s in the simulator and reaches no other path.
+    # Full mode's shapes within simstage.SMALL_WORK: n up to 257 for the matrix-vector kernels (three
+    # 128-row bands of the folds, several blocks of partials), 65 for the cubic ones.
     report = verify_file(_emit(name, tmp_path), polybench.spec(name).path,
-                         options=Options(seed=2024, stages="abc", gpu=False, sim_work=3e5))  # type: ignore[call-arg]
+                         options=Options(seed=2024, stages="abc", gpu=False,  # type: ignore[call-arg]
+                                         sim_work=simstage.SMALL_WORK))
     assert report.failure is None, report.summary()
 
 
