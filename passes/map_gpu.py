@@ -409,10 +409,13 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         chain.append(chain[-1].body[0])
     depth = 0
     for loop in chain:
-        if not _parallel(loop, host_scalars, independent):
+        # NOTE: a loop reduce-gpu marked is launched as its reduction, even where it carries nothing
+        # (a sweep of maps and row accumulations: its warps read the rows coalesced).
+        if loop.reduce or not _parallel(loop, host_scalars, independent):
             break
         depth += 1
-    if 0 < depth < len(chain) and triangular(chain[depth], chain[:depth], host_scalars) \
+    if 0 < depth < len(chain) and not chain[depth].reduce \
+            and triangular(chain[depth], chain[:depth], host_scalars) \
             and _parallel(chain[depth], host_scalars | {lp.var for lp in chain[:depth]}, independent):
         depth += 1  # a triangular innermost loop joins the grid
     if depth == 0:

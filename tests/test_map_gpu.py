@@ -698,3 +698,25 @@ def test_a_one_iteration_loop_writing_an_outer_scalar_stays_sequential() -> None
     assert [lp.par for lp in loops if lp.var in ("i", "j") and lp.hi == ir.Const(1, I32)] == [None, None]
     assert any(lp.par == "x" for lp in loops)  # the second nest still runs in parallel
     assert "__global__" in cuda.emit(lowered, source="k.ir")
+
+
+def test_a_sweep_of_maps_and_row_accumulations_is_launched_as_its_reduction() -> None:
+    # Found by tests/fuzz_cuda.py: A[i][j] = ..; D[i] += A[i][j] * E[j] (fused there from two nests).
+    # reduce-gpu marks i as a sweep although i carries nothing; map-gpu used to mark it par as
+    # well, and the IR check refused a loop both 'par' and 'reduce' (exit 1 on valid C).
+    from transpile import cuda, pipeline, text
+
+    src = """kernel k(i32 n, i32 m, inout f64 A[n][m], in f64 B[n], in f64 E[m], inout f64 D[n]) {
+  for i in 0..n {
+    for j in 0..m {
+      A[i][j] = A[i][j] + B[i];
+      D[i] += A[i][j] * E[j];
+    }
+  }
+}
+"""
+    lowered = pipeline.lower(text.parse(src))
+    ircheck.check(lowered)
+    loops = [x for x in ir.walk(lowered) if isinstance(x, ir.For)]
+    assert [(lp.var, lp.par, lp.reduce) for lp in loops] == [("i", None, ("+",)), ("j", None, ())]
+    assert "_fold" in cuda.emit(lowered, source="k.ir")  # the sweep emitter's second launch

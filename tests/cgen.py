@@ -1,0 +1,375 @@
+"""Random PolyBench-shaped C kernels, for differential fuzzing of the whole compiler.
+
+``tests/affine_nests.py`` draws IR nests with arbitrary affine subscripts: the
+inputs on which the dependence analysis is most easily wrong, but nests that
+rarely take the CUDA back end's specialised paths.  This module draws C source
+shaped like the kernels users write and the back end is built for, each shape
+with randomised details: matrix products (loop order, transposed operands,
+triangular bounds, ``beta`` scaling before or inside), matrix-vector products,
+stencils (1-3-D, random taps and radius, time loops, in place or ping-pong),
+column and row reductions (sums, means, max), outer-product updates,
+element-wise maps with math calls and conditions, recurrences along one
+dimension, and scalar accumulators in loop bodies.  One kernel chains 1-3 such
+phases over a shared pool of arrays, so later phases read what earlier ones
+wrote.
+
+Every program is well defined for any non-negative sizes (subscripts stay in
+their declared extents, no division by a value that can be zero, square roots
+of non-negative values) and stays numerically tame (stencil taps sum to at most
+one, recurrences contract), so a difference between the gcc reference and the
+generated CUDA is the compiler's.
+
+``program(seed)`` returns the C text; ``tests/fuzz_cuda.py`` compiles and
+verifies many of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+SIZES = ("ni", "nj", "nk")
+
+
+@dataclasses.dataclass
+class Pool:
+    """Arrays of one kernel: name -> dimensions (size parameter names)."""
+
+    rng: random.Random
+    ty: str
+    arrays: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    params: set[str] = dataclasses.field(default_factory=set)
+    scalars: set[str] = dataclasses.field(default_factory=set)
+
+    def get(self, dims: tuple[str, ...], avoid: tuple[str, ...] = ()) -> str:
+        """An array of these dimensions: an existing one half the time, else a new one."""
+        self.params.update(dims)
+        have = [a for a, d in self.arrays.items() if d == dims and a not in avoid]
+        if have and self.rng.random() < 0.5:
+            return self.rng.choice(have)
+        name = f"{'ABCDEFGHPQRSUVWXYZ'[len(self.arrays) % 18]}{len(self.arrays) // 18 or ''}"
+        self.arrays[name] = dims
+        return name
+
+    def scalar(self, name: str) -> str:
+        self.scalars.add(name)
+        return name
+
+
+def _lit(rng: random.Random, lo: float = 0.1, hi: float = 0.9) -> str:
+    return f"{rng.uniform(lo, hi):.3f}"
+
+
+def _square(p: Pool) -> str:
+    return p.rng.choice(SIZES)
+
+
+def matmul(p: Pool) -> str:
+    r = p.rng
+    tri = r.random() < 0.3
+    if tri:
+        n = _square(p)
+        di = dj = dk = n
+    else:
+        di, dj, dk = r.sample(SIZES, 3) if r.random() < 0.7 else (r.choice(SIZES),) * 3
+    c = p.get((di, dj))
+    a = p.get((di, dk) if r.random() < 0.7 else (dk, di), avoid=(c,))
+    b = p.get((dk, dj) if r.random() < 0.7 else (dj, dk), avoid=(c,))
+    aref = f"{a}[i][k]" if p.arrays[a] == (di, dk) else f"{a}[k][i]"
+    bref = f"{b}[k][j]" if p.arrays[b] == (dk, dj) else f"{b}[j][k]"
+    if di == dk and p.arrays[a] == (di, dk) and r.random() < 0.5:
+        aref = r.choice([aref, f"{a}[k][i]"])
+    alpha = p.scalar("alpha") + " * " if r.random() < 0.6 else ""
+    op = r.choice(["+=", "+=", "+=", "-="])
+    body = f"{c}[i][j] {op} {alpha}{aref} * {bref};"
+    bounds = {"i": f"i < {di}", "j": f"j < {dj}", "k": f"k < {dk}"}
+    starts = {"i": "0", "j": "0", "k": "0"}
+    if tri:
+        kind = r.choice(["k<i", "k<=j", "k>i", "j<=i"])
+        if kind == "k<i":
+            bounds["k"] = "k < i"
+        elif kind == "k<=j":
+            bounds["k"] = "k <= j"
+        elif kind == "k>i":
+            starts["k"] = "i + 1"
+        else:
+            bounds["j"] = "j <= i"
+    deps = {"k": {"i", "j"} & set(bounds["k"].split() + starts["k"].split()),
+            "j": {"i"} & set(bounds["j"].split()), "i": set()}
+    orders = [o for o in (("i", "j", "k"), ("i", "k", "j"), ("k", "i", "j"), ("j", "i", "k"), ("j", "k", "i"),
+                          ("k", "j", "i")) if all(d in o[:o.index(v)] for v in o for d in deps[v])]
+    order = r.choice(orders)
+    init = r.choice(["none", "zero", "beta", "beta-inside"])
+    lines: list[str] = []
+    if init in ("zero", "beta") or (init == "beta-inside" and order[0] != "i"):
+        rhs = "0.0" if init == "zero" else None
+        jb = bounds["j"] if "i" not in bounds["j"] else f"j < {dj}"
+        stmt = f"{c}[i][j] = 0.0;" if rhs else f"{c}[i][j] *= {p.scalar('beta')};"
+        lines.append(f"for (i = 0; i < {di}; i++)\n  for (j = 0; {jb}; j++)\n    {stmt}")
+        init = "none"
+    inner = body
+    for v in reversed(order):
+        loop = f"for ({v} = {starts[v]}; {bounds[v]}; {v}++)"
+        if init == "beta-inside" and v == "i":
+            jb = bounds["j"]
+            inner = (f"{loop} {{\n  for (j = 0; {jb}; j++)\n    {c}[i][j] *= {p.scalar('beta')};\n"
+                     f"{_indent(inner)}\n}}")
+        else:
+            inner = f"{loop}\n{_indent(inner)}"
+    lines.append(inner)
+    return "\n".join(lines)
+
+
+def matvec(p: Pool) -> str:
+    r = p.rng
+    di, dj = r.sample(SIZES, 2) if r.random() < 0.7 else (r.choice(SIZES),) * 2
+    y = p.get((di,))
+    x = p.get((dj,), avoid=(y,))
+    a = p.get((di, dj) if r.random() < 0.6 else (dj, di))
+    aref = f"{a}[i][j]" if p.arrays[a] == (di, dj) else f"{a}[j][i]"
+    scale = f"{p.scalar('alpha')} * " if r.random() < 0.4 else ""
+    body = f"{y}[i] = {y}[i] + {scale}{aref} * {x}[j];"
+    if r.random() < 0.5:
+        init = f"{y}[i] = 0.0;" if r.random() < 0.5 else f"{y}[i] = {p.scalar('beta')} * {y}[i];"
+        return f"for (i = 0; i < {di}; i++) {{\n  {init}\n  for (j = 0; j < {dj}; j++)\n    {body}\n}}"
+    if r.random() < 0.5:
+        return f"for (j = 0; j < {dj}; j++)\n  for (i = 0; i < {di}; i++)\n    {body}"
+    return f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++)\n    {body}"
+
+
+def stencil(p: Pool) -> str:
+    r = p.rng
+    rank = r.choice([1, 2, 2, 3])
+    dims = tuple(r.choice(SIZES) for _ in range(rank))
+    radius = r.choice([1, 1, 2])
+    vs = "ijk"[:rank]
+    taps: set[tuple[int, ...]] = set()
+    for _ in range(r.randint(2, 6)):
+        taps.add(tuple(r.randint(-radius, radius) for _ in range(rank)))
+    taps_l = sorted(taps)
+    w = 1.0 / len(taps_l)
+    def expr(src: str) -> str:
+        terms = []
+        for t in taps_l:
+            sub = "".join(f"[{v}{'+' if o > 0 else '-'}{abs(o)}]" if o else f"[{v}]" for v, o in zip(vs, t))
+            terms.append(f"{src}{sub}")
+        return f"{w:.4f} * ({' + '.join(terms)})"
+    def nest(stmt: str) -> str:
+        text = stmt
+        for v, d in reversed(list(zip(vs, dims))):
+            text = f"for ({v} = {radius}; {v} < {d} - {radius}; {v}++)\n{_indent(text)}"
+        return text
+    here = "".join(f"[{v}]" for v in vs)
+    kind = r.choice(["once", "pingpong", "inplace"])
+    a = p.get(dims)
+    if kind == "inplace":
+        body = nest(f"{a}{here} = {expr(a)};")
+    else:
+        b = p.get(dims, avoid=(a,))
+        body = nest(f"{b}{here} = {expr(a)};")
+        if kind == "pingpong":
+            body += "\n" + nest(f"{a}{here} = {expr(b)};")
+    if kind != "once" and r.random() < 0.7:
+        p.params.add("tsteps")
+        return f"for (t = 0; t < tsteps; t++) {{\n{_indent(body)}\n}}"
+    return body
+
+
+def reduce(p: Pool) -> str:
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    col = r.random() < 0.5
+    out = p.get((dj,) if col else (di,))
+    o, other = ("j", "i") if col else ("i", "j")
+    do, dother = (dj, di) if col else (di, dj)
+    kind = r.choice(["sum", "mean", "max", "ifmax", "sumsq"])
+    if kind in ("sum", "mean", "sumsq"):
+        term = f"{a}[i][j] * {a}[i][j]" if kind == "sumsq" else f"{a}[i][j]"
+        fin = ""
+        if kind == "mean":
+            fin = f"\n  {out}[{o}] /= {p.scalar('float_n')};"
+        elif kind == "sumsq":
+            fin = f"\n  {out}[{o}] = sqrt({out}[{o}]);"
+        return (f"for ({o} = 0; {o} < {do}; {o}++) {{\n  {out}[{o}] = 0.0;\n"
+                f"  for ({other} = 0; {other} < {dother}; {other}++)\n    {out}[{o}] += {term};{fin}\n}}")
+    upd = (f"{out}[{o}] = fmax({out}[{o}], {a}[i][j]);" if kind == "max"
+           else f"if ({a}[i][j] > {out}[{o}])\n      {out}[{o}] = {a}[i][j];")
+    return (f"for ({o} = 0; {o} < {do}; {o}++) {{\n  {out}[{o}] = -1.0e30;\n"
+            f"  for ({other} = 0; {other} < {dother}; {other}++)\n    {upd}\n}}")
+
+
+def outer(p: Pool) -> str:
+    r = p.rng
+    di, dj = r.sample(SIZES, 2) if r.random() < 0.7 else (r.choice(SIZES),) * 2
+    a = p.get((di, dj))
+    terms = []
+    for _ in range(r.randint(1, 2)):
+        terms.append(f"{p.get((di,))}[i] * {p.get((dj,))}[j]")
+    return f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++)\n    {a}[i][j] = {a}[i][j] + {' + '.join(terms)};"
+
+
+def _operand(p: Pool, dims: tuple[str, ...], avoid: tuple[str, ...]) -> str:
+    """A read of the element-wise loop's point: plain, transposed (square arrays) or a broadcast vector."""
+    r = p.rng
+    if len(dims) == 2 and dims[0] == dims[1] and r.random() < 0.4:
+        return f"{p.get(dims, avoid)}[j][i]"
+    if len(dims) == 2 and r.random() < 0.3:
+        side = r.randint(0, 1)
+        return f"{p.get((dims[side],), avoid)}[{'ij'[side]}]"
+    return p.get(dims, avoid) + "".join(f"[{v}]" for v in "ij"[:len(dims)])
+
+
+def elementwise(p: Pool) -> str:
+    r = p.rng
+    rank = r.choice([1, 2])
+    dims = (r.choice(SIZES),) if rank == 1 else ((r.choice(SIZES),) * 2 if r.random() < 0.4 else tuple(r.sample(SIZES, 2)))
+    out = p.get(dims)
+    here = "".join(f"[{v}]" for v in "ij"[:rank])
+    x = _operand(p, dims, (out,))
+    y = _operand(p, dims, (out,))
+    f = r.choice([f"sqrt(fabs({x}))", f"exp(-{x} * {x})", f"{x} * {y} + {_lit(r)}", f"fabs({x} - {y})",
+                  f"({x} > {y} ? {x} : {y})", f"sin({x}) + cos({y})", f"{x} / (1.0 + fabs({y}))"])
+    stmt = f"{out}{here} = {f};"
+    if rank == 2 and r.random() < 0.4:
+        cond = r.choice(["i <= j", "i > j", "i == j", f"{x} > 0.0"])
+        if "[j][i]" in cond and dims[0] != dims[1]:
+            cond = "i <= j"
+        stmt = f"if ({cond})\n  {stmt}\nelse\n  {out}{here} = {r.choice(['0.0', x, f'{out}{here} * 0.5'])};"
+    text = stmt
+    for v, d in reversed(list(zip("ij", dims))):
+        text = f"for ({v} = 0; {v} < {d}; {v}++)\n{_indent(text)}"
+    return text
+
+
+def recurrence(p: Pool) -> str:
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    b = p.get((di, dj), avoid=(a,))
+    c = _lit(r, 0.2, 0.8)
+    if r.random() < 0.5:  # along i, parallel in j
+        body = f"{a}[i][j] = {a}[i-1][j] * {c} + {b}[i][j];"
+        return f"for (j = 0; j < {dj}; j++)\n  for (i = 1; i < {di}; i++)\n    {body}" if r.random() < 0.5 else \
+               f"for (i = 1; i < {di}; i++)\n  for (j = 0; j < {dj}; j++)\n    {body}"
+    body = f"{a}[i][j] = {a}[i][j-1] * {c} - {b}[i][j];"
+    return f"for (i = 0; i < {di}; i++)\n  for (j = 1; j < {dj}; j++)\n    {body}"
+
+
+def accumulate(p: Pool) -> str:
+    r = p.rng
+    di, dk = r.sample(SIZES, 2)
+    a = p.get((di, dk))
+    x = p.get((dk,))
+    y = p.get((di,), avoid=(x,))
+    fin = r.choice([f"{y}[i] = acc;", f"{y}[i] = {y}[i] * 0.5 + acc;", f"{y}[i] = acc / (1.0 + fabs(acc));"])
+    return (f"for (i = 0; i < {di}; i++) {{\n  {p.ty} acc = 0.0;\n  for (k = 0; k < {dk}; k++)\n"
+            f"    acc += {a}[i][k] * {x}[k];\n  {fin}\n}}")
+
+
+def reversed_scan(p: Pool) -> str:
+    """Loops that run down, start late or stride: a reversed copy, a strided update, an index-mixing read."""
+    r = p.rng
+    n = r.choice(SIZES)
+    a = p.get((n,))
+    b = p.get((n,), avoid=(a,))
+    kind = r.choice(["reverse", "stride", "down", "mirror2"])
+    if kind == "reverse":
+        return f"for (i = 0; i < {n}; i++)\n  {b}[i] = {a}[{n} - 1 - i] * {_lit(r)};"
+    if kind == "stride":
+        s = r.choice([2, 3])
+        return f"for (i = {r.randint(0, 2)}; i < {n}; i += {s})\n  {a}[i] = {a}[i] + {b}[i / {s}];"
+    if kind == "down":
+        return f"for (i = {n} - 2; i >= 0; i--)\n  {a}[i] = {a}[i + 1] * {_lit(r)} + {b}[i];"
+    m = p.get((n, n))
+    return (f"for (i = 0; i < {n}; i++)\n  for (j = i + 1; j < {n}; j++) {{\n"
+            f"    {m}[i][j] = {m}[i][j] + {a}[i] * {a}[j];\n    {m}[j][i] = {m}[i][j];\n  }}")
+
+
+def symmetric(p: Pool) -> str:
+    """covariance/syrk-like: an upper triangle computed, then mirrored, in one nest."""
+    r = p.rng
+    m, n = r.sample(SIZES, 2)
+    d = p.get((n, m))
+    c = p.get((m, m))
+    scale = r.choice(["", f"\n    {c}[i][j] /= ({p.scalar('float_n')} + 1.0);", f"\n    {c}[i][j] *= {_lit(r)};"])
+    return (f"for (i = 0; i < {m}; i++)\n  for (j = i; j < {m}; j++) {{\n    {c}[i][j] = 0.0;\n"
+            f"    for (k = 0; k < {n}; k++)\n      {c}[i][j] += {d}[k][i] * {d}[k][j];{scale}\n"
+            f"    {c}[j][i] = {c}[i][j];\n  }}")
+
+
+def init(p: Pool) -> str:
+    """PolyBench's init style: integer arithmetic of the indices, converted and divided."""
+    r = p.rng
+    di, dj = r.choice(SIZES), r.choice(SIZES)
+    a = p.get((di, dj))
+    num = r.choice(["(i * j + 1) % " + di, "(i + j) % 7", "i * (j + 2) % " + dj, "(i - j) / 3"])
+    return (f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++)\n"
+            f"    {a}[i][j] = ({p.ty})({num}) / {di} + {a}[i][j];")
+
+
+def two_statements(p: Pool) -> str:
+    """Two statements in one body, the second reading what the first wrote (fusion's business)."""
+    r = p.rng
+    di, dj = r.choice(SIZES), r.choice(SIZES)
+    a = p.get((di, dj))
+    b = p.get((di, dj), avoid=(a,))
+    c = p.get((di,), avoid=())
+    shift = r.choice(["[i][j]", "[i][j]", f"[i][{dj} - 1 - j]"])
+    return (f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++) {{\n"
+            f"    {a}[i][j] = {b}[i][j] * {_lit(r)} + {c}[i];\n    {b}{shift} = {a}[i][j] - {b}{shift} * 0.5;\n  }}")
+
+
+def scalar_chain(p: Pool) -> str:
+    """A scalar carried across iterations (durbin-like): sequential, with a parallel inner loop."""
+    r = p.rng
+    n = r.choice(SIZES)
+    a = p.get((n,))
+    b = p.get((n,), avoid=(a,))
+    return (f"{{\n  {p.ty} s = 1.0;\n  for (i = 0; i < {n}; i++) {{\n    s = s * 0.5 + {a}[i] * 0.25;\n"
+            f"    {b}[i] = s;\n  }}\n}}")
+
+
+PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
+          reversed_scan, symmetric, init, two_statements, scalar_chain)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line if line else line for line in text.split("\n"))
+
+
+def options(seed: int) -> list[str]:
+    """Random back-end options for case ``seed`` (an independent stream: the program does not move)."""
+    rng = random.Random(~seed)
+    opts: list[str] = []
+    pick = rng.random()
+    if pick < 0.1:
+        return ["--naive"]
+    if pick < 0.25:
+        opts += ["--tile", rng.choice(["32x32", "64x32", "32x64", "16x64", "128x64"])]
+        opts += ["--coarsen", rng.choice(["2x2", "4x4", "8x4", "4x8", "2x8"])]
+    for flag in ("--no-shared", "--no-mma", "--no-reassociate"):
+        if rng.random() < 0.15:
+            opts.append(flag)
+    if rng.random() < 0.15:
+        opts += ["--rows", str(rng.choice([1, 2, 3, 4]))]
+    if rng.random() < 0.1:
+        opts += ["--stream", str(rng.choice([1, 2, 5, 8]))]
+    if rng.random() < 0.15:
+        opts += ["--block", rng.choice(["128", "64", "32x4", "64x2", "16x16", "32x2x2"])]
+    return opts
+
+
+def program(seed: int) -> str:
+    """One random kernel ``kernel_fuzz`` as a C translation unit."""
+    rng = random.Random(seed)
+    ty = "float" if rng.random() < 0.15 else "double"
+    pool = Pool(rng, ty)
+    phases = [rng.choice(PHASES) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
+    body = "\n\n".join(ph(pool) for ph in phases)
+    params = [f"int {s}" for s in (*SIZES, "tsteps") if s in pool.params]
+    params += [f"{ty} {s}" for s in sorted(pool.scalars)]
+    params += [f"{ty} {a}" + "".join(f"[{d}]" for d in dims) for a, dims in pool.arrays.items()]
+    return (f"/* fuzz case {seed} */\n#include <math.h>\n\n"
+            f"void kernel_fuzz({', '.join(params)})\n{{\n  int i, j, k, t;\n\n#pragma scop\n"
+            f"{_indent(body)}\n#pragma endscop\n}}\n")

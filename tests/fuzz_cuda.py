@@ -1,0 +1,110 @@
+"""Fuzz the whole compiler: random PolyBench-shaped C kernels, compiled and verified.
+
+    python tests/fuzz_cuda.py [N] [-j JOBS] [--seed S] [--out DIR] [--no-options] [-- EXTRA TRANSPILE ARGS]
+
+Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1), runs
+``transpile CASE.c -o CASE.cu OPTIONS`` on each, OPTIONS drawn by
+:func:`tests.cgen.options` (tiles, micro-tiles, block shapes, ``--naive``,
+``--no-mma`` and the like; none with ``--no-options``).  That is the front end,
+the passes, the CUDA emitter and the verifier's stages a-c (the emitted CUDA
+compiled by nvcc, then run on the CPU simulator against gcc's build of the same
+C at several sizes), JOBS cases at a time.  The outcomes:
+
+* ``ok``: verified and written;
+* ``unverified``: written, with a "not fully verified" warning;
+* ``rejected``: a located ``file:line:col: error:`` (an unsupported construct);
+* ``miscompile``: the verifier refused the generated CUDA;
+* ``crash``: an internal compiler error, a traceback, a signal, or a pass's
+  output refused by the IR check ("invalid IR", located but our bug);
+* ``timeout``: no answer in ``--timeout`` seconds.
+
+Each case other than ``ok`` is kept in DIR (``case-SEED.c`` and ``.log``); one
+JSON line per case goes to DIR/results.jsonl.  The last line is always
+``fuzz-cuda: N cases, ... , T s`` and the exit status is 1 when a case was a
+miscompile, a crash or a timeout.
+
+Needs gcc and nvcc; not pytest (a single case takes seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import cgen  # noqa: E402
+
+BAD = ("miscompile", "crash", "timeout")
+
+
+def classify(rc: int | None, err: str) -> str:
+    if rc is None:
+        return "timeout"
+    if rc == 0:
+        return "unverified" if "not fully verified" in err else "ok"
+    if "internal compiler error" in err or "Traceback" in err or "invalid IR" in err or rc < 0:
+        return "crash"
+    if "verification of the generated CUDA" in err:
+        return "miscompile"
+    if rc == 1 and ": error: " in err:
+        return "rejected"
+    return "crash"
+
+
+def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options: bool = False) -> dict[str, object]:
+    src = out / f"case-{seed}.c"
+    src.write_text(cgen.program(seed))
+    opts = [] if no_options else cgen.options(seed)
+    cmd = [shutil.which("transpile") or "transpile", str(src), "-o", str(out / f"case-{seed}.cu"), *opts, *extra]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env={**os.environ, "TRANSPILE_TRACEBACK": "1"})
+        rc, err = p.returncode, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, err = None, (e.stderr.decode() if isinstance(e.stderr, bytes) else e.stderr or "")
+    kind = classify(rc, err)
+    (out / f"case-{seed}.cu").unlink(missing_ok=True)
+    if kind == "ok":
+        src.unlink()
+    else:
+        (out / f"case-{seed}.log").write_text(" ".join(cmd) + "\n" + err)
+    first = next((ln for ln in err.splitlines() if "error" in ln), err.strip().splitlines()[-1] if err.strip() else "")
+    return {"seed": seed, "opts": opts, "kind": kind, "rc": rc, "s": round(time.monotonic() - t0, 2), "msg": first[:300]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("n", nargs="?", type=int, default=100)
+    ap.add_argument("-j", "--jobs", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=Path("fuzz-cuda"))
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--no-options", action="store_true", help="no random back-end options (cgen.options)")
+    ap.add_argument("extra", nargs="*", help="arguments passed on to transpile (after --)")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    t0 = time.monotonic()
+    with open(a.out / "results.jsonl", "a") as log, ThreadPoolExecutor(a.jobs) as pool:
+        for rec in pool.map(lambda s: run_case(s, a.out, a.extra, a.timeout, a.no_options), range(a.seed, a.seed + a.n)):
+            counts[str(rec["kind"])] = counts.get(str(rec["kind"]), 0) + 1
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+            if rec["kind"] not in ("ok",):
+                print(f"case {rec['seed']}: {rec['kind']}: {rec['msg']}", flush=True)
+    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "unverified", "rejected", *BAD))
+    print(f"fuzz-cuda: {a.n} cases, {summary}, {time.monotonic() - t0:.0f} s")
+    return 1 if any(counts.get(k) for k in BAD) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
