@@ -346,8 +346,13 @@ def options(seed: int) -> list[str]:
     if pick < 0.1:
         return ["--naive"]
     if pick < 0.25:
-        opts += ["--tile", rng.choice(["32x32", "64x32", "32x64", "16x64", "128x64"])]
-        opts += ["--coarsen", rng.choice(["2x2", "4x4", "8x4", "4x8", "2x8"])]
+        while True:  # a block of 32..1024 threads, which the CLI requires
+            tile, coarsen = rng.choice(["32x32", "64x32", "32x64", "16x64", "128x64"]), \
+                rng.choice(["2x2", "4x4", "8x4", "4x8", "2x8"])
+            (tm, tn), (cm, cn) = (map(int, x.split("x")) for x in (tile, coarsen))
+            if tm % cm == 0 and tn % cn == 0 and 32 <= (tm // cm) * (tn // cn) <= 1024:
+                break
+        opts += ["--tile", tile, "--coarsen", coarsen]
     for flag in ("--no-shared", "--no-mma", "--no-reassociate"):
         if rng.random() < 0.15:
             opts.append(flag)

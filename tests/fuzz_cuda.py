@@ -2,7 +2,9 @@
 
     python tests/fuzz_cuda.py [N] [-j JOBS] [--seed S] [--out DIR] [--no-options] [-- EXTRA TRANSPILE ARGS]
 
-Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1), runs
+Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1; with
+``--ir``, N random affine nests of tests/affine_nests.py drawn with Hypothesis
+seed S, as ``.ir`` files verified against the IR interpreter), runs
 ``transpile CASE.c -o CASE.cu OPTIONS`` on each, OPTIONS drawn by
 :func:`tests.cgen.options` (tiles, micro-tiles, block shapes, ``--naive``,
 ``--no-mma`` and the like; none with ``--no-options``).  That is the front end,
@@ -16,7 +18,8 @@ C at several sizes), JOBS cases at a time.  The outcomes:
 * ``miscompile``: the verifier refused the generated CUDA;
 * ``crash``: an internal compiler error, a traceback, a signal, or a pass's
   output refused by the IR check ("invalid IR", located but our bug);
-* ``timeout``: no answer in ``--timeout`` seconds.
+* ``timeout``: no answer in ``--timeout`` seconds;
+* ``usage``: the CLI refused the options drawn (the fuzzer's fault).
 
 Each case other than ``ok`` is kept in DIR (``case-SEED.c`` and ``.log``); one
 JSON line per case goes to DIR/results.jsonl.  The last line is always
@@ -50,6 +53,8 @@ def classify(rc: int | None, err: str) -> str:
         return "timeout"
     if rc == 0:
         return "unverified" if "not fully verified" in err else "ok"
+    if rc == 2 and ("Invalid value" in err or "Usage:" in err):
+        return "usage"  # the options drawn do not go together (a fuzzer bug, not the compiler's)
     if "internal compiler error" in err or "Traceback" in err or "invalid IR" in err or rc < 0:
         return "crash"
     if "verification of the generated CUDA" in err:
@@ -59,9 +64,32 @@ def classify(rc: int | None, err: str) -> str:
     return "crash"
 
 
-def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options: bool = False) -> dict[str, object]:
-    src = out / f"case-{seed}.c"
-    src.write_text(cgen.program(seed))
+def ir_programs(n: int, seed: int) -> list[str]:
+    """``n`` random affine nests (tests/affine_nests.py) in IR text form, drawn with Hypothesis seed ``seed``
+    (fewer where Hypothesis draws a kernel twice)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from tests import affine_nests
+    from transpile import ir, text
+
+    out: list[str] = []
+
+    @hseed(seed)
+    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(affine_nests.kernels())
+    def collect(k: ir.Kernel) -> None:
+        out.append(text.show(ir.Module((), (k,))))
+
+    collect()
+    return list(dict.fromkeys(out))
+
+
+def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options: bool = False,
+             ir_text: str | None = None) -> dict[str, object]:
+    src = out / f"case-{seed}.{'c' if ir_text is None else 'ir'}"
+    src.write_text(cgen.program(seed) if ir_text is None else ir_text)
     opts = [] if no_options else cgen.options(seed)
     cmd = [shutil.which("transpile") or "transpile", str(src), "-o", str(out / f"case-{seed}.cu"), *opts, *extra]
     t0 = time.monotonic()
@@ -88,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("fuzz-cuda"))
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--ir", action="store_true",
+                    help="random affine nests (tests/affine_nests.py) as .ir files instead of C kernels")
     ap.add_argument("--no-options", action="store_true", help="no random back-end options (cgen.options)")
     ap.add_argument("extra", nargs="*", help="arguments passed on to transpile (after --)")
     a = ap.parse_args(argv)
@@ -95,14 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, int] = {}
     t0 = time.monotonic()
     with open(a.out / "results.jsonl", "a") as log, ThreadPoolExecutor(a.jobs) as pool:
-        for rec in pool.map(lambda s: run_case(s, a.out, a.extra, a.timeout, a.no_options), range(a.seed, a.seed + a.n)):
+        irs = ir_programs(a.n, a.seed) if a.ir else None
+        seeds = range(a.seed, a.seed + (a.n if irs is None else len(irs)))
+        for rec in pool.map(lambda s: run_case(s, a.out, a.extra, a.timeout, a.no_options,
+                                               None if irs is None else irs[s - a.seed]), seeds):
             counts[str(rec["kind"])] = counts.get(str(rec["kind"]), 0) + 1
             log.write(json.dumps(rec) + "\n")
             log.flush()
             if rec["kind"] not in ("ok",):
                 print(f"case {rec['seed']}: {rec['kind']}: {rec['msg']}", flush=True)
-    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "unverified", "rejected", *BAD))
-    print(f"fuzz-cuda: {a.n} cases, {summary}, {time.monotonic() - t0:.0f} s")
+    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "unverified", "rejected", *BAD, "usage"))
+    print(f"fuzz-cuda: {len(seeds)} cases, {summary}, {time.monotonic() - t0:.0f} s")
     return 1 if any(counts.get(k) for k in BAD) else 0
 
 
