@@ -40,6 +40,8 @@ class Pool:
     arrays: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     params: set[str] = dataclasses.field(default_factory=set)
     scalars: set[str] = dataclasses.field(default_factory=set)
+    flats: dict[str, str] = dataclasses.field(default_factory=dict)  # pointer name -> element count
+    ints: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # int arrays
 
     def get(self, dims: tuple[str, ...], avoid: tuple[str, ...] = ()) -> str:
         """An array of these dimensions: an existing one half the time, else a new one."""
@@ -330,8 +332,65 @@ def scalar_chain(p: Pool) -> str:
             f"    {b}[i] = s;\n  }}\n}}")
 
 
+def flat(p: Pool) -> str:
+    """Pointer parameters indexed by hand (``A[i * m + j]``), which delinearize turns into matrices."""
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    p.params.update((di, dj))
+    x, y = f"F{len(p.flats)}", f"F{len(p.flats) + 1}"
+    p.flats[x] = f"{di} * {dj}"
+    p.flats[y] = f"{di} * {dj}"
+    src = p.get((di, dj))
+    if r.random() < 0.5:
+        return (f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++)\n"
+                f"    {x}[i * {dj} + j] = {y}[j * {di} + i] * {_lit(r)} + {src}[i][j];")
+    return (f"for (j = 0; j < {dj}; j++)\n  for (i = 0; i < {di}; i++)\n"
+            f"    {x}[i * {dj} + j] -= {src}[i][j] * {y}[i * {dj} + j];")
+
+
+def relax(p: Pool) -> str:
+    """floyd-warshall-like integer min-plus relaxation (or a double max-times one)."""
+    r = p.rng
+    n = r.choice(SIZES)
+    if r.random() < 0.6:
+        name = f"I{len(p.ints)}"
+        p.ints[name] = (n, n)
+        p.params.add(n)
+        upd = (f"{name}[i][j] = {name}[i][j] < {name}[i][k] + {name}[k][j] ? {name}[i][j] : "
+               f"{name}[i][k] + {name}[k][j];")
+    else:
+        a = p.get((n, n))
+        upd = f"{a}[i][j] = fmax({a}[i][j], {a}[i][k] * {a}[k][j] * 0.5);"
+    return f"for (k = 0; k < {n}; k++)\n  for (i = 0; i < {n}; i++)\n    for (j = 0; j < {n}; j++)\n      {upd}"
+
+
+def local_array(p: Pool) -> str:
+    """A scratch array local to the kernel, filled and read per row (doitgen's sum)."""
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    b = p.get((di, dj), avoid=(a,))
+    rev = r.choice(["j", f"{dj} - 1 - j"])
+    return (f"{{\n  {p.ty} tmp[{dj}];\n  for (i = 0; i < {di}; i++) {{\n    for (j = 0; j < {dj}; j++)\n"
+            f"      tmp[j] = {a}[i][j] * 2.0;\n    for (j = 0; j < {dj}; j++)\n"
+            f"      {b}[i][j] = tmp[j] + tmp[{rev}];\n  }}\n}}")
+
+
+def mathy(p: Pool) -> str:
+    """Math calls and casts in an element-wise update, with compound assignment."""
+    r = p.rng
+    n = r.choice(SIZES)
+    a = p.get((n,))
+    b = p.get((n,), avoid=(a,))
+    e = r.choice([f"pow(fabs({b}[i]), 1.5)", f"log(1.0 + fabs({b}[i]))", f"fmin({b}[i], 0.25)",
+                  f"floor({b}[i] * 4.0) / 4.0", f"-{b}[i] * (double)(i % 3)", f"tanh({b}[i])",
+                  f"({b}[i] > 0.0 ? {b}[i] : -{b}[i] * 0.5)", f"(double)((int)({b}[i] * 10.0)) * 0.1"])
+    op = r.choice(["=", "+=", "-=", "*="])
+    return f"for (i = 0; i < {n}; i++)\n  {a}[i] {op} {e};"
+
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
-          reversed_scan, symmetric, init, two_statements, scalar_chain)
+          reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy)
 
 
 def _indent(text: str) -> str:
@@ -375,6 +434,8 @@ def program(seed: int) -> str:
     params = [f"int {s}" for s in (*SIZES, "tsteps") if s in pool.params]
     params += [f"{ty} {s}" for s in sorted(pool.scalars)]
     params += [f"{ty} {a}" + "".join(f"[{d}]" for d in dims) for a, dims in pool.arrays.items()]
+    params += [f"int {a}" + "".join(f"[{d}]" for d in dims) for a, dims in pool.ints.items()]
+    params += [f"{ty} *{a}" for a in pool.flats]
     return (f"/* fuzz case {seed} */\n#include <math.h>\n\n"
             f"void kernel_fuzz({', '.join(params)})\n{{\n  int i, j, k, t;\n\n#pragma scop\n"
             f"{_indent(body)}\n#pragma endscop\n}}\n")
