@@ -426,16 +426,23 @@ def options(seed: int) -> list[str]:
 
 def program(seed: int) -> str:
     """One random kernel ``kernel_fuzz`` as a C translation unit."""
+    return case(seed)[0]
+
+
+def case(seed: int) -> tuple[str, list[tuple[str, str, tuple[str, ...]]]]:
+    """:func:`program`'s text and its parameters as ``(C type, name, extents)``: ``()`` for a scalar,
+    the dimensions' size names for an array, ``(count,)`` (a C expression) for a pointer."""
     rng = random.Random(seed)
     ty = "float" if rng.random() < 0.15 else "double"
     pool = Pool(rng, ty)
     phases = [rng.choice(PHASES) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
     body = "\n\n".join(ph(pool) for ph in phases)
-    params = [f"int {s}" for s in (*SIZES, "tsteps") if s in pool.params]
-    params += [f"{ty} {s}" for s in sorted(pool.scalars)]
-    params += [f"{ty} {a}" + "".join(f"[{d}]" for d in dims) for a, dims in pool.arrays.items()]
-    params += [f"int {a}" + "".join(f"[{d}]" for d in dims) for a, dims in pool.ints.items()]
-    params += [f"{ty} *{a}" for a in pool.flats]
+    sig: list[tuple[str, str, tuple[str, ...]]] = [("int", s, ()) for s in (*SIZES, "tsteps") if s in pool.params]
+    sig += [(ty, s, ()) for s in sorted(pool.scalars)]
+    sig += [(ty, a, dims) for a, dims in pool.arrays.items()]
+    sig += [("int", a, dims) for a, dims in pool.ints.items()]
+    sig += [(ty, a, (count,)) for a, count in pool.flats.items()]
+    params = [f"{t} *{a}" if a in pool.flats else f"{t} {a}" + "".join(f"[{d}]" for d in dims) for t, a, dims in sig]
     return (f"/* fuzz case {seed} */\n#include <math.h>\n\n"
             f"void kernel_fuzz({', '.join(params)})\n{{\n  int i, j, k, t;\n\n#pragma scop\n"
-            f"{_indent(body)}\n#pragma endscop\n}}\n")
+            f"{_indent(body)}\n#pragma endscop\n}}\n"), sig
