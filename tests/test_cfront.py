@@ -387,6 +387,21 @@ def test_local_arrays_become_allocs() -> None:
     assert k.params[1].intent == "inout"
 
 
+def test_local_arrays_in_bare_blocks_become_allocs() -> None:
+    # Found by tests/fuzz_cuda.py: a scratch array declared in a bare { } at the top level was
+    # refused; the block's statements are flattened into the body, so it is a kernel's scratch
+    # array like one declared at the top (two blocks' 'tmp' get distinct names).
+    k = kernel("""
+        void f(int n, double A[n]) {
+          { double tmp[n]; for (int i = 0; i < n; i++) tmp[i] = A[i]; A[0] = tmp[n - 1]; }
+          { { double tmp[2 * n]; for (int i = 0; i < n; i++) tmp[i] = A[i]; A[1] = tmp[0]; } }
+        }""")
+    n = V("n")
+    allocs = [s for s in k.body if isinstance(s, ir.Alloc)]
+    assert [a.ty for a in allocs] == [ir.ArrayType(F64, (n,)), ir.ArrayType(F64, (b("*", C(2), n),))]
+    assert allocs[0].name != allocs[1].name
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("-1", C(-1)),
     ("10", C(10)),

@@ -327,8 +327,15 @@ class Lowerer(ExprLowerer):
 
     # ------------------------------------------------------------------ statements
 
-    def block(self, node: c_ast.Node, top: bool = False) -> list[ir.Stmt]:
-        """A compound statement (or a single statement) in a scope of its own, flattened."""
+    def block(self, node: c_ast.Node, top: bool = False, top_scope: bool = False) -> list[ir.Stmt]:
+        """A compound statement (or a single statement) in a scope of its own, flattened.
+
+        ``top``: the function body.  ``top_scope``: a bare ``{ ... }`` directly in it (or in
+        another such block), whose statements are flattened into the function body too, so a
+        local array declared there is a kernel's scratch array like one declared at the top
+        (its name is made fresh, so the wider lifetime is invisible); only the function body's
+        own final ``return;`` is dropped.
+        """
         items = (node.block_items or []) if isinstance(node, c_ast.Compound) else [node]
         real = [i for i, it in enumerate(items) if not isinstance(it, c_ast.Pragma)]
         out: list[ir.Stmt] = []
@@ -337,7 +344,7 @@ class Lowerer(ExprLowerer):
             if (top and real and i == real[-1] and isinstance(item, c_ast.Return)
                     and item.expr is None):
                 continue  # the final 'return;' of a void function
-            self.top_level = top
+            self.top_level = top or top_scope
             out.extend(self.stmt(item))
         self.scopes.pop()
         self.top_level = False
@@ -348,7 +355,7 @@ class Lowerer(ExprLowerer):
         if getattr(node, "coord", None) is not None:
             self.stmt_loc = self.unit.loc(node)
         if isinstance(node, c_ast.Compound):
-            return self.block(node)
+            return self.block(node, top_scope=self.top_level)
         if isinstance(node, (c_ast.Pragma, c_ast.EmptyStatement)):
             return []
         if isinstance(node, c_ast.Decl):
