@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 
 SIZES = ("ni", "nj", "nk")
 
@@ -389,8 +390,62 @@ def mathy(p: Pool) -> str:
     return f"for (i = 0; i < {n}; i++)\n  {a}[i] {op} {e};"
 
 
+def solve(p: Pool) -> str:
+    """A triangular solve (trisolv-like): sequential rows, each a reduction over the solved ones."""
+    r = p.rng
+    n = r.choice(SIZES)
+    lmat = p.get((n, n))
+    x = p.get((n,))
+    rhs = p.get((n,), avoid=(x,))
+    if r.random() < 0.5:
+        return (f"for (i = 0; i < {n}; i++) {{\n  {x}[i] = {rhs}[i];\n  for (j = 0; j < i; j++)\n"
+                f"    {x}[i] -= {lmat}[i][j] * {x}[j];\n  {x}[i] = {x}[i] / (2.0 + fabs({lmat}[i][i]));\n}}")
+    return (f"for (i = {n} - 1; i >= 0; i--) {{\n  {x}[i] = {rhs}[i];\n  for (j = i + 1; j < {n}; j++)\n"
+            f"    {x}[i] -= {lmat}[i][j] * {x}[j] * 0.5;\n}}")
+
+
+def factor(p: Pool) -> str:
+    """An in-place elimination (lu-like), its multipliers kept at most 1/2 in magnitude."""
+    r = p.rng
+    n = r.choice(SIZES)
+    a = p.get((n, n))
+    inner = r.choice(["j = k + 1; j < {n}", "j = 0; j <= k"]).format(n=n)
+    upd = f"{a}[i][j] -= {a}[i][k] * {a}[k][j];" if inner.startswith("j = k") else \
+        f"{a}[i][j] = {a}[i][j] * 0.5 + {a}[i][k] * 0.25;"
+    return (f"for (k = 0; k < {n}; k++) {{\n  for (i = k + 1; i < {n}; i++)\n"
+            f"    {a}[i][k] = {a}[i][k] / (2.0 + fabs({a}[k][k]));\n"
+            f"  for (i = k + 1; i < {n}; i++)\n    for ({inner}; j++)\n      {upd}\n}}")
+
+
+def cube(p: Pool) -> str:
+    """doitgen-like: a 3-D array times a matrix along its last dimension, through a scratch row."""
+    r = p.rng
+    dr, dq, dp = r.choice(SIZES), r.choice(SIZES), r.choice(SIZES)
+    a = p.get((dr, dq, dp))
+    c4 = p.get((dp, dp))
+    s = p.get((dp,))
+    return (f"for (i = 0; i < {dr}; i++)\n  for (j = 0; j < {dq}; j++) {{\n"
+            f"    for (k = 0; k < {dp}; k++) {{\n      {s}[k] = 0.0;\n      for (t = 0; t < {dp}; t++)\n"
+            f"        {s}[k] += {a}[i][j][t] * {c4}[t][k];\n    }}\n"
+            f"    for (k = 0; k < {dp}; k++)\n      {a}[i][j][k] = {s}[k];\n  }}")
+
+
+def table(p: Pool) -> str:
+    """nussinov-like: an upper-triangular table filled from the bottom row up, by max."""
+    r = p.rng
+    n = r.choice(SIZES)
+    tb = p.get((n, n))
+    w = p.get((n,))
+    return (f"for (i = {n} - 1; i >= 0; i--)\n  for (j = i + 1; j < {n}; j++) {{\n"
+            f"    if (j - 1 >= 0)\n      {tb}[i][j] = fmax({tb}[i][j], {tb}[i][j - 1]);\n"
+            f"    if (i + 1 < {n})\n      {tb}[i][j] = fmax({tb}[i][j], {tb}[i + 1][j] + {w}[i] * 0.1);\n"
+            f"    for (k = i + 1; k < j; k++)\n      {tb}[i][j] = fmax({tb}[i][j], {tb}[i][k] * 0.5 + {tb}[k + 1][j] * 0.5);\n"
+            f"  }}")
+
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
-          reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy)
+          reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
+          solve, factor, cube, table)
 
 
 def _indent(text: str) -> str:
@@ -429,13 +484,14 @@ def program(seed: int) -> str:
     return case(seed)[0]
 
 
-def case(seed: int) -> tuple[str, list[tuple[str, str, tuple[str, ...]]]]:
+def case(seed: int, only: Callable[[Pool], str] | None = None) -> tuple[str, list[tuple[str, str, tuple[str, ...]]]]:
     """:func:`program`'s text and its parameters as ``(C type, name, extents)``: ``()`` for a scalar,
-    the dimensions' size names for an array, ``(count,)`` (a C expression) for a pointer."""
+    the dimensions' size names for an array, ``(count,)`` (a C expression) for a pointer.
+    ``only``: one phase of that kind instead of 1-3 random ones."""
     rng = random.Random(seed)
     ty = "float" if rng.random() < 0.15 else "double"
     pool = Pool(rng, ty)
-    phases = [rng.choice(PHASES) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
+    phases = [rng.choice(PHASES) for _ in range(rng.choice([1, 1, 2, 2, 3]))] if only is None else [only]
     body = "\n\n".join(ph(pool) for ph in phases)
     sig: list[tuple[str, str, tuple[str, ...]]] = [("int", s, ()) for s in (*SIZES, "tsteps") if s in pool.params]
     sig += [(ty, s, ()) for s in sorted(pool.scalars)]

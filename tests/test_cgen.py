@@ -11,6 +11,7 @@ emitter.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from tests import cgen
 from transpile import cfront, cuda, pipeline
 
-SIZES = ({"ni": 5, "nj": 7, "nk": 3, "tsteps": 2}, {"ni": 1, "nj": 2, "nk": 6, "tsteps": 3})
+SIZES = ((5, 7, 3, 2), (1, 2, 6, 3), (4, 4, 4, 1))  # ni nj nk tsteps
 
 
 def test_programs_are_warning_free_c(tmp_path: Path) -> None:
@@ -31,16 +32,18 @@ def test_programs_are_warning_free_c(tmp_path: Path) -> None:
         assert proc.returncode == 0 and not proc.stderr, f"seed {seed}:\n{src.read_text()}\n{proc.stderr}"
 
 
-def _harness(sig: list[tuple[str, str, tuple[str, ...]]], sizes: dict[str, int]) -> str:
-    """A ``main`` calling ``kernel_fuzz`` at ``sizes`` on arrays of exactly their extents."""
+def _harness(sig: list[tuple[str, str, tuple[str, ...]]]) -> str:
+    """A ``main(argc, argv)`` calling ``kernel_fuzz`` on arrays of exactly their extents, the sizes
+    ``ni nj nk tsteps`` taken from the command line."""
     def count(dims: tuple[str, ...]) -> str:
         return " * ".join(f"({d})" for d in dims)
-    lines = ["#include <stdlib.h>", "int main(void) {", "  srand(1);"]
-    lines += [f"  int {n} = {v};" for n, v in sizes.items()]
+    lines = ["#include <stdlib.h>", "int main(int argc, char **argv) {", "  srand(1);"]
+    lines += [f"  int {n} = atoi(argv[{k + 1}]);" for k, n in enumerate(("ni", "nj", "nk", "tsteps"))]
+    lines.append("  (void)argc; (void)ni; (void)nj; (void)nk; (void)tsteps;")
     args = []
     for ty, name, dims in sig:
         if not dims:
-            args.append(name if name in sizes else "1.25")
+            args.append(name if name in ("ni", "nj", "nk", "tsteps") else "1.25")
             continue
         lines.append(f"  {ty} *{name} = malloc(sizeof({ty}) * {count(dims)} + 1);")
         value = "rand() % 100" if ty == "int" else f"({ty})(rand() % 2001 - 1000) / 1000"
@@ -52,17 +55,26 @@ def _harness(sig: list[tuple[str, str, tuple[str, ...]]], sizes: dict[str, int])
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("seed", range(0, 60, 4))
-def test_programs_run_clean_under_sanitizers(tmp_path: Path, seed: int) -> None:
-    text, sig = cgen.case(seed)
+def _sanitized_runs(tmp_path: Path, text: str, sig: list[tuple[str, str, tuple[str, ...]]]) -> None:
     (tmp_path / "k.c").write_text(text)
-    for n, sizes in enumerate(SIZES):
-        (tmp_path / "main.c").write_text(_harness(sig, sizes))
-        exe = tmp_path / f"run{n}"
-        subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                        "-o", str(exe), str(tmp_path / "k.c"), str(tmp_path / "main.c"), "-lm"], check=True)
-        proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, f"seed {seed} at {sizes}:\n{text}\n{proc.stderr[-3000:]}"
+    (tmp_path / "main.c").write_text(_harness(sig))
+    exe = tmp_path / "run"
+    subprocess.run(["gcc", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                    "-o", str(exe), str(tmp_path / "k.c"), str(tmp_path / "main.c"), "-lm"], check=True)
+    for sizes in SIZES:
+        proc = subprocess.run([str(exe), *map(str, sizes)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, f"at ni nj nk tsteps = {sizes}:\n{text}\n{proc.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 6))
+def test_programs_run_clean_under_sanitizers(tmp_path: Path, seed: int) -> None:
+    _sanitized_runs(tmp_path, *cgen.case(seed))
+
+
+@pytest.mark.parametrize("phase", sorted(set(cgen.PHASES), key=lambda f: f.__name__), ids=lambda f: f.__name__)
+def test_every_phase_runs_clean_under_sanitizers(tmp_path: Path, phase: Callable[[cgen.Pool], str]) -> None:
+    for seed in range(2):  # each phase draws its own details: two draws of each
+        _sanitized_runs(tmp_path, *cgen.case(seed, only=phase))
 
 
 @pytest.mark.parametrize("seed", range(1, 40, 8))
