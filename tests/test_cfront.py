@@ -402,6 +402,28 @@ def test_local_arrays_in_bare_blocks_become_allocs() -> None:
     assert allocs[0].name != allocs[1].name
 
 
+def test_local_arrays_in_loops_and_ifs_move_to_the_top() -> None:
+    # Each iteration's array is a new object, indeterminate until written: one array at the top
+    # holds the same values wherever a defined program reads them (Lowerer.local_array).
+    k = kernel("""
+        void f(int n, int m, double A[n][m], double B[n][m]) {
+          double tmp[1];
+          for (int i = 0; i < n; i++) {
+            double tmp[m];
+            for (int j = 0; j < m; j++) tmp[j] = A[i][j];
+            if (i > 0) { double u[2][m]; u[1][0] = tmp[0]; B[i][0] = u[1][0]; }
+            for (int j = 0; j < m; j++) B[i][j] = tmp[m - 1 - j];
+          }
+          tmp[0] = 1.0;
+        }""")
+    m = V("m")
+    assert k.body[:3] == (ir.Alloc("tmp_1", ir.ArrayType(F64, (m,))), ir.Alloc("u", ir.ArrayType(F64, (C(2), m))),
+                          ir.Alloc("tmp", ir.ArrayType(F64, (C(1),))))
+    assert not any(isinstance(s, ir.Alloc) for s in ir.walk(ir.Kernel("k", (), k.body[3:])))
+    reads = {n.array for n in ir.walk(k.body[3]) if isinstance(n, ir.Index)}
+    assert {"tmp_1", "u"} <= reads and "tmp" not in reads
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("-1", C(-1)),
     ("10", C(10)),

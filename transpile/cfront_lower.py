@@ -178,6 +178,7 @@ class Lowerer(ExprLowerer):
         self.ret: ir.Scalar | None = None
         self.top_level = False  # is the statement being lowered directly in the function body?
         self.param_names: set[str] = set()
+        self.hoisted: list[ir.Alloc] = []  # local arrays declared in loops or ifs, moved to the top
 
     # ------------------------------------------------------------------ helpers
 
@@ -222,9 +223,16 @@ class Lowerer(ExprLowerer):
         loops.check_dead_loop_vars(body, self.links, self.cnames)
         if self.kind == "func":
             return ir.Func(name, tuple(scalars[n] for n in order), self.ret, body, loc=loc)
-        uses = ir.array_uses(body)
         assigned = {n.target.name for n in ir.walk(ir.Kernel(name, (), body))
                     if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+        for a in self.hoisted:
+            changed = sorted({v.name for d in a.ty.dims for v in ir.walk(d) if isinstance(v, ir.Var)} & assigned)
+            if changed:
+                raise TranspileError(a.loc, f"local array '{self.cnames.get(a.name, a.name)}' is declared in a loop "
+                                            f"or an if with an extent over '{changed[0]}', which the kernel "
+                                            "assigns: not supported; declare it at the top level of the body")
+        body = tuple(self.hoisted) + body
+        uses = ir.array_uses(body)
         invariant = [n for n in order if n in scalars and n not in assigned]
         params = []
         for pname in order:
@@ -414,7 +422,8 @@ class Lowerer(ExprLowerer):
         if d.name is not None and not {"static", "extern"} & set(d.storage):
             arr = self.unit.types.resolve(d.type)
             if isinstance(arr, ArrT):
-                return [self.local_array(d, arr, loc)]
+                alloc = self.local_array(d, arr, loc)
+                return [alloc] if alloc is not None else []
         t = self.local_type(d)
         init = None
         if d.init is not None:
@@ -426,11 +435,20 @@ class Lowerer(ExprLowerer):
         self.declare(Sym("scalar", d.name, name, t, key=id(d), emitted=emitted))
         return [ir.Decl(name, t, init, loc=loc)] if emitted else []
 
-    def local_array(self, d: c_ast.Decl, t: ArrT, loc: Loc) -> ir.Alloc:
-        """``double z[n];`` at the top level of a kernel: an ``ir.Alloc`` scratch array."""
-        if self.kind != "kernel" or not self.top_level:
-            raise TranspileError(loc, f"local array '{d.name}' is only supported at the top level of a "
-                                      "kernel body: declare it there or pass it as a parameter")
+    def local_array(self, d: c_ast.Decl, t: ArrT, loc: Loc) -> ir.Alloc | None:
+        """``double z[n];`` in a kernel: an ``ir.Alloc`` scratch array, in place at the top level of
+        the body; declared in a loop or an if, moved to the top of the body (None here).
+
+        Moving it is sound: an array declared in a loop body is a new object each iteration whose
+        elements are indeterminate until written, so a defined program never reads, in one
+        iteration, what another wrote; one array for all iterations holds the same values wherever
+        they are read.  Its name is fresh, and its extents read parameters only, checked in
+        :meth:`lower` to be ones the kernel never assigns (so they have the same value at the top).
+        The dependences the shared storage adds are the expand pass's to remove (doitgen's row).
+        """
+        if self.kind != "kernel":
+            raise TranspileError(loc, f"local array '{d.name}' in a helper function is not supported: "
+                                      "pass it as a parameter")
         if d.init is not None:
             raise TranspileError(loc, f"initialiser for local array '{d.name}' is not supported")
         dims_c: list[c_ast.Node | None] = []
@@ -452,7 +470,12 @@ class Lowerer(ExprLowerer):
             dims.append(e)
         name = self.fresh(d.name, self.names)
         self.declare(Sym("array", d.name, name, elem, rank=len(dims)))
-        return ir.Alloc(name, ir.ArrayType(elem, tuple(dims)), loc=loc)
+        self.cnames[name] = d.name
+        alloc = ir.Alloc(name, ir.ArrayType(elem, tuple(dims)), loc=loc)
+        if self.top_level:
+            return alloc
+        self.hoisted.append(alloc)
+        return None
 
     def assignment_chain(self, node: c_ast.Assignment) -> list[ir.Stmt]:
         """``a = b = e;`` as ``b = e; a = b;`` (the value of an assignment is its target's new value)."""
