@@ -19,8 +19,8 @@ it, so no value crosses iterations: with a copy per iteration
 
 **Rule.**  A top-level nest whose perfect prefix of loops ``P`` (step 1,
 bounds invariant: they read no array and no loop variable) has a body ``B``,
-and an array parameter ``X`` accessed in ``B`` with subscripts that use no
-loop of ``P`` and nowhere else in the nest.  Treating ``P``'s variables as
+and an array parameter or top-level local array (``Alloc``) ``X`` accessed in
+``B`` with subscripts that use no loop of ``P`` and nowhere else in the nest.  Treating ``P``'s variables as
 parameters, :func:`passes.footprint.analyze` on ``B`` must prove that ``B``
 writes every element of ``X`` (``must_write``: unconditional affine writes,
 for every value of the parameters) and that every read of ``X`` in ``B`` sees
@@ -31,7 +31,9 @@ iteration's ``X`` is its own: ``X[s]`` in ``B`` becomes
 every iteration writes all of ``X``, its value after the nest is the last
 iteration's: a copy ``X[e] = X_x[hi1 - lo1 - 1]...[e]`` follows the nest,
 when every loop of ``P`` runs at least once (otherwise ``X`` is untouched, as
-before).
+before).  A local array that nothing outside the nest touches needs neither the
+copy nor itself: both go (the C front end makes one of every array declared
+in a loop body, e.g. a per-row scratch row).
 
 The expansion is kept only if every loop of ``P`` becomes parallel
 (:func:`passes.deps.parallel_loops`): the copies then serve parallel
@@ -61,8 +63,8 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         index = next(n for n, s in enumerate(kernel.body) if s is nest)
         for array in _candidates(kernel, prefix):
             trial = _expand(kernel, index, prefix, array)
-            if trial is not None and _all_parallel(trial, index + 1, len(prefix)):
-                kernel = trial
+            if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
+                kernel = trial[0]
                 break  # the nest was rebuilt: one array per nest
     return kernel
 
@@ -100,12 +102,14 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
                       if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)})
     if not written:
         return []
-    # The body as a kernel of its own, the prefix loops' variables as (integer) parameters.
-    params = (*kernel.params, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
+    # The body as a kernel of its own, the prefix loops' variables as (integer) parameters, and the
+    # kernel's local arrays as array parameters (footprint analyses parameters).
+    allocs = tuple(ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
+    params = (*kernel.params, *allocs, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
     fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc))
     out = []
     for name in written:
-        fp = fps.get(name)  # array parameters only
+        fp = fps.get(name)  # array parameters and local arrays only
         if fp is None or not fp.must_write or fp.reads_input:
             continue
         refs = [n for s in body for n in ir.walk(s) if isinstance(n, ir.Index) and n.array == name]
@@ -114,9 +118,11 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
     return out
 
 
-def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> ir.Kernel | None:
-    p = kernel.param(array)
-    assert p is not None and isinstance(p.ty, ir.ArrayType)
+def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> tuple[ir.Kernel, int] | None:
+    """``kernel`` with ``array`` expanded over ``prefix`` (the nest at ``kernel.body[index]``), and the
+    rebuilt nest's position in it; None where the trip counts' types differ."""
+    p = kernel.param(array) or next(a for a in kernel.body if isinstance(a, ir.Alloc) and a.name == array)
+    assert isinstance(p.ty, ir.ArrayType)
     used = ir.identifiers(kernel)
     name = fresh_name(f"{array}_x", used)
     trips = [_sub(lp.hi, lp.lo) for lp in prefix]
@@ -136,8 +142,15 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> 
         ran = c if ran is None else ir.Binary("&&", ran, c, ir.I32, loc=loc)
     assert ran is not None
     back = ir.If(ran, (copy,), (), loc=loc)
-    new_body = (ir.Alloc(name, ty, loc=loc), *kernel.body[:index], nest, back, *kernel.body[index + 1:])
-    return dataclasses.replace(kernel, body=new_body)
+    before, after = kernel.body[:index], kernel.body[index + 1:]
+    if isinstance(p, ir.Alloc) and not any(isinstance(n, ir.Index) and n.array == array
+                                           for n in ir.walk(ir.Kernel("k", (), (*before, *after)))):
+        # A local array used in this nest alone: its value after it is never read, so neither the
+        # copy back nor the array itself is needed.
+        before = tuple(s for s in before if s is not p)
+        return dataclasses.replace(kernel, body=(ir.Alloc(name, ty, loc=loc), *before, nest, *after)), len(before) + 1
+    new_body = (ir.Alloc(name, ty, loc=loc), *before, nest, back, *after)
+    return dataclasses.replace(kernel, body=new_body), index + 1
 
 
 def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:

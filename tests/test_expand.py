@@ -105,3 +105,40 @@ def test_random_scratch_uses_keep_their_meaning(seed: int) -> None:
     m = _kernel(body)
     _same(m, _run(m))
     _same(m, pipeline.lower(m), shuffles=(0, 1, 2), exact=False)  # reduce-gpu may reassociate
+
+
+LOCAL = """  f64 t[n];
+  for r in 0..nr {
+    for p in 0..n {
+      t[p] = a[r][p] * 2.0;
+    }
+    for p in 0..n {
+      a[r][p] = t[n - 1 - p] + t[p];
+    }
+  }
+"""
+
+
+@pytest.mark.parametrize("nr", [0, 1, 5])
+def test_local_scratch_array_gets_a_copy_per_iteration_and_goes(nr: int) -> None:
+    # A local array (what the C front end makes of one declared in the loop) used by this nest
+    # alone: expanded like a parameter, and the original, never read after the nest, dropped.
+    m = _kernel(LOCAL)
+    out = _run(m)
+    assert _allocs(out) == ["t_x"]
+    k = out.kernels[0]
+    (nest,) = [s for s in k.body if isinstance(s, ir.For)]
+    assert deps.loop_ids(k)[id(nest)] in deps.parallel_loops(k)
+    assert not any(isinstance(s, ir.If) for s in k.body)  # no copy back
+    _same(m, out, nr=nr)
+    _same(m, pipeline.lower(m), nr=nr, shuffles=(0, 1, 2))
+
+
+def test_local_scratch_array_read_after_the_nest_keeps_its_last_value() -> None:
+    m = _kernel(LOCAL + "  w[0] = t[n - 1];\n")
+    out = _run(m)
+    assert _allocs(out) == ["t_x", "t"]
+    assert any(isinstance(s, ir.If) for s in out.kernels[0].body)  # the copy back
+    for nr in (1, 4):
+        _same(m, out, nr=nr)
+        _same(m, pipeline.lower(m), nr=nr, shuffles=(0, 1, 2))
