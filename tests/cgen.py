@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import textwrap
 from collections.abc import Callable
 
 SIZES = ("ni", "nj", "nk")
@@ -372,9 +373,11 @@ def local_array(p: Pool) -> str:
     a = p.get((di, dj))
     b = p.get((di, dj), avoid=(a,))
     rev = r.choice(["j", f"{dj} - 1 - j"])
-    return (f"{{\n  {p.ty} tmp[{dj}];\n  for (i = 0; i < {di}; i++) {{\n    for (j = 0; j < {dj}; j++)\n"
-            f"      tmp[j] = {a}[i][j] * 2.0;\n    for (j = 0; j < {dj}; j++)\n"
-            f"      {b}[i][j] = tmp[j] + tmp[{rev}];\n  }}\n}}")
+    rows = (f"    for (j = 0; j < {dj}; j++)\n      tmp[j] = {a}[i][j] * 2.0;\n    for (j = 0; j < {dj}; j++)\n"
+            f"      {b}[i][j] = tmp[j] + tmp[{rev}];\n")
+    if r.random() < 0.5:  # declared in the loop: a new array each iteration
+        return f"for (i = 0; i < {di}; i++) {{\n  {p.ty} tmp[{dj}];\n{textwrap.indent(textwrap.dedent(rows), '  ')}}}"
+    return f"{{\n  {p.ty} tmp[{dj}];\n  for (i = 0; i < {di}; i++) {{\n{rows}  }}\n}}"
 
 
 def mathy(p: Pool) -> str:
