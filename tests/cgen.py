@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import textwrap
 from collections.abc import Callable
 
@@ -455,6 +456,20 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line if line else line for line in text.split("\n"))
 
 
+def _style(rng: random.Random, body: str) -> str:
+    """The same program in another hand: loop counters declared in the loop (``int``, ``long`` or
+    ``unsigned``-free ``long long``), pre-increments or ``+= 1``, float literals with a suffix."""
+    if rng.random() < 0.3:
+        ty = rng.choice(["int", "int", "long", "long long"])
+        body = re.sub(r"for \(([ijkt]) = ", lambda m: f"for ({ty} {m.group(1)} = ", body)
+    if rng.random() < 0.3:
+        inc = rng.choice(["++{v}", "{v} += 1", "{v} = {v} + 1"])
+        body = re.sub(r"\b([ijkt])\+\+\)", lambda m: inc.format(v=m.group(1)) + ")", body)
+    if rng.random() < 0.2:
+        body = re.sub(r"(?<![\w.])(0\.5|0\.25|2\.0)(?![\w.])", r"\1f", body)
+    return body
+
+
 def options(seed: int) -> list[str]:
     """Random back-end options for case ``seed`` (an independent stream: the program does not move)."""
     rng = random.Random(~seed)
@@ -502,6 +517,7 @@ def case(seed: int, only: Callable[[Pool], str] | None = None) -> tuple[str, lis
     sig += [("int", a, dims) for a, dims in pool.ints.items()]
     sig += [(ty, a, (count,)) for a, count in pool.flats.items()]
     params = [f"{t} *{a}" if a in pool.flats else f"{t} {a}" + "".join(f"[{d}]" for d in dims) for t, a, dims in sig]
+    body = _style(rng, body)
     return (f"/* fuzz case {seed} */\n#include <math.h>\n\n"
             f"void kernel_fuzz({', '.join(params)})\n{{\n  int i, j, k, t;\n\n#pragma scop\n"
             f"{_indent(body)}\n#pragma endscop\n}}\n"), sig
