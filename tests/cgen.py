@@ -477,6 +477,8 @@ def options(seed: int) -> list[str]:
     pick = rng.random()
     if pick < 0.1:
         return ["--naive"]
+    if pick < 0.14:  # the schedule search, ranked by the cost model (every candidate it keeps is verified)
+        return ["--evolve", "--evolve-rounds", "2", "--evolve-measure", "model", "--evolve-time", "120"]
     if pick < 0.25:
         while True:  # a block of 32..1024 threads, which the CLI requires
             tile, coarsen = rng.choice(["32x32", "64x32", "32x64", "16x64", "128x64"]), \
