@@ -187,6 +187,75 @@ def test_build_exports_and_caches(builds: dict[str, SimBuild], out_dir: Path) ->
     assert again.library == builds["gemm_tiled"].library
 
 
+def test_declarations_cut_sim_rt_bodies_and_keep_lines() -> None:
+    from transpile.sim.build import declarations
+
+    text = ("inline int small() { return 1; }\n"
+            "SIM_RT int big(int a,\n"
+            "               int b = 2) {\n"
+            "  if (a) {\n"
+            "    return b;\n"
+            "  }\n"
+            "  return a;\n"
+            "}\n"
+            "SIM_RT std::string format(const char* f, ...) __attribute__((format(printf, 1, 2)));\n"
+            "int after;\n")
+    cut = declarations(text)
+    assert cut.split("\n") == ["inline int small() { return 1; }", "SIM_RT int big(int a,", "               int b = 2);",
+                                "", "", "", "", "",
+                                "SIM_RT std::string format(const char* f, ...) __attribute__((format(printf, 1, 2)));",
+                                "int after;", ""]
+
+
+@pytest.mark.parametrize("header", ["transpile/sim/include/cuda_sim.h", "transpile/verify/include/verify_audit.h"])
+def test_headers_keep_the_sim_rt_convention(header: str) -> None:
+    # build.py cuts a SIM_RT body at the first line that is exactly "}": a definition whose body
+    # closed elsewhere would swallow what follows it.
+    from transpile.sim.build import declarations
+
+    lines = (Path(__file__).resolve().parent.parent / header).read_text().split("\n")
+    starts = [k for k, ln in enumerate(lines) if ln.startswith("SIM_RT ") and not ln.rstrip().endswith(";")]
+    assert starts
+    for k in starts:
+        end = lines.index("}", k)
+        inner = lines[k + 1:end]
+        stray = [ln for ln in inner if ln and not ln[0].isspace() and not ln.startswith("#")]
+        assert not stray, f"{header}:{k + 1}: a line at column 0 inside the body: {stray[0]!r}"
+    assert "{" not in "".join(ln for ln in declarations("\n".join(lines)).split("\n") if ln.startswith("SIM_RT "))
+
+
+@needs_gxx
+def test_split_and_single_builds_run_alike(builds: dict[str, SimBuild], tmp_path: Path) -> None:
+    # The library linked with the runtime object (the default) and the file compiled alone with
+    # the whole simulator: the same exports, results and diagnostics.  Both are loaded in this
+    # process: two libraries of one template kernel, whose __shared__ arrays were one object in
+    # the process (STB_GNU_UNIQUE) until build.py passed -fno-gnu-unique; the second library then
+    # never poisoned them, and the racy variant below read stale tiles instead of NaN.
+    single = build(SIM_DIR / "gemm_tiled.cu", tmp_path, split=False)
+    split = builds["gemm_tiled"]
+    assert single.library != split.library and single.symbols == split.symbols
+    assert any(p.name.startswith("cuda_sim_rt-") for p in split.library.parent.iterdir())
+    rng = np.random.default_rng(3)
+    M, N, K = 37, 29, 23
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    outs = []
+    for b in (single, split):
+        C = np.zeros((M, N), dtype=np.float32)
+        run = SimLibrary(b).run("gemm_tiled", 1, M, N, K, A, B, C, seed=5)
+        assert run.ret == SUCCESS and run.ok
+        outs.append((C, run.launches, run.diagnostics))
+    np.testing.assert_allclose(outs[0][0], A @ B, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(outs[0][0], outs[1][0]) and outs[0][1:] == outs[1][1:]
+    # The variant without its barriers: the same wrong result (poisoned shared memory, seeded schedule).
+    wrong = []
+    for b in (single, split):
+        C = np.zeros((M, N), dtype=np.float32)
+        assert SimLibrary(b).run("gemm_tiled", 0, M, N, K, A, B, C, seed=5).ret == SUCCESS
+        wrong.append(C)
+    assert not np.allclose(wrong[0], A @ B, rtol=1e-4) and np.array_equal(wrong[0], wrong[1], equal_nan=True)
+
+
 # ---------------------------------------------------------------- kernels vs numpy
 
 @needs_gxx

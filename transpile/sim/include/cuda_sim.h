@@ -67,6 +67,23 @@
 #define __CUDACC_VER_MINOR__ 0
 #define CUDART_VERSION 13000
 
+// SIM_RT marks the simulator's large host-side functions.  One file compiled alone (the
+// default) defines them inline, as the rest.  transpile/sim/build.py instead compiles them
+// once per header text and flag set into an object (CUDA_SIM_RUNTIME_OBJECT: external
+// definitions, hidden in the library like everything here) and links it into each .cu's
+// library, whose own translation unit (CUDA_SIM_RUNTIME_EXTERN) sees these headers with
+// every SIM_RT body cut to a declaration (build.py's `declarations`) and the C API below
+// only declared.  The inline variables are one object per library either way (vague
+// linkage), so each library still has a simulator of its own; g++ just does not compile this
+// code for every .cu file again (about half of a build).
+// Convention build.py relies on: a SIM_RT definition starts at column 0 and its body ends at
+// the first line that is exactly "}".
+#if defined(CUDA_SIM_RUNTIME_EXTERN) || defined(CUDA_SIM_RUNTIME_OBJECT)
+#define SIM_RT
+#else
+#define SIM_RT inline
+#endif
+
 // ---------------------------------------------------------------- qualifiers
 #define __global__
 #define __device__
@@ -405,8 +422,8 @@ inline unsigned long long next_random() {  // splitmix64
   return z ^ (z >> 31);
 }
 
-inline std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-inline std::string format(const char* fmt, ...) {
+SIM_RT std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+SIM_RT std::string format(const char* fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -415,7 +432,7 @@ inline std::string format(const char* fmt, ...) {
   return buf;
 }
 
-inline void diagnose(const std::string& msg) {
+SIM_RT void diagnose(const std::string& msg) {
   if (g_diag_count < 1000) {
     g_diag += msg;
     g_diag += '\n';
@@ -430,7 +447,7 @@ inline cudaError_t api_error(cudaError_t code, const std::string& msg) {
   return code;
 }
 
-inline std::string where() {
+SIM_RT std::string where() {
   if (!g_cur) return format("kernel %s", g_kernel);
   return format("kernel %s, block (%u,%u,%u), thread (%u,%u,%u)", g_kernel, blockIdx.x, blockIdx.y,
                 blockIdx.z, g_cur->tid.x, g_cur->tid.y, g_cur->tid.z);
@@ -485,7 +502,7 @@ inline void maybe_yield() {
   if (g_cur && seeded() && (next_random() & 1)) yield_now();
 }
 
-inline void fiber_main() {
+SIM_RT void fiber_main() {
   try {
     g_thunk(g_thunk_ctx);
   } catch (...) {
@@ -524,7 +541,7 @@ inline bool ensure_stacks(unsigned n) {
   return true;
 }
 
-inline void push_runnable(unsigned i) {
+SIM_RT void push_runnable(unsigned i) {
   g_fibers[i].state = kRunnable;
   if (seeded() && !g_runq.empty()) {
     size_t pos = next_random() % (g_runq.size() + 1);
@@ -534,7 +551,7 @@ inline void push_runnable(unsigned i) {
   }
 }
 
-inline void push_all_shuffled(std::vector<unsigned>& ids) {
+SIM_RT void push_all_shuffled(std::vector<unsigned>& ids) {
   if (seeded()) {
     for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[next_random() % i]);
   }
@@ -552,7 +569,7 @@ inline std::string block_str() {
 
 // Nothing is runnable: release the block barrier, or report why the block
 // can never make progress.  Returns false when the kernel must stop.
-inline bool resolve_stall(unsigned live) {
+SIM_RT bool resolve_stall(unsigned live) {
   Fiber* warp_waiter = nullptr;
   Fiber* bar_first = nullptr;
   for (unsigned i = 0; i < g_nthreads; ++i) {
@@ -625,7 +642,7 @@ inline bool resolve_stall(unsigned live) {
 }
 
 // Runs one block to completion; false if the kernel faulted.
-inline bool run_block() {
+SIM_RT bool run_block() {
   unsigned bx = blockDim.x, by = blockDim.y;
   unsigned n = g_nthreads;
   std::vector<unsigned> ids(n);
@@ -702,7 +719,7 @@ inline size_t corrupt_bytes(const Alloc& a, long long* first = nullptr, long lon
   return bad;
 }
 
-inline void report_guards(Alloc& a, const char* when) {
+SIM_RT void report_guards(Alloc& a, const char* when) {
   long long first = 0, last = 0;
   size_t bad = corrupt_bytes(a, &first, &last);
   if (!bad || a.reported) return;
@@ -712,7 +729,7 @@ inline void report_guards(Alloc& a, const char* when) {
                   when, bad, kAllocKindNames[a.kind], a.id, a.size, first, last));
 }
 
-inline const Alloc* find_alloc(const void* p, uintptr_t* start = nullptr, bool end_inclusive = false) {
+SIM_RT const Alloc* find_alloc(const void* p, uintptr_t* start = nullptr, bool end_inclusive = false) {
   uintptr_t q = (uintptr_t)p;
   auto it = g_allocs.upper_bound(q);
   if (it == g_allocs.begin()) return nullptr;
@@ -728,7 +745,7 @@ inline const Alloc* find_alloc(const void* p, uintptr_t* start = nullptr, bool e
 inline bool is_device_kind(int k) { return k == kDevice || k == kManaged || k == kSymbol; }
 
 // [p, p+n) must lie inside device(-accessible) memory.
-inline cudaError_t require_device(const void* p, size_t n, const char* api, const char* role) {
+SIM_RT cudaError_t require_device(const void* p, size_t n, const char* api, const char* role) {
   uintptr_t start = 0;
   const Alloc* a = find_alloc(p, &start);
   if (!a || !is_device_kind(a->kind))
@@ -741,7 +758,7 @@ inline cudaError_t require_device(const void* p, size_t n, const char* api, cons
   return cudaSuccess;
 }
 
-inline cudaError_t require_host(const void* p, size_t, const char* api, const char* role) {
+SIM_RT cudaError_t require_host(const void* p, size_t, const char* api, const char* role) {
   const Alloc* a = find_alloc(p);
   if (a && a->kind == kDevice)
     return api_error(cudaErrorInvalidValue, format("%s: %s %p is device memory (allocation #%llu) but the copy "
@@ -768,7 +785,7 @@ inline void free_block(unsigned char* base, size_t total) {
     munmap(base, total);
 }
 
-inline cudaError_t allocate(void** out, size_t size, int kind, const char* api) {
+SIM_RT cudaError_t allocate(void** out, size_t size, int kind, const char* api) {
   if (!out) return api_error(cudaErrorInvalidValue, format("%s: null output pointer", api));
   *out = nullptr;
   if (size == 0) return cudaSuccess;
@@ -788,7 +805,7 @@ inline cudaError_t allocate(void** out, size_t size, int kind, const char* api) 
   return cudaSuccess;
 }
 
-inline cudaError_t release(void* p, int kind, const char* api) {
+SIM_RT cudaError_t release(void* p, int kind, const char* api) {
   if (!p) return cudaSuccess;
   auto it = g_allocs.find((uintptr_t)p);
   bool ok_kind = it != g_allocs.end() &&
@@ -853,7 +870,7 @@ inline std::string stream_name(const void* key) {
   if (key == (const void*)cudaStreamPerThread) return "the per-thread default stream";
   return format("stream #%d", static_cast<const CUstream_st*>(key)->id);
 }
-inline void join(Clock& into, const Clock& from) {
+SIM_RT void join(Clock& into, const Clock& from) {
   for (const auto& kv : from) {
     unsigned long long& t = into[kv.first];
     if (t < kv.second) t = kv.second;
@@ -861,7 +878,7 @@ inline void join(Clock& into, const Clock& from) {
 }
 // Issues an operation on `s`: it follows what the host has seen finish and, by the legacy default
 // stream's rules, that stream's work (or, on it, the blocking streams' work).  Returns its tick.
-inline unsigned long long order_op(cudaStream_t s) {
+SIM_RT unsigned long long order_op(cudaStream_t s) {
   const void* key = stream_key(s);
   Clock& c = g_clock[key];
   join(c, g_host_clock);
@@ -880,7 +897,7 @@ inline void host_sees(const Clock& c) {
   settle_seen();
 }
 // The host waited for everything issued so far on `s` (on the legacy stream: and the blocking streams).
-inline void host_waits(cudaStream_t s) {
+SIM_RT void host_waits(cudaStream_t s) {
   join(g_host_clock, g_clock[stream_key(s)]);
   if (stream_key(s) == nullptr)
     for (cudaStream_t t : g_streams)
@@ -897,7 +914,7 @@ inline bool ordered_before(const Access& a, const void* key, const Clock& c) {
   return it != c.end() && it->second >= a.tick;
 }
 // The operation `what` (tick `tick` on `s`) reads or writes the device allocation holding `p`.
-inline void use(const void* p, bool write, cudaStream_t s, unsigned long long tick, const std::string& what) {
+SIM_RT void use(const void* p, bool write, cudaStream_t s, unsigned long long tick, const std::string& what) {
   const Alloc* a = find_alloc(p);
   if (!a || a->kind != kDevice) return;
   const void* key = stream_key(s);
@@ -945,7 +962,7 @@ struct LaunchConfig {
   }
 };
 
-inline cudaError_t validate_launch(const LaunchConfig& c, const void* key) {
+SIM_RT cudaError_t validate_launch(const LaunchConfig& c, const void* key) {
   if (g_sticky) return g_last = g_sticky;
   const dim3 &g = c.grid, &b = c.block;
   unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
@@ -1025,7 +1042,7 @@ std::vector<ArgUse> arg_uses(const Tup& t, std::index_sequence<I...>) {
   (arg_use(out, std::get<I>(t)), ...);
   return out;
 }
-inline void use_args(const LaunchConfig& c, unsigned long long tick, const std::vector<ArgUse>& uses) {
+SIM_RT void use_args(const LaunchConfig& c, unsigned long long tick, const std::vector<ArgUse>& uses) {
   const std::string what = format("the launch of %s at %s:%d", c.name, c.file, c.line);
   for (const ArgUse& u : uses) use(u.p, !u.read_only && alloc_hash(u.p) != u.hash, c.stream, tick, what);
 }
@@ -1047,7 +1064,7 @@ inline void scan_guards_after(const char* kernel) {
 inline struct sigaction g_old_segv, g_old_bus;
 inline stack_t g_old_altstack;
 alignas(16) inline char g_altstack[1 << 16];
-inline void on_fault(int sig, siginfo_t* info, void*) {
+SIM_RT void on_fault(int sig, siginfo_t* info, void*) {
   if (!g_cur) {  // not in a kernel: let the previous handler see it
     sigaction(SIGSEGV, &g_old_segv, nullptr);
     sigaction(SIGBUS, &g_old_bus, nullptr);
@@ -1089,7 +1106,7 @@ struct FaultGuard {
   }
 };
 
-inline cudaError_t run_grid(const LaunchConfig& c, void (*thunk)(void*), void* ctx) {
+SIM_RT cudaError_t run_grid(const LaunchConfig& c, void (*thunk)(void*), void* ctx) {
   ++g_launches;
   g_rng = g_seed * 0x2545F4914F6CDD1Dull + g_launches;
   unsigned n = c.block.x * c.block.y * c.block.z;
@@ -1186,7 +1203,7 @@ inline unsigned lanes_present(unsigned warp) {
   return k == 32 ? 0xFFFFFFFFu : ((1u << k) - 1);
 }
 
-inline void complete_warp(unsigned base, unsigned mask) {
+SIM_RT void complete_warp(unsigned base, unsigned mask) {
   Fiber* lanes[32] = {};
   for (unsigned l = 0; l < 32; ++l)
     if (mask >> l & 1) lanes[l] = &g_fibers[base + l];
@@ -1248,7 +1265,7 @@ inline void complete_warp(unsigned base, unsigned mask) {
 }
 
 // Arrive at a warp collective; returns this lane's result.
-inline unsigned long long warp_op(int op, unsigned mask, unsigned long long val, int arg, int width,
+SIM_RT unsigned long long warp_op(int op, unsigned mask, unsigned long long val, int arg, int width,
                                   const char* file, int line) {
   if (!g_cur) {
     if (op == kBallot) return val ? 1 : 0;
@@ -1314,7 +1331,7 @@ inline long long clock_ns() {
       .count();
 }
 
-inline void read_env() {
+SIM_RT void read_env() {
   if (const char* s = getenv("TRANSPILE_SIM_SEED")) g_seed = strtoull(s, nullptr, 0);
   if (const char* s = getenv("TRANSPILE_SIM_GUARD_BYTES")) g_guard = (strtoull(s, nullptr, 0) + 255) / 256 * 256;
   if (const char* s = getenv("TRANSPILE_SIM_STACK_KB")) g_stack_bytes = strtoull(s, nullptr, 0) * 1024;
@@ -1685,7 +1702,7 @@ inline void settle_seen() {
   std::lock_guard<std::recursive_mutex> sim_lock_(__sim::g_mu); \
   if (__sim::g_sticky) return __sim::g_last = __sim::g_sticky
 
-inline const char* cudaGetErrorName(cudaError_t e) {
+SIM_RT const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define SIM_E(N) case N: return #N;
     SIM_E(cudaSuccess) SIM_E(cudaErrorInvalidValue) SIM_E(cudaErrorMemoryAllocation)
@@ -1764,7 +1781,7 @@ inline cudaError_t cudaFree(void* p) {
   __sim::forget_uses(p);
   return __sim::release(p, __sim::kDevice, "cudaFree");
 }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+SIM_RT cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
   SIM_API_ENTER;
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaFreeAsync: invalid stream");
   if (p) __sim::use(p, true, s, __sim::order_op(s), "cudaFreeAsync");
@@ -1781,7 +1798,7 @@ inline cudaError_t cudaFreeHost(void* p) {
     __sim::settle_range(p, it->second.size);  // cudaFreeHost waits for the copies that use the buffer
   return __sim::release(p, __sim::kPinned, "cudaFreeHost");
 }
-inline cudaError_t cudaHostRegister(void* p, size_t n, unsigned) {
+SIM_RT cudaError_t cudaHostRegister(void* p, size_t n, unsigned) {
   SIM_API_ENTER;
   if (!p || n == 0) return __sim::api_error(cudaErrorInvalidValue, "cudaHostRegister: null pointer or zero size");
   // A range overlapping any allocation or registration is refused, as CUDA refuses page-locked
@@ -1796,7 +1813,7 @@ inline cudaError_t cudaHostRegister(void* p, size_t n, unsigned) {
   __sim::g_allocs[(uintptr_t)p] = __sim::Alloc{n, 0, n, static_cast<unsigned char*>(p), __sim::kRegistered, ++__sim::g_alloc_ids, false};
   return cudaSuccess;
 }
-inline cudaError_t cudaHostUnregister(void* p) {
+SIM_RT cudaError_t cudaHostUnregister(void* p) {
   SIM_API_ENTER;
   auto it = __sim::g_allocs.find((uintptr_t)p);
   if (it == __sim::g_allocs.end() || it->second.kind != __sim::kRegistered)
@@ -1824,7 +1841,7 @@ inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const v
   attr->hostPointer = a->kind == __sim::kDevice ? nullptr : const_cast<void*>(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+SIM_RT cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
   SIM_API_ENTER;
   if (!pool || !props) return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolCreate: null argument");
   if (props->allocType != cudaMemAllocationTypePinned || props->location.type != cudaMemLocationTypeDevice ||
@@ -1843,7 +1860,7 @@ inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) 
   *pool = &default_pool;
   return cudaSuccess;
 }
-inline cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+SIM_RT cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
   SIM_API_ENTER;
   if (!__sim::g_pools.count(pool) || pool->id == 0)
     return __sim::api_error(cudaErrorInvalidValue, "cudaMemPoolDestroy: not a pool created by cudaMemPoolCreate");
@@ -1883,7 +1900,7 @@ inline cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
 }
 // Fresh (poisoned, guarded) device memory every time: reuse is the GPU's business, and
 // fresh memory keeps a read of bytes nobody copied in visible.
-inline cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+SIM_RT cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   SIM_API_ENTER;
   if (!__sim::g_pools.count(pool))
     return __sim::api_error(cudaErrorInvalidValue, "cudaMallocFromPoolAsync: invalid pool");
@@ -1960,7 +1977,7 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKi
 }
 // Between the device and page-locked host memory the copy is asynchronous (see __sim::Pending);
 // from or to pageable memory it completes before the call returns, as in CUDA.
-inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
+SIM_RT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s = nullptr) {
   SIM_API_ENTER;
   if (!__sim::valid_stream(s)) return __sim::api_error(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync: invalid stream");
   if (n == 0) return cudaSuccess;
@@ -2303,6 +2320,29 @@ cudaError_t cudaOccupancyMaxPotentialBlockSize(int* min_grid, int* block, T, siz
 // ---------------------------------------------------------------- C API for the host
 // Exported (default visibility) so the verifier can drive the simulator
 // through ctypes.
+#ifdef CUDA_SIM_RUNTIME_EXTERN  // defined once, in the runtime object (declared with its visibility)
+#pragma GCC visibility push(default)
+extern "C" {
+void __sim_set_schedule(unsigned long long seed);
+void __sim_set_block_order(unsigned long long seed);
+unsigned long long __sim_get_schedule(void);
+void __sim_set_guard_bytes(unsigned long long n);
+void __sim_set_fill_byte(int b);
+void __sim_set_quiet(int q);
+void __sim_set_pointer_check(int on);
+long long __sim_check_guards(void);
+int __sim_last_error(void);
+const char* __sim_diagnostics(void);
+int __sim_diagnostic_count(void);
+unsigned long long __sim_launch_count(void);
+int __sim_live_allocations(void);
+void __sim_reset(void);
+void* __sim_device_malloc(unsigned long long n);
+int __sim_device_free(void* p);
+void __sim_release(void);
+}
+#pragma GCC visibility pop
+#else
 #pragma GCC visibility push(default)
 extern "C" {
 // 0: blocks and threads in order; other seeds: shuffled blocks and interleavings.
@@ -2375,6 +2415,7 @@ void __assert_fail(const char* expr, const char* file, unsigned int line, const 
 }
 }  // extern "C"
 #pragma GCC visibility pop
+#endif  // CUDA_SIM_RUNTIME_EXTERN
 
 #undef SIM_API_ENTER
 #pragma GCC visibility pop

@@ -71,13 +71,13 @@ inline Fn g_target = nullptr;
 inline uint3 g_block{0, 0, 0};
 inline dim3 g_grid{1, 1, 1};
 
-inline void issue(const std::string& s) {
+SIM_RT void issue(const std::string& s) {
   for (const auto& old : g_issues)
     if (old == s) return;
   if (g_issues.size() < 16) g_issues.push_back(s);
 }
 
-inline size_t index_of(cudaStream_t s) {
+SIM_RT size_t index_of(cudaStream_t s) {
   if (s == nullptr || s == cudaStreamLegacy) return 0;
   for (size_t i = g_streams.size(); i-- > 1;)
     if (g_streams[i].alive && g_streams[i].handle == s) return i;
@@ -89,7 +89,7 @@ inline size_t index_of(cudaStream_t s) {
   return g_streams.size() - 1;
 }
 
-inline void created(cudaStream_t s, bool nonblocking) {
+SIM_RT void created(cudaStream_t s, bool nonblocking) {
   for (auto& st : g_streams)
     if (st.handle == s && &st != &g_streams[0]) st.alive = false;  // a reused handle is a new stream
   StreamState st;
@@ -99,7 +99,7 @@ inline void created(cudaStream_t s, bool nonblocking) {
   g_streams.push_back(st);
 }
 
-inline void work(cudaStream_t s, const std::string& what) {
+SIM_RT void work(cudaStream_t s, const std::string& what) {
   size_t i = index_of(s);
   if (g_device_entry && i != g_given && (i == 0 || g_streams[i].handle == cudaStreamPerThread))
     issue("stream: " + what + " runs on " + g_streams[i].name +
@@ -124,7 +124,7 @@ inline void blocking_copy(const char* api) {
             st.name + " may still be running (no synchronisation between them)");
 }
 
-inline void end_call() {
+SIM_RT void end_call() {
   for (size_t i = 0; i < g_streams.size(); ++i) {
     const auto& st = g_streams[i];
     if (!st.pending || (g_device_entry && i == g_given)) continue;
@@ -169,7 +169,7 @@ void one_block(P... a) {
   reinterpret_cast<void (*)(P...)>(g_target)(a...);
 }
 
-inline std::string block_name(unsigned long long b, dim3 g) {
+SIM_RT std::string block_name(unsigned long long b, dim3 g) {
   return "(" + std::to_string(b % g.x) + "," + std::to_string(b / g.x % g.y) + "," +
          std::to_string(b / ((unsigned long long)g.x * g.y)) + ")";
 }
@@ -277,7 +277,7 @@ inline cudaError_t __verify_cudaStreamDestroy(cudaStream_t s) {
   if (i) __verify::g_streams[i].handle = nullptr, __verify::g_streams[i].alive = false;
   return e;
 }
-inline cudaError_t __verify_cudaStreamSynchronize(cudaStream_t s) {
+SIM_RT cudaError_t __verify_cudaStreamSynchronize(cudaStream_t s) {
   size_t i = __verify::index_of(s);
   cudaError_t e = cudaStreamSynchronize(s);
   if (i == 0) __verify::settle_blocking();
@@ -294,7 +294,7 @@ inline cudaError_t __verify_cudaDeviceSynchronize() {
   return cudaDeviceSynchronize();
 }
 inline cudaError_t __verify_cudaThreadSynchronize() { return __verify_cudaDeviceSynchronize(); }
-inline cudaError_t __verify_cudaEventRecord(cudaEvent_t ev, cudaStream_t s = nullptr) {
+SIM_RT cudaError_t __verify_cudaEventRecord(cudaEvent_t ev, cudaStream_t s = nullptr) {
   size_t i = __verify::index_of(s);
   __verify::g_events[ev] = {i, __verify::g_streams[i].pending};
   return cudaEventRecord(ev, s);
@@ -313,7 +313,7 @@ inline cudaError_t __verify_cudaEventQuery(cudaEvent_t ev) {
   if (e == cudaSuccess) __verify_cudaEventSynchronize(ev);
   return e;
 }
-inline cudaError_t __verify_cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned flags = 0) {
+SIM_RT cudaError_t __verify_cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned flags = 0) {
   auto it = __verify::g_events.find(ev);
   if (it != __verify::g_events.end() && it->second.second) {  // the work recorded is now ordered before s's
     size_t i = __verify::index_of(s);  // first: it may grow g_streams
@@ -342,6 +342,7 @@ inline cudaError_t __verify_cudaFree(void* p) {
   return cudaFree(p);
 }
 
+#ifndef CUDA_SIM_RUNTIME_EXTERN  // defined once, in the runtime object (see SIM_RT in cuda_sim.h)
 extern "C" {
 __attribute__((visibility("default"))) void __verify_reset(void) {
   __verify::g_streams.resize(1);
@@ -383,6 +384,7 @@ __attribute__((visibility("default"))) void* __verify_malloc(unsigned long long 
 }
 __attribute__((visibility("default"))) int __verify_free(void* p) { return (int)cudaFree(p); }
 }  // extern "C"
+#endif  // CUDA_SIM_RUNTIME_EXTERN
 
 // From here on (the candidate's code) the audited versions replace the originals.
 #define __sim_launch __verify_launch
