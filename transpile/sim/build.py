@@ -13,10 +13,10 @@ second build of the same text is free and concurrent builds never collide.
 The simulator's large host-side functions (``SIM_RT`` in ``cuda_sim.h``) are
 compiled once per header text and flag set into an object in ``out_dir``
 (:func:`runtime_object`, ``-DCUDA_SIM_RUNTIME_OBJECT``) and linked into each
-library, whose own translation unit (``-DCUDA_SIM_RUNTIME_EXTERN``) then only
-declares them: 0.6-0.8 s a build instead of 1.8-2.5 s (PolyBench kernels with
-the verifier's audit header, 2026-12-05).  Each library still holds a simulator
-of its own.  Should the object or the split build fail, the file is built alone
+library, whose own translation unit (``-DCUDA_SIM_RUNTIME_EXTERN``) sees the
+headers with those bodies cut to declarations (:func:`declarations`): 1.1-1.4 s
+a build instead of 2.2 s (PolyBench kernels with the verifier's audit header,
+2026-12-05; docs/decisions.md).  Each library still links a simulator of its own.  Should the object or the split build fail, the file is built alone
 as before, so the diagnostics a user sees are always that build's.
 NOTE: a precompiled ``cuda_sim.h`` took one build alone from 2.05 to 1.57 s
 (gemm), but the 31 ``test_mma`` cases that verify kernels ran in 127 s with it
