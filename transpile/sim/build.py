@@ -268,9 +268,13 @@ def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: 
         os.replace(tmp_src, src)
     tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
-    proc = _run([compiler, *compile_flags, "-DCUDA_SIM_RUNTIME_OBJECT", "-c", "-x", "c++", str(src), "-o", str(tmp)],
-                compiler, timeout, str(src))
-    if proc.returncode != 0:
+    try:
+        proc = _run([compiler, *compile_flags, "-DCUDA_SIM_RUNTIME_OBJECT", "-c", "-x", "c++", str(src), "-o",
+                     str(tmp)], compiler, timeout, str(src))
+    except SimBuildError:  # a timeout (or no compiler): the single build will say so; nothing is cached
+        tmp.unlink(missing_ok=True)
+        return None
+    if proc.returncode != 0:  # deterministic: remembered, so later builds go straight to the single build
         tmp.unlink(missing_ok=True)
         failed.write_text(proc.stderr)
         return None
