@@ -447,9 +447,28 @@ def table(p: Pool) -> str:
             f"  }}")
 
 
+def masked(p: Pool) -> str:
+    """Reductions under a data-dependent condition: a masked sum, an integer count, a masked min."""
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    kind = r.choice(["sum", "count", "min"])
+    if kind == "count":
+        name = f"I{len(p.ints)}"
+        p.ints[name] = (di,)
+        return (f"for (i = 0; i < {di}; i++) {{\n  {name}[i] = 0;\n  for (j = 0; j < {dj}; j++)\n"
+                f"    if ({a}[i][j] > {_lit(r, -0.5, 0.5)})\n      {name}[i] += 1;\n}}")
+    out = p.get((dj,))
+    if kind == "sum":
+        return (f"for (j = 0; j < {dj}; j++) {{\n  {out}[j] = 0.0;\n  for (i = 0; i < {di}; i++)\n"
+                f"    if ({a}[i][j] > 0.0)\n      {out}[j] += {a}[i][j];\n}}")
+    return (f"for (j = 0; j < {dj}; j++) {{\n  {out}[j] = 1.0e30;\n  for (i = 0; i < {di}; i++)\n"
+            f"    if (i % 2 == 0 && {a}[i][j] < {out}[j])\n      {out}[j] = {a}[i][j];\n}}")
+
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
-          solve, factor, cube, table)
+          solve, factor, cube, table, masked)
 
 
 def _indent(text: str) -> str:
