@@ -123,12 +123,22 @@ def _invariant(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.
         return None  # another element written, or no unconditional access of X[W] in the first iteration
     if any(not _disjoint(loop, s, forms) for s in others):
         return None
-    w = writes[0].node
+    w = _pinned(writes[0].node, variant)
     r = rw.fresh(f"{name}_acc")
     var = ir.Var(r, w.ty)
     body = _Replace(lambda x: _forms(x) == forms if x.array == name else False, var).stmts(loop.body)
     return (dataclasses.replace(loop, body=body), [ir.Decl(r, w.ty, w, loc=loop.loc)],
             [ir.Assign(w, var, loc=loop.loc)])
+
+
+def _pinned(x: ir.Index, names: set[str]) -> ir.Index:
+    """``x`` with every variable of ``names`` in its subscripts replaced by 0: the same element where
+    its affine forms do not depend on them (``A[w1 - 2*i + 2*(i - w)]`` names ``i`` with coefficient
+    0), and an expression that can stand outside the loop that declares them."""
+    found = {n.name: n.ty for e in x.indices for n in ir.walk(e) if isinstance(n, ir.Var) and n.name in names}
+    if not found:
+        return x
+    return substitute_vars(x, {v: ir.const(0, ty) for v, ty in found.items()})
 
 
 def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.Stmt], list[ir.Stmt]] | None:
@@ -170,8 +180,8 @@ def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.St
     # The first iteration's previous element: W at j = first - step.
     first = loop.lo if step > 0 else ir.binary("-", loop.hi, ir.const(1, loop.hi.ty))
     before = ir.binary("-" if step > 0 else "+", first, ir.const(1, first.ty))
-    elem = ir.Index(name, tuple(substitute_vars(i, {j: ir.cast(before, loop.ty)}) for i in w.indices), w.ty,
-                    loc=w.loc)
+    elem = ir.Index(name, tuple(substitute_vars(i, {j: ir.cast(before, loop.ty)}) for i in _pinned(w, variant).indices),
+                    w.ty, loc=w.loc)
     return dataclasses.replace(loop, body=tuple(body)), [ir.Decl(r, w.ty, elem, loc=loop.loc)], []
 
 

@@ -141,3 +141,32 @@ def test_naive_mapping_is_not_promoted() -> None:
     module = text.parse(BOTH, "k.ir")
     assert "p_prev" in cuda.emit(module, source="k.ir", tiling=tile.Options())
     assert "p_prev" not in cuda.emit(module, source="k.ir", tiling=tile.Options(enabled=False))
+
+
+def test_an_element_whose_subscript_names_the_loop_with_coefficient_zero_is_loaded_outside_it() -> None:
+    # Found by tests/fuzz_cuda.py --ir: after wavefront skewing, a subscript such as
+    # -2 * i + -2 * (w1 - i) is invariant in the sequential loop i although its text names i. The
+    # load before the loop and the store after it printed that text where i is not declared (nvcc:
+    # identifier "i" is undefined; exit 1 on a valid kernel). The hoisted access now has the loop's
+    # variables pinned to 0 (the same element, by the affine forms).
+    src = HEAD + "      for k in 0..w { T[i][w + k - k] = T[i][w + k - k] + T[i][k]; }\n" + TAIL
+    out = _promoted(_kernel(src))
+    shown = _show(out)
+    assert "T_acc" in shown
+    launch = out.body[0]
+    assert isinstance(launch, ir.Launch)
+    par = launch.body[0]
+    assert isinstance(par, ir.For)
+    guarded = par.body[0]
+    assert isinstance(guarded, ir.If)
+    hoisted = [s for s in guarded.then if not isinstance(s, ir.For)]
+    names = {n.name for s in hoisted for n in ir.walk(s) if isinstance(n, ir.Var)}
+    assert hoisted and "k" not in names, shown
+    for n, w in ((1, 0), (5, 2), (9, 4)):
+        args = _args(np.random.default_rng(n), n, w)
+        want = interp.run(ir.Module((), (_kernel(src),)), "k", {a: (x.copy() if isinstance(x, np.ndarray) else x)
+                                                                  for a, x in args.items()})
+        got = interp.run(ir.Module((), (out,)), "k", {a: (x.copy() if isinstance(x, np.ndarray) else x)
+                                                      for a, x in args.items()})
+        assert same(got, want)
+    assert "__global__" in cuda.emit(ir.Module((), (out,)), source="k.ir")
