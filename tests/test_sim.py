@@ -224,6 +224,21 @@ def test_headers_keep_the_sim_rt_convention(header: str) -> None:
     assert "{" not in "".join(ln for ln in declarations("\n".join(lines)).split("\n") if ln.startswith("SIM_RT "))
 
 
+def test_the_c_api_declared_for_split_builds_is_the_one_defined() -> None:
+    # cuda_sim.h declares its extern "C" API for a split build's own translation unit and defines it
+    # (once, in the runtime object) in the #else branch: the two lists must name the same functions.
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "transpile/sim/include/cuda_sim.h").read_text()
+    start = text.index("#ifdef CUDA_SIM_RUNTIME_EXTERN  // defined once")
+    middle = text.index("#else", start)
+    end = text.index("#endif  // CUDA_SIM_RUNTIME_EXTERN", middle)
+    name = r"^[\w ]*?\*?\s*(__sim_\w+)\("
+    declared = set(re.findall(name, text[start:middle], re.M))
+    defined = set(re.findall(name, text[middle:end], re.M))
+    assert declared and declared == defined
+
+
 @needs_gxx
 def test_split_and_single_builds_run_alike(builds: dict[str, SimBuild], tmp_path: Path) -> None:
     # The library linked with the runtime object (the default) and the file compiled alone with

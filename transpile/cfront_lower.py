@@ -470,7 +470,6 @@ class Lowerer(ExprLowerer):
             dims.append(e)
         name = self.fresh(d.name, self.names)
         self.declare(Sym("array", d.name, name, elem, rank=len(dims)))
-        self.cnames[name] = d.name
         alloc = ir.Alloc(name, ir.ArrayType(elem, tuple(dims)), loc=loc)
         if self.top_level:
             return alloc

@@ -16,8 +16,9 @@ compiled once per header text and flag set into an object in ``out_dir``
 library, whose own translation unit (``-DCUDA_SIM_RUNTIME_EXTERN``) sees the
 headers with those bodies cut to declarations (:func:`declarations`): 1.1-1.4 s
 a build instead of 2.2 s (PolyBench kernels with the verifier's audit header,
-2026-12-05; docs/decisions.md).  Each library still links a simulator of its own.  Should the object or the split build fail, the file is built alone
-as before, so the diagnostics a user sees are always that build's.
+2026-12-05; docs/decisions.md).  Each library still links a simulator of its
+own.  Should the object or the split build fail, the file is built alone as
+before, so the diagnostics a user sees are always that build's.
 NOTE: a precompiled ``cuda_sim.h`` took one build alone from 2.05 to 1.57 s
 (gemm), but the 31 ``test_mma`` cases that verify kernels ran in 127 s with it
 against 83 s without (``-n 2``, fresh cache, 2026-12-04): not used.
@@ -153,15 +154,12 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
     # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
     flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
              *extra_flags]
-    key = hashlib.sha256("\0".join([cpp_text, _header_text(), local_includes(src, text), compiler, *flags, "split" if split else "single"])
-                         .encode()).hexdigest()[:16]
+    parts = [cpp_text, _header_text(), local_includes(src, text), compiler, *flags, "split" if split else "single"]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     cpp = out / f"{src.stem}-{key}.sim.cpp"
     lib = out / f"lib{src.stem}-{key}.so"
-    if not cpp.exists():  # write-then-rename: concurrent builds never see half a file
-        tmp_cpp = cpp.with_name(f"{cpp.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp_cpp.write_text(cpp_text)
-        os.replace(tmp_cpp, cpp)
+    _write_once(cpp, cpp_text)
     if not lib.exists():
         tmp = lib.with_name(f"{lib.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         proc = None
@@ -179,6 +177,15 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
         os.replace(tmp, lib)
     return SimBuild(source=src, rewritten=cpp, library=lib, symbols=exported_symbols(lib),
                     kernels=kernel_names(text))
+
+
+def _write_once(path: Path, text: str) -> None:
+    """``text`` at ``path`` unless a file is there (a cache keyed by content): written whole, then
+    renamed, so concurrent builds never see half a file."""
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
 def _run(cmd: list[str], compiler: str, timeout: float, filename: str) -> subprocess.CompletedProcess[str]:
@@ -218,27 +225,23 @@ def _extern_flags(out: Path, flags: list[str]) -> list[str]:
     """``flags`` for a translation unit linked with :func:`runtime_object`: the include directory and
     every ``-include``d file that defines ``SIM_RT`` functions replaced by copies cut to declarations
     (:func:`declarations`), written once into ``out``."""
-    def cut(path: Path, into: Path) -> None:
-        if not into.exists():
-            tmp = into.with_name(f"{into.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(declarations(path.read_text()))
-            os.replace(tmp, into)
-
     key = hashlib.sha256(_header_text().encode()).hexdigest()[:16]
     inc = out / f"cuda_sim_decl-{key}"
     inc.mkdir(parents=True, exist_ok=True)
     for h in INCLUDE_DIR.glob("*.h"):
-        cut(h, inc / h.name)
+        if not (inc / h.name).exists():
+            _write_once(inc / h.name, declarations(h.read_text()))
     result = []
     for k, f in enumerate(flags):
         if f == f"-I{INCLUDE_DIR}":
             f = f"-I{inc}"
-        elif k > 0 and flags[k - 1] == "-include" and Path(f).is_absolute() and Path(f).is_file() \
-                and "\nSIM_RT " in Path(f).read_text():
+        elif k > 0 and flags[k - 1] == "-include" and Path(f).is_absolute() and Path(f).is_file():
             text = Path(f).read_text()
-            copy = out / f"{Path(f).stem}-decl-{hashlib.sha256(text.encode()).hexdigest()[:16]}.h"
-            cut(Path(f), copy)
-            f = str(copy)
+            if "\nSIM_RT " in text:
+                copy = out / f"{Path(f).stem}-decl-{hashlib.sha256(text.encode()).hexdigest()[:16]}.h"
+                if not copy.exists():
+                    _write_once(copy, declarations(text))
+                f = str(copy)
         result.append(f)
     return result
 
@@ -262,10 +265,7 @@ def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: 
     if failed.exists():
         return None
     src = out / f"cuda_sim_rt-{key}.cpp"
-    if not src.exists():
-        tmp_src = src.with_name(f"{src.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp_src.write_text("// the simulator's runtime functions: everything comes from the -include'd headers\n")
-        os.replace(tmp_src, src)
+    _write_once(src, "// the simulator's runtime functions: everything comes from the -include'd headers\n")
     tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
     try:
