@@ -153,6 +153,70 @@ def test_nothing_passing_stops_after_the_stuck_rounds_and_compile_reports_it(tmp
     assert not list(tmp_path.glob("*.json"))  # a failed search is not cached
 
 
+@pytest.mark.parametrize("verified", [False, True])
+def test_a_default_the_verifier_cannot_judge_is_written_as_without_evolve(tmp_path: Path, verified: bool) -> None:
+    # Nothing passed, but the default was not failed either: 'inconclusive' (no meaningful test) or
+    # 'unverified' (nothing could run it).  Plain compilation writes such a kernel with a warning;
+    # --evolve must not refuse it, and must not pick an unjudged candidate over the default.
+    def unjudged(module: ir.Module, lowered: ir.Module, text: str) -> evolve.Checked:
+        if verified:
+            return evolve.Checked(True, resources=[], verified=False)
+        return evolve.Checked(False, "c", "degenerate test", inconclusive=True)
+
+    module = frontend.load(KERNELS / "gemm.c")
+    out = evolve.compile_evolved(module, KERNELS / "gemm.c", evolve.Settings(sizes=GEMM_SIZES, rounds=2),
+                                 cache=evolve.Cache(tmp_path), check=unjudged)
+    assert out.schedule == evolve.Schedule() and not out.verified and not out.cache_hit
+    assert out.text == out.schedule.emit(out.schedule.lower(module), "gemm.c")
+    assert "no candidate passed verification" in out.summary
+    assert not list(tmp_path.glob("*.json"))  # the caller verifies it again; nothing is cached
+
+
+def test_a_failed_default_is_not_written_even_when_others_are_unjudged(tmp_path: Path) -> None:
+    def check(module: ir.Module, lowered: ir.Module, text: str) -> evolve.Checked:
+        if text == default_text:
+            return evolve.Checked(False, "c", "mismatch")
+        return evolve.Checked(False, "c", "degenerate test", inconclusive=True)
+
+    module = frontend.load(KERNELS / "gemm.c")
+    default_text = evolve.Schedule().emit(evolve.Schedule().lower(module), "gemm.c")
+    s = evolve.Search(module, "gemm.c", check, evolve.Settings(sizes=GEMM_SIZES, rounds=1))
+    s.run()
+    assert {t.status for t in s.trials if t.origin == "default"} == {"fail"}
+    assert "inconclusive" in {t.status for t in s.trials}
+    assert evolve.fallback(s) is None
+    with pytest.raises(TranspileError, match="no candidate schedule passed"):
+        evolve.compile_evolved(module, KERNELS / "gemm.c", evolve.Settings(sizes=GEMM_SIZES, rounds=1),
+                               cache=evolve.Cache(tmp_path), check=check)
+
+
+NO_OP_IR = """kernel affine(i32 n, inout f64 A[17*n+7]) {
+  for i in 0..n { for j in 0..n { A[8*n+3] = A[8*n+3]; } }
+}
+"""
+
+
+def test_cli_evolve_writes_a_kernel_without_a_meaningful_test_as_plain_compile_does(tmp_path: Path) -> None:
+    # The verifier calls a kernel that writes nothing 'inconclusive' (a ghost test): plain compile
+    # writes it with a warning (exit 0), and so must --evolve (it exited 1, found by fuzz_cuda --ir).
+    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    src = tmp_path / "noop.ir"
+    src.write_text(NO_OP_IR)
+    plain = _transpile(str(src), "-o", str(tmp_path / "plain.cu"), env=env)
+    evolved = _transpile(str(src), "-o", str(tmp_path / "evolved.cu"), "--evolve", "--evolve-rounds", "1",
+                         "--evolve-measure", "model", env=env)
+    for proc in (plain, evolved):
+        assert proc.returncode == 0, proc.stderr
+        assert "not fully verified" in proc.stderr and "degenerate test" in proc.stderr
+    assert "no candidate passed verification" in evolved.stderr
+    assert (tmp_path / "evolved.cu").read_text() == (tmp_path / "plain.cu").read_text()
+    cmd = _transpile("evolve", str(src), "-o", str(tmp_path / "out"), "--rounds", "1", "--measure", "model",
+                     "--json", env=env)
+    assert cmd.returncode == 0, cmd.stderr
+    assert [json.loads(ln)["status"] for ln in cmd.stdout.splitlines()] == ["ok"]
+    assert (tmp_path / "out" / "noop.cu").read_text() == (tmp_path / "plain.cu").read_text()
+
+
 def test_near_roofline_stops_after_generation_zero() -> None:
     s = search(rounds=5, near_roof=0.0)
     s.run()

@@ -234,7 +234,7 @@ class Trial:
     generation: int
     origin: str  # "default", "probe", "mutation", "llm" (a proposed schedule), "llm-cuda" (an edited file), "include"
     parent: str | None = None
-    status: str = "pending"  # pass, fail, error, duplicate, unverified
+    status: str = "pending"  # pass, fail, error, duplicate, unverified, inconclusive
     same_as: str | None = None
     stage: str | None = None  # the failed stage
     reason: str = ""
@@ -289,6 +289,7 @@ class Checked:
     measured_ms: float | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     verified: bool = True  # False: passed, but no stage compared results (unverified)
+    inconclusive: bool = False  # not ok, but not a failure either: the test could not be set up
 
 
 Check = Callable[[ir.Module, ir.Module | None, str], Checked]
@@ -311,7 +312,8 @@ def verify_candidate(source: Path, *, gpu: bool, sizes: Mapping[str, int], seed:
         for rep in reports:
             if rep.verdict in ("fail", "inconclusive"):
                 fail = rep.failure
-                return Checked(False, fail.key if fail else None, rep.reason, resources=res)
+                return Checked(False, fail.key if fail else None, rep.reason, resources=res,
+                               inconclusive=rep.verdict == "inconclusive")
         times = [rep.timing.get("median_ms") for rep in reports]
         ms = sum(float(t) for t in times if isinstance(t, (int, float))) \
             if times and all(isinstance(t, (int, float)) for t in times) else None
@@ -575,7 +577,7 @@ class Search:
         res = self.check(self.module, lowered, text)
         t.resources = res.resources
         if not res.ok:
-            t.status, t.stage, t.reason = "fail", res.stage, res.reason
+            t.status, t.stage, t.reason = "inconclusive" if res.inconclusive else "fail", res.stage, res.reason
             if t.origin != "llm-cuda":
                 self._learn(t)
             return
@@ -633,13 +635,13 @@ class Search:
     def table(self) -> str:
         """The candidates tried, one line each (the final table)."""
         cost = "measured ms" if self.s.measure == "gpu" else "model ms"
-        lines = [f"{'gen':>3}  {'status':10} {'rank':>5} {cost:>12}  schedule"]
+        lines = [f"{'gen':>3}  {'status':12} {'rank':>5} {cost:>12}  schedule"]
         best = self.best()
         for t in self.trials:
             ms = t.cost_ms
             note = t.same_as and f"(= {t.same_as})" or t.reason[:70]
             mark = "*" if best is t else " "
-            lines.append(f"{t.generation:>3} {mark}{t.status:10} {t.rank if t.rank is not None else '':>5} "
+            lines.append(f"{t.generation:>3} {mark}{t.status:12} {t.rank if t.rank is not None else '':>5} "
                          f"{f'{ms:.4g}' if ms is not None else '-':>12}  {t.name}  {note}".rstrip())
         lines += [f"llm: {r}" for r in self.rejected]
         lines.append(f"stopped: {self.stopped}")
@@ -806,7 +808,7 @@ def compile_evolved(module: ir.Module, source: Path, settings: Settings, *, func
                                       defines=defines)
     search = Search(module, source.name, check, settings, propose=propose, edit=edit, progress=progress)
     search.run()
-    outcome = finish(search, cache, key, device)
+    outcome = finish(search, cache, key, device) or fallback(search)
     if outcome is None:
         raise TranspileError(None, f"--evolve: no candidate schedule passed verification ({search.stopped})\n"
                                    + search.table())
@@ -861,6 +863,20 @@ def finish(search: Search, cache: Cache, key: str, device: str) -> Outcome | Non
     cache.put(key, entry)
     return Outcome(best.schedule, best.lowered or best.schedule.lower(search.module), best.text, cache_hit=False,
                    verified=best.status == "pass", table=table, summary=summary, edited=best.origin == "llm-cuda")
+
+
+def fallback(search: Search) -> Outcome | None:
+    """When nothing passed: the default schedule, as a plain compile would write it, if the
+    verifier could not judge it (``unverified``: nothing ran it; ``inconclusive``: no meaningful
+    test, e.g. a kernel that writes nothing); None when it failed. ``--evolve`` must not refuse a
+    kernel that plain compilation accepts. Not cached: the caller verifies it again, and warns."""
+    default = next((t for t in search.trials if t.origin == "default"), None)
+    if default is None or default.status not in ("unverified", "inconclusive") or default.text is None:
+        return None
+    summary = (f"evolve: no candidate passed verification ({search.stopped}); the default schedule is "
+               f"written, as without --evolve (its verifier verdict: {default.status})")
+    return Outcome(default.schedule, default.lowered or default.schedule.lower(search.module), default.text,
+                   cache_hit=False, verified=False, table=search.table(), summary=summary)
 
 
 def _gpu_name() -> str:

@@ -83,8 +83,14 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
         except TranspileError as e:
             results[f] = {"error": str(e)}
     evolve.search_many([s for s, _, _, _ in searches.values()], time_budget=time_budget)
-    for f, (search, _module, key, device) in searches.items():
+    for f, (search, module, key, device) in searches.items():
         outcome = evolve.finish(search, cache, key, device)
+        if outcome is None and (outcome := evolve.fallback(search)) is not None:
+            try:
+                _verify_output(module, outcome.lowered, outcome.text, f, None, (), ())  # warns why
+            except TranspileError as e:
+                results[f] = {"error": str(e)}
+                continue
         results[f] = ({"outcome": outcome, "search": search} if outcome is not None else
                       {"error": f"{f}: error: no candidate schedule passed verification ({search.stopped})"})
     failed = 0
