@@ -200,7 +200,9 @@ def _disjoint(kernel: ir.Kernel, load: ir.Stmt, store: ir.Assign, home: ir.Index
             return False  # a loop variable reused under another: leave it
         cons = deps.domain_constraints(s.loops, names, params)
         for x in s.accesses:
-            if x.name != home.array or x.node is store.target:
+            # the store's own write is the one access allowed; a compound store (``X[e] *= g``)
+            # reads the element through the same node, and that read is not allowed
+            if x.name != home.array or (x.write and x.node is store.target):
                 continue
             eqs = [f"{deps.render_affine(f, names)} = {deps.render_affine(e, names)}"
                    for f, e in zip(x.subscripts, target.subscripts) if f is not None and e is not None]

@@ -191,6 +191,9 @@ def test_rewrites_keep_the_meaning(body: str, want: list[str]) -> None:
     # The store's value reads the home element besides the scalar.
     "  f64 w;\n  for i in 0..n {\n    w = v[i];\n    for k in 0..i {\n      w += a[i][k];\n    }\n"
     "    v[i] = w + v[i];\n  }\n",
+    # ... through a compound store (`v[i] *= w` reads v[i] through the target's own node).
+    "  f64 w;\n  for i in 0..n {\n    w = v[i];\n    for k in 0..i {\n      w += a[i][k];\n    }\n"
+    "    v[i] *= w;\n  }\n",
     # A loop bound in the region... and a read of a possibly equal element through an indirection.
     "  f64 w;\n  for i in 0..n {\n    w = v[i];\n    for k in 0..i {\n      w += v[ix[k]];\n    }\n    v[i] = w;\n  }\n",
     # The scalar is read after the store.
@@ -280,7 +283,10 @@ def _pattern_kernels(draw: st.DrawFn) -> ir.Kernel:
     g: ir.Expr = w
     if draw(st.booleans()):
         g = ir.binary(draw(st.sampled_from(["+", "/"])), w, draw(affine_nests.refs(outer, ARRAYS)))
-    body: list[ir.Stmt] = [ir.Assign(w, home), *region, ir.Assign(home, g)]
+    store = ir.Assign(home, g)
+    if draw(st.booleans()):  # a compound store, X[e] op= g: reads the element through its own target
+        store = ir.assign(home, g, draw(st.sampled_from(["+", "*"])))
+    body: list[ir.Stmt] = [ir.Assign(w, home), *region, store]
     after = draw(st.sampled_from(["none", "none", "read", "kill"]))
     if after == "read":
         body.append(ir.Assign(draw(affine_nests.refs(outer, ARRAYS)), w))
