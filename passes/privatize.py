@@ -176,6 +176,8 @@ def _move(decl: ir.Decl, rest: list[ir.Stmt]) -> list[ir.Stmt] | None:
 def _into(loop: ir.For, decl: ir.Decl) -> ir.For | None:
     """``loop`` with ``decl`` declared in the innermost loop holding every use, or None."""
     users = [k for k, s in enumerate(loop.body) if _mentions(s, decl.name)]
+    if not users:
+        return None  # only the loop's own bounds read it: they need its value from before the loop
     if len(users) == 1 and isinstance(loop.body[users[0]], ir.For):
         inner = _into(loop.body[users[0]], decl)  # type: ignore[arg-type]
         if inner is not None:

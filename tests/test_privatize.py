@@ -135,6 +135,23 @@ def test_refuses_when_a_value_crosses_iterations(body: str) -> None:
     assert _run(m) == m
 
 
+def test_a_scalar_read_only_by_a_loop_bound_stays_where_it_is() -> None:
+    # The loop's bound needs the value from before the loop (the mutation fuzzer's covariance
+    # with `j < k`: an IndexError in _into, which looked for a use in the body).
+    m = _kernel("""  i32 t = 2;
+  for i in 0..t {
+    c[i][0] = a[i][0];
+  }
+  for i in 0..n {
+    t = i + 1;
+    c[i][1] = f64(t);
+  }
+""")
+    out = _run(m)
+    assert ("t", 0) in _decls(out)
+    _same(m)
+
+
 STMTS = ("t = a[i][j];", "t = t + a[i][j];", "c[i][j] = t;", "c[i][j] = c[i][j] + t;",
          "if (a[i][j] > 0.5) {\n t = a[j][i];\n }", "c[j][i] = c[j][i] * 0.5 + t;")
 
