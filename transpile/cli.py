@@ -248,6 +248,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
+    _check_uninit(module)
     _check_bounds(module)
     _check_flat(module)
     if emit == "ir":
@@ -401,6 +402,29 @@ def _check_bounds(module: object) -> None:
     for kernel in module.kernels:  # type: ignore[attr-defined]
         for f in bounds.check(kernel):
             warn("out-of-bounds", f.loc, f.message)
+
+
+def _check_uninit(module: object) -> None:
+    """Refuse a local read before any assignment on every path to the read; warn (``uninitialized``)
+    where only some paths read it so (passes/uninit.py)."""
+    from passes import uninit
+    from transpile.diagnostics import warn
+
+    for kernel in module.kernels:  # type: ignore[attr-defined]
+        found = uninit.check(kernel)
+        for f in found:
+            if f.definite:
+                raise TranspileError(f.loc, f.message, source=_source_of(f.loc))
+        for f in found:
+            warn("uninitialized", f.loc, f.message)
+
+
+def _source_of(loc: object) -> str | None:
+    """The text of the file ``loc`` points into (for the caret line), or None."""
+    try:
+        return Path(loc.file).read_text() if loc is not None else None  # type: ignore[attr-defined]
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _check_flat(module: object) -> None:
