@@ -246,6 +246,67 @@ def test_shapes_cover_tiny_off_grid_and_non_square() -> None:
     assert len(quick) == 3 and all(v % 32 for s in quick for v in s.scalars.values())
 
 
+PRECONDITION = """void kernel_pre(int n, int m, double A[n], double B[m])
+{
+  int i;
+  for (i = 0; i < n; i++)
+    A[i] = 2.0 * B[i];
+}
+"""
+#: defined only where k >= n + m - 1 (C[i + j]) and k >= n (B[j][i]): no usual shape beyond n = 1 is.
+TIED = """void kernel_tied(int n, int m, int k, double A[n][m], double B[m][k], double C[k])
+{
+  int i, j;
+  for (i = 0; i < n; i++)
+    for (j = 0; j < m; j++)
+      A[i][j] = B[j][i] + C[i + j];
+}
+"""
+
+
+@needs_gxx
+def test_sizes_where_the_c_is_undefined_are_skipped_not_failed(tmp_path: Path) -> None:
+    # B[i] for i < n reads past B[m] when n > m: the C has no defined result there, and the CUDA
+    # cannot be blamed (it failed with a mismatch at n=33, m=17 before).  The call is valid for n <= m.
+    src = tmp_path / "pre.c"
+    src.write_text(PRECONDITION)
+    module = frontend.load(src)
+    text = cuda.emit(pipeline.lower(module), source=src.name)
+    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick"))
+    assert report.verdict == "pass", report.reason
+    tested = [sh["sizes"] for sh in report.shapes if sh["stage"] == "c"]
+    assert tested and all(sz["n"] <= sz["m"] for sz in tested)
+    assert any("skipped" in n and "'B' is read outside its extent" in n for n in report.notes)
+
+
+@needs_gxx
+def test_a_defined_shape_is_found_when_the_usual_ones_are_undefined(tmp_path: Path) -> None:
+    src = tmp_path / "tied.c"
+    src.write_text(TIED)
+    module = frontend.load(src)
+    k = module.kernels[0]
+    sig = kernel_sig(k)
+    labels = [s.label for s in shapes(sig, k, mode="quick", work_budget=2e5)]
+    assert labels[-1] == "defined"
+    defined = shapes(sig, k, mode="quick", work_budget=2e5)[-1].scalars
+    assert defined["k"] >= defined["n"] + defined["m"] - 1 and min(defined.values()) > 3
+    text = cuda.emit(pipeline.lower(module), source=src.name)
+    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick"))
+    assert report.verdict == "pass", report.reason
+    assert [sh["shape"] for sh in report.shapes if sh["stage"] == "c"] == ["defined"]
+
+
+@needs_gxx
+def test_a_kernel_undefined_at_every_size_is_inconclusive_not_failed(tmp_path: Path) -> None:
+    src = tmp_path / "always.c"
+    src.write_text("void f(int n, double A[n], double B[n])\n{\n  int i;\n  for (i = 0; i < n; i++)\n"
+                   "    A[i] = B[i + 1];\n}\n")
+    module = frontend.load(src)
+    text = cuda.emit(pipeline.lower(module), source=src.name)
+    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick"))
+    assert report.verdict == "inconclusive" and "no shape could be tested" in report.reason
+
+
 def test_inputs_poison_and_recipes() -> None:
     k = frontend.load(KERNELS / "cholesky.c").kernels[0]
     sig = kernel_sig(k)

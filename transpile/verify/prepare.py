@@ -40,7 +40,7 @@ from transpile.verify.checks import float_kind, max_rel_error, same_bits, tolera
 from transpile.verify.proc import ChildError
 from transpile.verify.reference import Reference
 from transpile.verify.signature import KernelSig, reduction_depth
-from transpile.verify.synth import DISTRIBUTIONS, RECIPES, Inputs, Shape, make_inputs, seed_for
+from transpile.verify.synth import DISTRIBUTIONS, RECIPES, Inputs, Shape, make_inputs, seed_for, undefined_at
 
 ACCEPT_AMPLIFICATION = 1e4
 MAX_AMPLIFICATION = 1e8
@@ -205,7 +205,11 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
 
 def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
             dist1: str = "signed", dist2: str = "uniform") -> Prepared:
-    """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found."""
+    """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found, or
+    when the program accesses an array out of bounds at these sizes (no defined result to match)."""
+    why = undefined_at(kernel, shape.scalars)
+    if why is not None:
+        raise Skip(why)
     depth = reduction_depth(sig, kernel, shape.scalars)
     found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
