@@ -4,7 +4,9 @@
 
 Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1; with
 ``--ir``, N random affine nests of tests/affine_nests.py drawn with Hypothesis
-seed S, as ``.ir`` files verified against the IR interpreter), runs
+seed S, as ``.ir`` files verified against the IR interpreter; with
+``--mutate``, N mutants of the 30 PolyBench kernels, :func:`mutant`: another
+hand's code, made wrong or different a few tokens at a time), runs
 ``transpile CASE.c -o CASE.cu OPTIONS`` on each, OPTIONS drawn by
 :func:`tests.cgen.options` (tiles, micro-tiles, block shapes, ``--naive``,
 ``--no-mma`` and the like; none with ``--no-options``).  That is the front end,
@@ -16,8 +18,13 @@ C at several sizes), JOBS cases at a time.  The outcomes:
 * ``unverified``: written, with a "not fully verified" warning;
 * ``rejected``: a located ``file:line:col: error:`` (an unsupported construct);
 * ``miscompile``: the verifier refused the generated CUDA;
+* ``undefined``: the verifier refused it, but the compiler had warned that the
+  C program accesses an array out of bounds (undefined behaviour: mutants);
 * ``crash``: an internal compiler error, a traceback, a signal, or a pass's
-  output refused by the IR check ("invalid IR", located but our bug);
+  output refused by the IR check ("invalid IR", located but our bug), or
+  an output file left behind by a failed run;
+* ``unlocated``: an error without ``file:line:col`` (every refusal of a
+  source construct must say where it is);
 * ``timeout``: no answer in ``--timeout`` seconds;
 * ``usage``: the CLI refused the options drawn (the fuzzer's fault).
 
@@ -34,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import cgen  # noqa: E402
 
-BAD = ("miscompile", "crash", "timeout")
+BAD = ("miscompile", "crash", "timeout", "unlocated")
+KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 def classify(rc: int | None, err: str) -> str:
@@ -58,10 +67,61 @@ def classify(rc: int | None, err: str) -> str:
     if "internal compiler error" in err or "Traceback" in err or "invalid IR" in err or rc < 0:
         return "crash"
     if "verification of the generated CUDA" in err:
-        return "miscompile"
-    if rc == 1 and ": error: " in err:
+        # the compiler warned that the C reads or writes out of bounds: no defined result to match
+        return "undefined" if "[out-of-bounds]" in err else "miscompile"
+    if rc == 1 and re.search(r":\d+:\d+: error: ", err):
         return "rejected"
+    if rc == 1 and ": error: " in err:
+        return "unlocated"
     return "crash"
+
+
+_TOKEN = re.compile(r"\s+|/\*.*?\*/|//[^\n]*|#[^\n]*|[A-Za-z_]\w*|\d+\.\d*(?:[eE][-+]?\d+)?|\d+|"
+                    r"\+\+|--|&&|\|\||[-+*/<>=!]=|.", re.S)
+_KEYWORDS = {"for", "if", "else", "int", "double", "float", "long", "void", "return", "const", "char",
+             "unsigned", "sqrt", "exp", "pow", "fabs", "fmax", "fmin", "floor", "ceil"}
+_CLASSES = [("+", "-", "*"), ("<", "<=", ">", ">="), ("+=", "-=", "*=", "=")]
+
+
+def mutant(seed: int) -> tuple[str, str]:
+    """(name, text): a PolyBench kernel of tests/kernels with 1-3 tokens of its scop changed, by
+    class so that most mutants stay valid C: an identifier for another of the file's (a loop
+    variable for another, an array for a scalar), an operator for one of its class, an integer for
+    a neighbour or 0, a token deleted or a statement repeated.  Deterministic in ``seed``."""
+    import random
+
+    rng = random.Random(seed)
+    path = rng.choice(sorted(KERNELS.glob("*.c")))
+    toks = _TOKEN.findall(path.read_text())
+    start = next(i for i, t in enumerate(toks) if t.startswith("#pragma scop"))
+    end = next(i for i, t in enumerate(toks) if t.startswith("#pragma endscop"))
+    idents = sorted({t for t in toks[start:end] if re.fullmatch(r"[A-Za-z_]\w*", t) and t not in _KEYWORDS})
+    spots = [i for i in range(start + 1, end) if not toks[i].isspace()]
+    changed = 0
+    while changed < rng.randint(1, 3):
+        i = rng.choice(spots)
+        t = toks[i]
+        cls = next((c for c in _CLASSES if t in c), None)
+        roll = rng.random()
+        if roll < 0.08:
+            new = ""
+        elif roll < 0.14 and t == ";":
+            j = max(k for k in range(start, i) if toks[k] in (";", "{", "}", ")") or k == start)
+            new = t + "".join(toks[j + 1:i + 1])  # the statement again
+        elif t in idents:
+            new = rng.choice(idents)
+        elif cls is not None:
+            new = rng.choice(cls)
+        elif t.isdigit():
+            new = str(rng.choice([0, 1, 2, int(t) + 1, max(0, int(t) - 1)]))
+        elif re.fullmatch(r"\d+\.\d*(?:[eE][-+]?\d+)?", t):
+            new = rng.choice(["0.0", "1.0", "0.5", "2.0", "-1.0"])
+        else:
+            continue
+        if new != t:
+            toks[i] = new
+            changed += 1
+    return path.name, "".join(toks)
 
 
 def ir_programs(n: int, seed: int) -> list[str]:
@@ -87,9 +147,9 @@ def ir_programs(n: int, seed: int) -> list[str]:
 
 
 def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options: bool = False,
-             ir_text: str | None = None) -> dict[str, object]:
+             ir_text: str | None = None, mutate: bool = False) -> dict[str, object]:
     src = out / f"case-{seed}.{'c' if ir_text is None else 'ir'}"
-    src.write_text(cgen.program(seed) if ir_text is None else ir_text)
+    src.write_text(mutant(seed)[1] if mutate else cgen.program(seed) if ir_text is None else ir_text)
     opts = [] if no_options else cgen.options(seed)
     cmd = [shutil.which("transpile") or "transpile", str(src), "-o", str(out / f"case-{seed}.cu"), *opts, *extra]
     t0 = time.monotonic()
@@ -100,6 +160,8 @@ def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options:
     except subprocess.TimeoutExpired as e:
         rc, err = None, (e.stderr.decode() if isinstance(e.stderr, bytes) else e.stderr or "")
     kind = classify(rc, err)
+    if rc != 0 and (out / f"case-{seed}.cu").exists():
+        kind, err = "crash", err + "\n(fuzz-cuda: a failed run left its output file)"
     (out / f"case-{seed}.cu").unlink(missing_ok=True)
     if kind == "ok":
         src.unlink()
@@ -118,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--ir", action="store_true",
                     help="random affine nests (tests/affine_nests.py) as .ir files instead of C kernels")
+    ap.add_argument("--mutate", action="store_true",
+                    help="mutants of the 30 PolyBench kernels (mutant()) instead of generated kernels")
     ap.add_argument("--no-options", action="store_true", help="no random back-end options (cgen.options)")
     ap.add_argument("extra", nargs="*", help="arguments passed on to transpile (after --)")
     a = ap.parse_args(argv)
@@ -128,13 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         irs = ir_programs(a.n, a.seed) if a.ir else None
         seeds = range(a.seed, a.seed + (a.n if irs is None else len(irs)))
         for rec in pool.map(lambda s: run_case(s, a.out, a.extra, a.timeout, a.no_options,
-                                               None if irs is None else irs[s - a.seed]), seeds):
+                                               None if irs is None else irs[s - a.seed], a.mutate), seeds):
             counts[str(rec["kind"])] = counts.get(str(rec["kind"]), 0) + 1
             log.write(json.dumps(rec) + "\n")
             log.flush()
             if rec["kind"] not in ("ok",):
                 print(f"case {rec['seed']}: {rec['kind']}: {rec['msg']}", flush=True)
-    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "unverified", "rejected", *BAD, "usage"))
+    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "unverified", "rejected", "undefined", *BAD, "usage"))
     print(f"fuzz-cuda: {len(seeds)} cases, {summary}, {time.monotonic() - t0:.0f} s")
     return 1 if any(counts.get(k) for k in BAD) else 0
 
