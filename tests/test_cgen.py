@@ -83,3 +83,18 @@ def test_programs_compile(seed: int, tmp_path: Path) -> None:
     src.write_text(cgen.program(seed))
     module = cfront.parse_file(str(src))
     assert "__global__" in cuda.emit(pipeline.lower(module), source=str(src))
+
+
+def test_mutants_are_deterministic_and_change_only_the_scop() -> None:
+    from tests.fuzz_cuda import KERNELS, mutant
+
+    names = set()
+    for seed in range(40):
+        name, text = mutant(seed)
+        assert mutant(seed) == (name, text)
+        original = (KERNELS / name).read_text()
+        assert text != original, f"seed {seed} changed nothing"
+        head, tail = original.split("#pragma scop")[0], original.split("#pragma endscop")[1]
+        assert text.startswith(head) and text.endswith(tail)
+        names.add(name)
+    assert len(names) >= 15  # the draw reaches many of the 30
