@@ -97,6 +97,19 @@ def test_type_error_then_fix() -> None:
     assert "saxpy.answer.ir:3:" in msg and "'Z'" in msg
 
 
+def test_an_uninitialised_read_is_sent_back_to_the_model() -> None:
+    # An answer that reads a local before assigning it would compare as garbage with the cross-check's
+    # reference: refused like C (passes/uninit.py), and the located reason goes back to the model.
+    uninit = GOOD.replace("  for i in 0..n {", "  f32 s;\n  for i in 0..n {").replace("a * X[i] + Y[i]",
+                                                                                     "s * X[i] + Y[i]")
+    assert uninit != GOOD
+    with ReplayServer({"generator": [uninit, GOOD], "reference": [GOOD]}) as srv:
+        res = run_ir(srv)
+        msg = last_user(srv.of("generator")[1])
+    assert res.rounds["generator"] == 2
+    assert "saxpy.answer.ir:4:" in msg and "'s' is read before it is assigned" in msg
+
+
 def test_disagreement_goes_to_arbitration_reference_wins() -> None:
     arbiter = "Program B adds the old Y, as the description says.\nCHOICE: B"
     with ReplayServer({"generator": [WRONG], "reference": [GOOD], "arbiter": [arbiter]}) as srv:

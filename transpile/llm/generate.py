@@ -69,6 +69,11 @@ def check_ir(source: str, filename: str) -> ir.Module:
         if isinstance(node, ir.Launch) or (isinstance(node, ir.For) and node.par):
             raise TranspileError(node.loc, "write plain sequential loops: no `launch` or `par` "
                                            "(the compiler finds the parallelism)", source=source)
+    from passes import uninit
+
+    for f in uninit.check(module.kernels[0]):
+        if f.definite:  # the same refusal as for C (transpile/cli.py), fed back to the model
+            raise TranspileError(f.loc, f.message, source=source)
     return module
 
 
