@@ -674,6 +674,13 @@ def test_missing_file(tmp_path: Path) -> None:
     (b"@@@ ###\n", "1:1", "syntax error"),
     (b"/* only a comment */\n", "1:1", "no kernel found"),
     (b"void f(void) { for (;;) ; }\n", "1:16", "without an initialisation"),
+    # pycparser says only "Invalid expression" (or nothing) at column 1 here: gcc's message and column
+    (b"void f(int n, double A[n]) {\n  int k;\n  for (k = 0; k < n; ++) {\n    A[k] = 0.0;\n  }\n}\n", "3:24",
+     "syntax error: expected expression before ')' token"),
+    (b"void f(int n, double A[n]) {\n  int k;\n  for (k = 0; k < n; k++)\n    A[k] = 0.0;\n  }\n}\n", "6:1",
+     "syntax error: expected identifier or '(' before '}' token"),
+    (b"void f(int n, double A[n]) {\n  int j;\n  for (j = ; j < n; j++)\n    A[j] = 0.0;\n}\n", "3:12",
+     "syntax error: expected expression before ';' token"),
 ])
 def test_garbage_inputs(tmp_path: Path, content: bytes, where: str, fragment: str) -> None:
     path = tmp_path / "g.c"

@@ -126,7 +126,10 @@ def _translate(text: str, filename: str, on_disk: bool, function: str | None,
             raise TranspileError(Loc(filename, 1, 1), "file is empty: there is no function to transpile")
         pp = _preprocess(text, filename, on_disk, include_dirs, defines, srcmap)
         srcmap.add_preprocessed(pp)
-        ast = _parse(pp, filename, srcmap)
+        try:
+            ast = _parse(pp, filename, srcmap)
+        except TranspileError as e:
+            raise _sharper(e, text, filename, on_disk, include_dirs, defines, srcmap) from None
         return _lower(ast, filename, srcmap, function)
     except TranspileError as e:
         if e.source is None and e.loc is not None:
@@ -141,7 +144,43 @@ def _translate(text: str, filename: str, on_disk: bool, function: str | None,
 
 def _preprocess(text: str, filename: str, on_disk: bool, include_dirs: Sequence[str],
                 defines: Sequence[str], srcmap: SourceMap) -> str:
-    args = [_CPP, "-E", "-x", "c", "-undef", "-nostdinc", "-fdiagnostics-color=never",
+    args, stdin = _gcc(["-E"], text, filename, on_disk, include_dirs, defines)
+    try:
+        res = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120,
+                             errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TranspileError(Loc(filename, 1, 1), f"cannot run the C preprocessor '{_CPP}': {e}") from None
+    if res.returncode != 0:
+        raise _cpp_error(res.stderr, filename, srcmap)
+    return res.stdout
+
+
+def _sharper(e: TranspileError, text: str, filename: str, on_disk: bool, include_dirs: Sequence[str],
+             defines: Sequence[str], srcmap: SourceMap) -> TranspileError:
+    """pycparser's error, or gcc's where pycparser says little: a message with no detail
+    (``Invalid expression``, nothing) or no column. gcc parses the same file (the preprocessor's
+    flags, ``-fsyntax-only``) and its first error names the token and the column."""
+    if e.loc is not None and e.loc.col is not None and not e.msg.endswith(("syntax error: ", "Invalid expression")):
+        return e
+    args, stdin = _gcc(["-fsyntax-only", "-w"], text, filename, on_disk, include_dirs, defines)
+    try:
+        res = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120, errors="replace",
+                             env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return e
+    if res.returncode == 0 or not any(": error: " in ln for ln in res.stderr.splitlines()):
+        return e
+    errors = "\n".join(ln for ln in res.stderr.splitlines() if ": error: " in ln)
+    better = _cpp_error(errors, filename, srcmap)
+    if better.loc is None or better.loc.line == 1 and better.loc.col == 1 and "preprocessing" in better.msg:
+        return e
+    return TranspileError(better.loc, f"syntax error: {better.msg}")
+
+
+def _gcc(mode: list[str], text: str, filename: str, on_disk: bool, include_dirs: Sequence[str],
+         defines: Sequence[str]) -> tuple[list[str], str | None]:
+    """gcc's command line (``mode``: ``-E``, ``-fsyntax-only``) for the file, and its stdin."""
+    args = [_CPP, *mode, "-x", "c", "-undef", "-nostdinc", "-fdiagnostics-color=never",
             "-fdiagnostics-column-unit=byte"]
     for d in defines:
         if not _DEFINE.fullmatch(d):
@@ -157,14 +196,7 @@ def _preprocess(text: str, filename: str, on_disk: bool, include_dirs: Sequence[
         args += ["-iquote", os.path.dirname(filename) or ".", "-"]
         quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
         stdin = f'#line 1 "{quoted}"\n{text}'
-    try:
-        res = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120,
-                             errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise TranspileError(Loc(filename, 1, 1), f"cannot run the C preprocessor '{_CPP}': {e}") from None
-    if res.returncode != 0:
-        raise _cpp_error(res.stderr, filename, srcmap)
-    return res.stdout
+    return args, stdin
 
 
 def _cpp_error(stderr: str, filename: str, srcmap: SourceMap) -> TranspileError:
