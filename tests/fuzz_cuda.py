@@ -87,7 +87,8 @@ def mutant(seed: int) -> tuple[str, str]:
     """(name, text): a PolyBench kernel of tests/kernels with 1-3 tokens of its scop changed, by
     class so that most mutants stay valid C: an identifier for another of the file's (a loop
     variable for another, an array for a scalar), an operator for one of its class, an integer for
-    a neighbour or 0, a token deleted or a statement repeated.  Deterministic in ``seed``."""
+    a neighbour or 0, a token deleted or a statement repeated; one time in five, also a
+    ``double`` of the file (its signature included) made ``float``.  Deterministic in ``seed``."""
     import random
 
     rng = random.Random(seed)
@@ -98,6 +99,11 @@ def mutant(seed: int) -> tuple[str, str]:
     idents = sorted({t for t in toks[start:end] if re.fullmatch(r"[A-Za-z_]\w*", t) and t not in _KEYWORDS})
     spots = [i for i in range(start + 1, end) if not toks[i].isspace()]
     changed = 0
+    if rng.random() < 0.2:  # a precision change: one 'double' of the file (the signature too) made float
+        doubles = [i for i, t in enumerate(toks) if t == "double"]
+        if doubles:
+            toks[rng.choice(doubles)] = "float"
+            changed += 1
     while changed < rng.randint(1, 3):
         i = rng.choice(spots)
         t = toks[i]
