@@ -199,7 +199,7 @@ NO_OP_IR = """kernel affine(i32 n, inout f64 A[17*n+7]) {
 def test_cli_evolve_writes_a_kernel_without_a_meaningful_test_as_plain_compile_does(tmp_path: Path) -> None:
     # The verifier calls a kernel that writes nothing 'inconclusive' (a ghost test): plain compile
     # writes it with a warning (exit 0), and so must --evolve (it exited 1, found by fuzz_cuda --ir).
-    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TRANSPILE_EVOLVE_CACHE_DIR": str(tmp_path / "evolve")}  # builds: shared
     src = tmp_path / "noop.ir"
     src.write_text(NO_OP_IR)
     plain = _transpile(str(src), "-o", str(tmp_path / "plain.cu"), env=env)
@@ -315,7 +315,7 @@ def _transpile(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 @pytest.mark.slow
 def test_cli_evolve_writes_verified_output_then_hits_the_cache(tmp_path: Path) -> None:
-    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TRANSPILE_EVOLVE_CACHE_DIR": str(tmp_path / "evolve")}  # builds: shared
     out = tmp_path / "atax.cu"
     args = [str(KERNELS / "atax.c"), "--evolve", "--evolve-rounds", "1", "--evolve-measure", "model", "-o", str(out)]
     first = _transpile(*args, env=env)
@@ -448,7 +448,7 @@ def test_cli_evolve_with_from_text_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_evolve_command_shares_a_budget_and_reports_each_file(tmp_path: Path) -> None:
-    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TRANSPILE_EVOLVE_CACHE_DIR": str(tmp_path / "evolve")}  # builds: shared
     out = tmp_path / "out"
     bad = ROOT / "tests" / "bad" / "switch.c"
     args = ["evolve", str(KERNELS / "jacobi_1d.c"), str(KERNELS / "durbin.c"), str(bad), "-o", str(out),

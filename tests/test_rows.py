@@ -91,7 +91,7 @@ def test_evolve_keeps_the_rows_and_blocks_the_user_set(tmp_path: Path) -> None:
     import sys
 
     out = tmp_path / "j.cu"
-    env = {**os.environ, "TRANSPILE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "TRANSPILE_EVOLVE_CACHE_DIR": str(tmp_path / "evolve")}  # builds: shared
     cmd = [sys.executable, "-m", "transpile.cli", str(KERNELS / "jacobi_2d.c"), "--evolve", "--evolve-rounds", "1",
            "--evolve-measure", "model", "--rows", "4", "--block", "32x4", "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

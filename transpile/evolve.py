@@ -683,6 +683,8 @@ class Cache:
     (``$TRANSPILE_CACHE_DIR``, else ``$XDG_CACHE_HOME/transpile``, else ``~/.cache/transpile``)."""
 
     def __init__(self, root: Path | None = None) -> None:
+        if root is None and os.environ.get("TRANSPILE_EVOLVE_CACHE_DIR"):
+            root = Path(os.environ["TRANSPILE_EVOLVE_CACHE_DIR"])  # the choices alone, apart from the builds
         if root is None:
             env = os.environ.get("TRANSPILE_CACHE_DIR")
             base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transpile"
