@@ -5,8 +5,9 @@
 Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1; with
 ``--ir``, N random affine nests of tests/affine_nests.py drawn with Hypothesis
 seed S, as ``.ir`` files verified against the IR interpreter; with
-``--mutate``, N mutants of the 30 PolyBench kernels, :func:`mutant`: another
-hand's code, made wrong or different a few tokens at a time), runs
+``--mutate``, N mutants of the 30 PolyBench kernels and of generated programs,
+:func:`mutant`: another hand's code, made wrong or different a few tokens at a
+time), runs
 ``transpile CASE.c -o CASE.cu OPTIONS`` on each, OPTIONS drawn by
 :func:`tests.cgen.options` (tiles, micro-tiles, block shapes, ``--naive``,
 ``--no-mma`` and the like; none with ``--no-options``).  That is the front end,
@@ -84,7 +85,8 @@ _CLASSES = [("+", "-", "*"), ("<", "<=", ">", ">="), ("+=", "-=", "*=", "=")]
 
 
 def mutant(seed: int) -> tuple[str, str]:
-    """(name, text): a PolyBench kernel of tests/kernels with 1-3 tokens of its scop changed, by
+    """(name, text): a PolyBench kernel of tests/kernels, or one time in three a generated program
+    (:func:`tests.cgen.program`, named ``fuzz-SEED.c``), with 1-3 tokens of its scop changed, by
     class so that most mutants stay valid C: an identifier for another of the file's (a loop
     variable for another, an array for a scalar), an operator for one of its class, an integer for
     a neighbour or 0, a token deleted or a statement repeated; one time in five, also a
@@ -92,8 +94,8 @@ def mutant(seed: int) -> tuple[str, str]:
     import random
 
     rng = random.Random(seed)
-    path = rng.choice(sorted(KERNELS.glob("*.c")))
-    toks = _TOKEN.findall(path.read_text())
+    name, text = mutant_base(seed)
+    toks = _TOKEN.findall(text)
     start = next(i for i, t in enumerate(toks) if t.startswith("#pragma scop"))
     end = next(i for i, t in enumerate(toks) if t.startswith("#pragma endscop"))
     idents = sorted({t for t in toks[start:end] if re.fullmatch(r"[A-Za-z_]\w*", t) and t not in _KEYWORDS})
@@ -127,7 +129,18 @@ def mutant(seed: int) -> tuple[str, str]:
         if new != t:
             toks[i] = new
             changed += 1
-    return path.name, "".join(toks)
+    return name, "".join(toks)
+
+
+def mutant_base(seed: int) -> tuple[str, str]:
+    """The program :func:`mutant` changes for ``seed``: (name, text)."""
+    import random
+
+    rng = random.Random(seed)
+    path = rng.choice(sorted(KERNELS.glob("*.c")))
+    if rng.random() < 1 / 3:
+        return f"fuzz-{seed}.c", cgen.program(seed)
+    return path.name, path.read_text()
 
 
 def ir_programs(n: int, seed: int) -> list[str]:
@@ -187,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ir", action="store_true",
                     help="random affine nests (tests/affine_nests.py) as .ir files instead of C kernels")
     ap.add_argument("--mutate", action="store_true",
-                    help="mutants of the 30 PolyBench kernels (mutant()) instead of generated kernels")
+                    help="mutants of the 30 PolyBench kernels and of generated ones (mutant())")
     ap.add_argument("--no-options", action="store_true", help="no random back-end options (cgen.options)")
     ap.add_argument("extra", nargs="*", help="arguments passed on to transpile (after --)")
     a = ap.parse_args(argv)
