@@ -19,7 +19,9 @@ the current point may have assigned, and those *every* path has:
   body's first assignment happens whenever the loop runs); afterwards what the
   body may assign counts for later iterations and the code after the loop, and
   what its first iteration assigns on every path counts as assigned on every
-  path (the loop is taken to run: no warning about sizes with no iterations).
+  path if its bounds read no enclosing loop's variable (it is taken to run: no
+  warning about sizes with no iterations; a triangular loop such as
+  ``for j in 0..i`` runs no iteration at ``i = 0``).
 
 A read of a name no path has assigned is *definite* when nothing on the way
 to it is conditional (not under an ``if``, not in a branch of ``?:`` or the
@@ -76,6 +78,7 @@ class _Walker:
         self.locals: set[str] = set()  # declared without an initialiser somewhere
         self.found: list[Finding] = []
         self.later: set[str] = set()
+        self.loops: list[str] = []  # the enclosing loops' variables
 
     def block(self, body: tuple[ir.Stmt, ...], may: set[str], must: set[str], *, certain: bool,
               later: frozenset[str] | set[str] = frozenset()) -> tuple[set[str], set[str]]:
@@ -113,11 +116,19 @@ class _Walker:
                 self.expr(s.lo, may, must, certain)
                 self.expr(s.hi, may, must, certain)
                 later = _assigned_in(s.body)
-                # the first iteration; a loop is taken to run (what it assigns on every path of one
-                # iteration counts as assigned after it: no warning for sizes with no iterations)
-                _, first = self.block(s.body, may | {s.var}, must | {s.var}, certain=certain, later=later)
+                # the first iteration; a loop whose bounds read no enclosing loop's variable is taken
+                # to run (what it assigns on every path of one iteration counts as assigned after it:
+                # no warning for sizes with no iterations); a triangular one may not run on some
+                # iteration of the loops around it (`for j in 0..i` at i = 0)
+                self.loops.append(s.var)
+                try:
+                    _, first = self.block(s.body, may | {s.var}, must | {s.var}, certain=certain, later=later)
+                finally:
+                    self.loops.pop()
                 may |= later
-                must |= first - {s.var}
+                if not any(isinstance(n, ir.Var) and n.name in self.loops for e in (s.lo, s.hi)
+                           for n in ir.walk(e)):
+                    must |= first - {s.var}
             elif isinstance(s, ir.If):
                 self.expr(s.cond, may, must, certain)
                 may1, must1 = self.block(s.then, may, must, certain=False)
@@ -137,7 +148,7 @@ class _Walker:
             if name in self.locals and name not in must:
                 if name not in may and certain:
                     self.found.append(Finding(e.loc, name, True))
-                elif name not in self.later:
+                elif certain or name not in self.later:  # a conditional read of a carried name: guarded
                     self.found.append(Finding(e.loc, name, False))
         elif isinstance(e, ir.Select):
             self.expr(e.cond, may, must, certain)

@@ -20,7 +20,8 @@ C at several sizes), JOBS cases at a time.  The outcomes:
 * ``rejected``: a located ``file:line:col: error:`` (an unsupported construct);
 * ``miscompile``: the verifier refused the generated CUDA;
 * ``undefined``: the verifier refused it, but the compiler had warned that the
-  C program accesses an array out of bounds (undefined behaviour: mutants);
+  C program accesses an array out of bounds or may read a local before assigning
+  it (undefined behaviour: mutants);
 * ``crash``: an internal compiler error, a traceback, a signal, or a pass's
   output refused by the IR check ("invalid IR", located but our bug), or
   an output file left behind by a failed run;
@@ -69,7 +70,7 @@ def classify(rc: int | None, err: str) -> str:
         return "crash"
     if "verification of the generated CUDA" in err:
         # the compiler warned that the C reads or writes out of bounds: no defined result to match
-        return "undefined" if "[out-of-bounds]" in err else "miscompile"
+        return "undefined" if "[out-of-bounds]" in err or "[uninitialized]" in err else "miscompile"
     if rc == 1 and re.search(r":\d+:\d+: error: ", err):
         return "rejected"
     if rc == 1 and ": error: " in err:

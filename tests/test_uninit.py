@@ -103,6 +103,17 @@ def test_reads_some_path_has_assigned_are_not_findings(tmp_path: Path, case: str
     assert [f for f in _found(tmp_path, ASSIGNED[case]) if f[2]] == []
 
 
+def test_a_loop_that_may_run_no_iteration_leaves_its_assignment_unsure(tmp_path: Path) -> None:
+    # ludcmp mutated (`w -= A[i][j]` for `w = A[i][j]`): at i = 0 the loop over j < i runs no
+    # iteration, so the read sees w unassigned (the fuzzer's case 4102, a verifier mismatch before)
+    body = ("  for (i = 0; i < n; i++) {\n    for (j = 0; j < i; j++)\n      s = B[j];\n"
+            "    s -= A[i];\n    A[i] = s;\n  }")
+    assert _found(tmp_path, body) == [("s", 7, False)]
+    # a loop whose bounds read no enclosing loop's variable is taken to run (sizes of at least 1)
+    body = "  for (i = 0; i < n; i++) {\n    for (j = 0; j < n; j++)\n      s = B[j];\n    A[i] = s;\n  }"
+    assert _found(tmp_path, body) == []
+
+
 def test_a_read_on_some_paths_only_is_a_conditional_finding(tmp_path: Path) -> None:
     found = _found(tmp_path, "  if (n > 2)\n    s = 1.0;\n  A[0] = s;")
     assert found == [("s", 6, False)]
