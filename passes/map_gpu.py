@@ -381,15 +381,7 @@ def _reads(node: ir.Node) -> set[str]:
     return out
 
 
-def _writes(node: ir.Node) -> set[str]:
-    """Names of the scalar variables assigned under ``node`` (an initialised Decl writes its name)."""
-    out: set[str] = set()
-    for n in ir.walk(node):
-        if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var):
-            out.add(n.target.name)
-        elif isinstance(n, ir.Decl) and n.init is not None:
-            out.add(n.name)
-    return out
+_writes = ir.scalars_written
 
 
 def _names(node: ir.Node) -> set[str]:

@@ -163,11 +163,4 @@ class _Walker:
 
 
 def _assigned_in(body: tuple[ir.Stmt, ...]) -> set[str]:
-    out: set[str] = set()
-    for s in body:
-        for n in ir.walk(s):
-            if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var):
-                out.add(n.target.name)
-            elif isinstance(n, ir.Decl) and n.init is not None:
-                out.add(n.name)
-    return out
+    return set().union(*(ir.scalars_written(s) for s in body))

@@ -396,6 +396,17 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(list(children(n))))
 
 
+def scalars_written(node: Node) -> set[str]:
+    """Names of the scalar variables assigned under ``node`` (an initialised Decl writes its name)."""
+    out: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, Assign) and isinstance(n.target, Var):
+            out.add(n.target.name)
+        elif isinstance(n, Decl) and n.init is not None:
+            out.add(n.name)
+    return out
+
+
 def identifiers(node: Node) -> set[str]:
     """Every name declared or used under ``node``: variables, parameters, locals, loop variables, arrays."""
     out: set[str] = set()
