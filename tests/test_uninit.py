@@ -20,20 +20,12 @@ import pytest
 
 from passes import uninit
 from tests import cgen
-from transpile import frontend, ir
+from tests.test_bounds import _load as _kernel  # a kernel from C text, warnings silenced
+from transpile import frontend
 from transpile.diagnostics import TranspileWarning
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted((ROOT / "tests" / "kernels").glob("*.c")) + sorted((ROOT / "examples" / "specs").glob("*.ir"))
-
-
-def _kernel(tmp_path: Path, text: str, name: str = "k.c") -> ir.Kernel:
-    path = tmp_path / name
-    path.write_text(text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TranspileWarning)
-        (kernel,) = frontend.load(path).kernels
-    return kernel
 
 
 TAIL = "\n  for (j = 0; j < n; j++)\n    B[j] = 2.0 * B[j];"  # a loop: the front end's kernel test
