@@ -168,11 +168,10 @@ def _sharper(e: TranspileError, text: str, filename: str, on_disk: bool, include
                              env={**os.environ, "LC_ALL": "C"})
     except (OSError, subprocess.TimeoutExpired):
         return e
-    if res.returncode == 0 or not any(": error: " in ln for ln in res.stderr.splitlines()):
+    if res.returncode == 0:
         return e
-    errors = "\n".join(ln for ln in res.stderr.splitlines() if ": error: " in ln)
-    better = _cpp_error(errors, filename, srcmap)
-    if better.loc is None or better.loc.line == 1 and better.loc.col == 1 and "preprocessing" in better.msg:
+    better = _cpp_error(res.stderr, filename, srcmap)  # gcc's first located error line
+    if better.msg.startswith("preprocessing failed"):  # none: _cpp_error's fallback
         return e
     return TranspileError(better.loc, f"syntax error: {better.msg}")
 
