@@ -515,3 +515,12 @@ def test_without_a_gpu_the_default_stays_unless_the_model_sees_a_clear_gain(monk
         best = s.best()
         assert best is not None and (best.origin == "default") == stays, (gain, best.schedule.name())
         assert best.model_ms == (1.0 if stays else 0.8)
+
+
+def test_the_choice_cache_can_live_apart_from_the_build_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRANSPILE_CACHE_DIR", str(tmp_path / "builds"))
+    monkeypatch.delenv("TRANSPILE_EVOLVE_CACHE_DIR", raising=False)
+    assert evolve.Cache().root == tmp_path / "builds" / "evolve"
+    monkeypatch.setenv("TRANSPILE_EVOLVE_CACHE_DIR", str(tmp_path / "choices"))
+    assert evolve.Cache().root == tmp_path / "choices"
+    assert evolve.Cache(tmp_path / "given").root == tmp_path / "given"  # an explicit root wins
