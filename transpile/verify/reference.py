@@ -103,8 +103,16 @@ def _fma_flags() -> tuple[str, ...] | None:
         try:
             flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
         except OSError:
-            return None
-        return ("-ffp-contract=fast", "-mfma") if " fma" in f" {flags} " or " fma " in flags else None
+            flags = ""
+        if flags:
+            has = " fma " in f"{flags} "
+        else:  # no flags line (some containers): numpy's own CPUID probe
+            try:
+                from numpy._core._multiarray_umath import __cpu_features__ as features
+            except ImportError:  # numpy 1.x
+                from numpy.core._multiarray_umath import __cpu_features__ as features
+            has = bool(features.get("FMA3"))
+        return ("-ffp-contract=fast", "-mfma") if has else None
     if machine in ("aarch64", "arm64", "ppc64le", "s390x"):
         return ("-ffp-contract=fast",)  # fused multiply-add is part of the base ISA
     return None

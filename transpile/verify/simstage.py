@@ -10,7 +10,7 @@ inputs in host buffers with guard zones, ``out`` arrays poisoned:
 run   inputs, schedule                           failure is reported as
 ====  =========================================  ===============================
 A     first set, threads/blocks in order          its class (mismatch, ...)
-B     second, different set, in order             ``fresh-input`` (cached/hard-coded)
+B     second, different set, in order             ``fresh-input`` (wrong there, cached, hard-coded)
 A2    first set again, in order                   ``determinism`` (must be bitwise equal to A)
 C     first set, shuffled schedule (seeded)       ``schedule`` (race, missing barrier)
 D     first set, through NAME_device on a         ``device-entry``
@@ -244,14 +244,18 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
                                        "or uninitialised memory")
         return None
     for a in sig.outputs:
-        cmp = compare(a.name, out[a.name], ref[a.name], x[a.name], prep.tol(a.dtype))
+        cmp = compare(a.name, out[a.name], ref[a.name], x[a.name], prep.tol(a.dtype, second=label == "B"))
         report.record_error(a.name, cmp.max_err, cmp.tol)
         if cmp.ok:
             continue
         msg = cmp.message()
         if label == "B":
+            # Only a result that is the first set's answer is called cached; any other miss is just wrong.
+            kept = all(compare(b.name, out[b.name], prep.ref1[b.name], prep.x1[b.name], prep.tol(b.dtype)).ok
+                       for b in sig.outputs)
+            why = " (it is the first set's result: cached from the earlier call, or hard-coded?)" if kept else ""
             return "fresh-input", (f"{where}correct on the first inputs, wrong on a second, different set: "
-                                   f"{cmp.brief()} (a result cached from an earlier call, or hard-coded?)")
+                                   f"{cmp.brief()}{why}")
         if label == "C":
             return "schedule", (f"{where}correct with threads in order, wrong under a shuffled schedule "
                                 f"(schedule seed {schedule_seed}): {msg} (a race or a missing __syncthreads?)")
