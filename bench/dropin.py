@@ -65,7 +65,10 @@ MODES = ("auto", "staged", "register", "serial")
 """Copy paths timed by default; ``pinned`` (the caller's arrays page-locked for the mode) on request.
 ``serial``: ``auto`` with every copy-in before the kernels and every copy-out after them
 (``TRANSPILE_DROPIN_PHASES=0``), the A/B of the copies placed between phases; ``pinned-serial``
-the same on pinned arrays."""
+the same on pinned arrays.  ``stores=none|in|out|both``: ``auto`` with the staging copies' streaming
+stores forced (``TRANSPILE_DROPIN_STREAM_STORES``)."""
+TABLE_MODES = ("auto", "staged", "register", "serial", "pinned", "pinned-serial")
+"""Modes with a column of the main table; any other (``stores=none|in|out|both``) gets a row of its own."""
 NVCC_FLAGS = ("-arch=sm_90", "-O3", "-std=c++17")
 ACCEPT = 1.5
 ELEM_BYTES = {"double": 8, "int": 4, "char": 1}
@@ -277,9 +280,24 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    }",
         "    // pinned: the caller's arrays are page-locked (cudaHostRegister) for the mode, copied directly.",
         "    // serial: no copies between the kernel's phases (TRANSPILE_DROPIN_PHASES=0).",
+        "    // stores=none|in|out|both: auto with the staging copies' streaming stores forced (the",
+        "    // TRANSPILE_DROPIN_STREAM_STORES override), the A/B of their default, in one process.",
         "    const bool pinned = mode == \"pinned\" || mode == \"pinned-serial\";",
         "    const bool serial = mode == \"serial\" || mode == \"pinned-serial\";",
-        "    if (mode == \"auto\" || pinned || serial) {",
+        "    const bool stores = mode.rfind(\"stores=\", 0) == 0;",
+        "    // trace: auto with TRANSPILE_DROPIN_TRACE=1 (each call prints its steps' times to stderr).",
+        "    const bool trace = mode == \"trace\";",
+        "    if (trace) {",
+        '      setenv("TRANSPILE_DROPIN_TRACE", "1", 1);',
+        "    } else {",
+        '      unsetenv("TRANSPILE_DROPIN_TRACE");',
+        "    }",
+        "    if (stores) {",
+        '      setenv("TRANSPILE_DROPIN_STREAM_STORES", mode.c_str() + 7, 1);',
+        "    } else {",
+        '      unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
+        "    }",
+        "    if (mode == \"auto\" || pinned || serial || stores || trace) {",
         '      unsetenv("TRANSPILE_DROPIN_COPY");',
         "    } else {",
         '      setenv("TRANSPILE_DROPIN_COPY", mode.c_str(), 1);',
@@ -311,6 +329,8 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "  }",
         '  unsetenv("TRANSPILE_DROPIN_COPY");',
         '  unsetenv("TRANSPILE_DROPIN_PHASES");',
+        '  unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
+        '  unsetenv("TRANSPILE_DROPIN_TRACE");',
         f"  {function}_release();",
         "  return 0;",
         "}",
@@ -546,7 +566,8 @@ def _last_json(text: str) -> dict[str, Any] | None:
 
 
 def merge_lines(text: str) -> dict[str, Any]:
-    """A harness's output lines merged: ``init_ms``, ``first_ms``, ``kernel_ms`` and ``modes`` (mode -> times)."""
+    """A harness's output lines merged: ``init_ms``, ``first_ms``, ``kernel_ms`` and ``modes`` (mode -> times,
+    in the order taken)."""
     out: dict[str, Any] = {"modes": {}}
     for line in text.splitlines():
         line = line.strip()
@@ -556,10 +577,27 @@ def merge_lines(text: str) -> dict[str, Any]:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if "mode" in rec:
-            out["modes"][rec["mode"]] = rec["times"]
+        if "mode" in rec:  # a mode named twice (interleaved A/B) pools its samples
+            out["modes"].setdefault(rec["mode"], []).extend(rec["times"])
         else:
             out.update(rec)
+    return out
+
+
+TRACE_STEPS = ("alloc", "in", "issue", "out", "sync", "free")
+"""The steps of a traced call (templates/dropin.cu.j2, transpile_dropin_stamp)."""
+
+
+def trace_lines(text: str) -> list[dict[str, float]]:
+    """The ``transpile-trace`` lines of a harness's stderr (mode ``trace``): each call's step times, ms."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("transpile-trace "):
+            try:
+                rec = json.loads(line[len("transpile-trace "):])
+            except json.JSONDecodeError:
+                continue
+            out.append({k: float(rec[k]) for k in TRACE_STEPS if k in rec})
     return out
 
 
@@ -610,6 +648,9 @@ def run(args: argparse.Namespace) -> int:
                     proc = subprocess.run([str(exe), label, str(args.reps), str(args.mode_budget), args.modes],
                                           capture_output=True, text=True, timeout=min(args.run_timeout, left))
                     rec.update(merge_lines(proc.stdout))
+                    traces = trace_lines(proc.stderr)
+                    if traces:
+                        rec["trace"] = traces
                     if proc.returncode != 0:  # what finished before the failure is kept
                         rec["failure"] = f"exit {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}"
                 except subprocess.TimeoutExpired as e:
@@ -701,6 +742,29 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
               "floor ms | ratio | <= 1.5 | pinned ratio | host floor ms | auto / host floor | MB in / out / arrays |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row_text(r) for r in records]
+    other = [(r, m) for r in records if "error" not in r for m in r["median_ms"] if m not in TABLE_MODES]
+    if other:
+        lines += ["", "Other modes (`stores=X`: auto with TRANSPILE_DROPIN_STREAM_STORES=X; a mode named "
+                  "more than once in --modes pools its samples, taken in turn with the others):", "",
+                  "| kernel | size | mode | samples | median ms | ratio | vs auto |", "|---|---|---|---|---|---|---|"]
+        for r, m in other:
+            auto = r["median_ms"].get("auto")
+            lines.append(f"| {r['kernel']} | {r['size']} | {m} | {len(r['modes'][m])} | {_f(r['median_ms'][m])} | "
+                         f"{_f(r['ratio'][m], '.2f')} | {_f(None if auto is None else r['median_ms'][m] / auto, '.2f')} |")
+    traced = [r for r in records if r.get("trace")]
+    if traced:
+        lines += ["", "Traced calls (mode trace: TRANSPILE_DROPIN_TRACE=1), median ms per step: alloc (device "
+                  "buffers from the pool), in (copy-ins of point 0; a staged range returns once its last DMA is "
+                  "issued), issue (kernels and interior points), out (copy-outs of the last point), sync (the "
+                  "three streams), free (buffers back, unregistration):", "",
+                  "| kernel | size | calls | " + " | ".join(TRACE_STEPS) + " | total |",
+                  "|---|---|---|" + "---|" * (len(TRACE_STEPS) + 1)]
+        for r in traced:
+            calls = r["trace"]
+            med = [statistics.median(c.get(k, 0.0) for c in calls) for k in TRACE_STEPS]
+            total = statistics.median(sum(c.get(k, 0.0) for k in TRACE_STEPS) for c in calls)
+            lines.append(f"| {r['kernel']} | {r['size']} | {len(calls)} | " + " | ".join(_f(m) for m in med)
+                         + f" | {_f(total)} |")
     xl = [r for r in records if r["size"] == "EXTRALARGE" and "error" not in r]
     over = [r["kernel"] for r in xl if r["ratio"].get("auto", 0) > ACCEPT]
     lines += ["", f"EXTRALARGE: {len(xl) - len(over)}/{len(xl)} within {ACCEPT}x of the floor"

@@ -152,9 +152,9 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial"])
+@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                              monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
     # several chunks that wrap around the ring, copied by the caller and helper threads (as many as
     # the machine has hardware threads, up to 3 in all).
@@ -166,13 +166,22 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
     lib.set_quiet(True)
     if mode == "serial":  # every copy-in before the kernels, every copy-out after them
         monkeypatch.setenv("TRANSPILE_DROPIN_PHASES", "0")
+    elif mode == "trace":  # each call prints its steps' times (bench/dropin.py reads them)
+        monkeypatch.setenv("TRANSPILE_DROPIN_TRACE", "1")
     elif mode != "auto":
         monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
     rng = np.random.default_rng(5)
+    capfd.readouterr()
     for n in (100, 37, 8, 1, 0, 100):  # the state (pool, stream, staging buffers) is kept between calls
         got = _call(lib, n, rng)
         for name, want in _expected(n, got["A"]).items():
             np.testing.assert_array_equal(got[name], want, err_msg=f"{name} (n={n}, {mode})")
+    sys.path.insert(0, str(ROOT / "bench"))
+    import dropin  # type: ignore[import-not-found]
+
+    traces = dropin.trace_lines(capfd.readouterr().err)
+    assert len(traces) == (6 if mode == "trace" else 0)
+    assert all(set(t) == set(dropin.TRACE_STEPS) and min(t.values()) >= 0.0 for t in traces)
     assert lib.live_allocations() == (1 if mode != "register" else 0)  # the staging ring
     lib.call("partial_release", restype=None)
     assert lib.live_allocations() == 0 and lib.findings().ok
@@ -327,9 +336,11 @@ def test_bench_report_from_records() -> None:
     out = "\n".join(['{"init_ms": 90.0, "first_ms": 12.5}', '{"kernel_ms": [1.0, 1.0]}', "noise",
                      '{"mode": "auto", "times": [4.0, 3.0, 5.0]}', '{"mode": "staged", "times": [6.0, 6.0]}',
                      '{"mode": "register", "times": [4.5, 4.5]}', '{"mode": "pinned", "times": [3.3, 3.3]}',
-                     '{"mode": "serial", "times": [5.5, 5.5]}'])
+                     '{"mode": "serial", "times": [5.5, 5.5]}', '{"mode": "stores=none", "times": [6.0]}',
+                     '{"mode": "stores=none", "times": [7.0, 8.0]}'])
     res = dropin.merge_lines(out)
     assert res["modes"]["auto"] == [4.0, 3.0, 5.0] and res["kernel_ms"] == [1.0, 1.0] and res["first_ms"] == 12.5
+    assert res["modes"]["stores=none"] == [6.0, 7.0, 8.0]  # a mode named twice pools its samples
     probe = {"sizes": [{"bytes": 1 << 20, "h2d_pageable_GBps": 10.0, "d2h_pageable_GBps": 10.0,
                         "h2d_pinned_GBps": 25.0, "d2h_pinned_GBps": 20.0, "register_unregister_ms": 0.1,
                         "h2d_registered_GBps": 15.0, "host_memcpy_GBps": 12.0, "memcpy_to_pinned_GBps": 12.0,
@@ -350,10 +361,15 @@ def test_bench_report_from_records() -> None:
     # the host copies' best rates (25 and 10 GB/s) bound each way: 4 + 4 ms, plus the kernel
     assert dropin.host_floor_ms(rec_bytes, probe) == pytest.approx(8.0)
     rec["host_floor_ms"] = 9.0
+    rec["trace"] = dropin.trace_lines("noise\n" + "\n".join(
+        'transpile-trace {"kernel": "gemm", "alloc": 0.01, "in": %s, "issue": 0.02, "out": 0.5, "sync": 1.0, '
+        '"free": 0.01}' % t for t in ("2.0", "3.0", "2.5")))
     args = argparse.Namespace(reps=7)
     md = dropin.report([rec, {"kernel": "lu", "size": "EXTRALARGE", "error": "timed out"}], probe, args)
     assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 5.5 | 3.3 | - | 1 | 4 | 1.00 | ok | 0.82 | 9 | 0.44 |" in md
     assert "| lu | EXTRALARGE | timed out |" in md and "1/1 within 1.5x" in md
+    assert "| gemm | EXTRALARGE | stores=none | 3 | 7 | 1.75 | 1.75 |" in md  # modes without a column
+    assert "| gemm | EXTRALARGE | 3 | 0.01 | 2.5 | 0.02 | 0.5 | 1 | 0.01 | 4.04 |" in md  # the traced steps
 
 
 BYTES = r"""
@@ -366,17 +382,21 @@ void bump(int n, char a[n], char b[n])
 
 
 @needs_gxx
-@pytest.mark.parametrize("stream", [0, 1])
-def test_staging_slices_cover_odd_chunks(tmp_path: Path, stream: int) -> None:
+@pytest.mark.parametrize("stream,env", [(0, None), (1, None), (0, "both"), (1, "none")])
+def test_staging_slices_cover_odd_chunks(tmp_path: Path, stream: int, env: str | None,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # 259-byte slots, so chunks of an odd size (the last one shorter), 2 slots: the ring wraps many times.
-    # With streaming stores, the copies start and end off the 16-byte grid.
+    # With streaming stores (either direction; by the macros, or the environment's override), the
+    # copies start and end off the 16-byte grid.
+    if env is not None:
+        monkeypatch.setenv("TRANSPILE_DROPIN_STREAM_STORES", env)
     src = tmp_path / "bump.c"
     src.write_text(BYTES)
     cu = tmp_path / "bump.cu"
     cu.write_text(cuda.emit(pipeline.lower(frontend.load(src)), source=src.name))
     flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=259", "-DTRANSPILE_STAGE_SLOTS=2",
              "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=259", "-DTRANSPILE_STAGE_THREADS=4", "-DTRANSPILE_PARALLEL_MIN_BYTES=16",
-             f"-DTRANSPILE_STAGE_STREAM_STORES={stream}")
+             f"-DTRANSPILE_STAGE_STREAM_STORES_IN={stream}", f"-DTRANSPILE_STAGE_STREAM_STORES_OUT={stream}")
     lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
     a = np.random.default_rng(3).integers(-100, 100, 600).astype(np.int8)

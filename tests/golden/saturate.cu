@@ -147,6 +147,7 @@ extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaSt
 #include <emmintrin.h>
 #endif
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -202,34 +203,55 @@ extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaSt
 #define TRANSPILE_PAGE_BYTES 0
 #endif
 
-// Staging copies with non-temporal (streaming) stores: they skip reading the
-// destination's lines into the cache before writing them.  Off by default.
-#ifndef TRANSPILE_STAGE_STREAM_STORES
-#define TRANSPILE_STAGE_STREAM_STORES 0
+// Staging copies with non-temporal (streaming) stores, per direction: they write whole lines
+// without first reading the destination into the cache.  Into the ring (to the device) the lines
+// are read next by the DMA, never by the CPU, so streaming saves the read and the cache: on.  Into
+// the caller's arrays (to the host) the caller reads them next: off.  For measurement,
+// TRANSPILE_DROPIN_STREAM_STORES=none|in|out|both in the environment (read at every call)
+// overrides both.
+#ifndef TRANSPILE_STAGE_STREAM_STORES_IN
+#define TRANSPILE_STAGE_STREAM_STORES_IN 1
+#endif
+#ifndef TRANSPILE_STAGE_STREAM_STORES_OUT
+#define TRANSPILE_STAGE_STREAM_STORES_OUT 0
 #endif
 
-[[maybe_unused]] static void transpile_stage_memcpy(unsigned char *dst, const unsigned char *src, size_t n)
+// Whether the staging copies of one direction use streaming stores (see above).
+[[maybe_unused]] static bool transpile_stage_streaming(bool to_device)
 {
-#if TRANSPILE_STAGE_STREAM_STORES && defined(__SSE2__)
-  size_t head = (16 - ((uintptr_t)dst & 15)) & 15;  // up to the first 16-byte boundary of dst
-  head = head < n ? head : n;
-  memcpy(dst, src, head);
-  size_t i = head;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-    const __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-    const __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-    const __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-    _mm_stream_si128((__m128i *)(dst + i), a);
-    _mm_stream_si128((__m128i *)(dst + i + 16), b);
-    _mm_stream_si128((__m128i *)(dst + i + 32), c);
-    _mm_stream_si128((__m128i *)(dst + i + 48), d);
+  const char *env = getenv("TRANSPILE_DROPIN_STREAM_STORES");
+  if (env != NULL && *env != '\0') {
+    return strcmp(env, "both") == 0 || strcmp(env, to_device ? "in" : "out") == 0;
   }
-  memcpy(dst + i, src + i, n - i);
-  _mm_sfence();  // the streamed lines are visible before the chunk is flagged
-#else
-  memcpy(dst, src, n);
+  return to_device ? TRANSPILE_STAGE_STREAM_STORES_IN != 0 : TRANSPILE_STAGE_STREAM_STORES_OUT != 0;
+}
+
+[[maybe_unused]] static void transpile_stage_memcpy(unsigned char *dst, const unsigned char *src, size_t n,
+                                                    bool streaming)
+{
+#if defined(__SSE2__)
+  if (streaming) {
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;  // up to the first 16-byte boundary of dst
+    head = head < n ? head : n;
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= n; i += 64) {
+      const __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+      const __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+      const __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+      const __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+      _mm_stream_si128((__m128i *)(dst + i), a);
+      _mm_stream_si128((__m128i *)(dst + i + 16), b);
+      _mm_stream_si128((__m128i *)(dst + i + 32), c);
+      _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+    memcpy(dst + i, src + i, n - i);
+    _mm_sfence();  // the streamed lines are visible before the chunk is flagged
+    return;
+  }
 #endif
+  (void)streaming;
+  memcpy(dst, src, n);
 }
 
 // Waits in the copy loops: a short spin, then yielding (more spinning threads
@@ -252,6 +274,7 @@ extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaSt
 // landed (i < limit) and set flag[i].
 struct transpile_job {
   bool to_device;
+  bool streaming;        // streaming stores (transpile_stage_streaming)
   unsigned char *host;   // the range's host side
   unsigned char *slots;  // the ring
   size_t len, chunk, count;
@@ -272,9 +295,9 @@ struct transpile_job {
   unsigned char *host = j->host + i * j->chunk;
   const size_t n = transpile_job_bytes(j, i);
   if (j->to_device) {
-    transpile_stage_memcpy(slot, host, n);
+    transpile_stage_memcpy(slot, host, n, j->streaming);
   } else {
-    transpile_stage_memcpy(host, slot, n);
+    transpile_stage_memcpy(host, slot, n, j->streaming);
   }
   j->flag[i].store(1, std::memory_order_release);
 }
@@ -463,7 +486,39 @@ struct transpile_call {
   int count;
   int last;
   const char *kernel;
+  // TRANSPILE_DROPIN_TRACE=1 in the environment (read at every call): the call's time split at its
+  // steps, printed to stderr as one line "transpile-trace {...}" (bench/dropin.py, mode trace).
+  bool trace = false;
+  int stamps = 0;
+  std::chrono::steady_clock::time_point at[7] = {};
 };
+
+// Marks the end of a step of a traced call; the last mark prints the steps' durations: allocation,
+// copy-ins (point 0: staged ranges return once their last DMA is issued), kernels and interior points
+// issued, copy-outs (last point), the wait for the three streams, frees and unregistration.
+[[maybe_unused]] static void transpile_dropin_stamp(transpile_call *c)
+{
+  if (!c->trace || c->stamps >= 7) {
+    return;
+  }
+  c->at[c->stamps++] = std::chrono::steady_clock::now();
+  if (c->stamps == 7) {
+    double ms[6];
+    for (int i = 0; i < 6; ++i) {
+      ms[i] = std::chrono::duration<double, std::milli>(c->at[i + 1] - c->at[i]).count();
+    }
+    fprintf(stderr, "transpile-trace {\"kernel\": \"%s\", \"alloc\": %.4f, \"in\": %.4f, \"issue\": %.4f, "
+            "\"out\": %.4f, \"sync\": %.4f, \"free\": %.4f}\n", c->kernel, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5]);
+  }
+}
+
+// Starts the trace of a call (before its allocations) when TRANSPILE_DROPIN_TRACE=1.
+[[maybe_unused]] static void transpile_dropin_trace(transpile_call *c)
+{
+  const char *trace = getenv("TRANSPILE_DROPIN_TRACE");
+  c->trace = trace != NULL && strcmp(trace, "1") == 0;
+  transpile_dropin_stamp(c);
+}
 
 // Frees what `s` keeps.  At process exit it must not block or abort: another
 // thread may still hold the lock (then the OS reclaims everything), and the
@@ -707,6 +762,7 @@ struct transpile_call {
   chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
   transpile_job j;
   j.to_device = to_device;
+  j.streaming = transpile_stage_streaming(to_device);
   j.host = a->host + off;
   j.slots = s->ring;
   j.len = len;
@@ -880,9 +936,11 @@ struct transpile_call {
       c->arrays[i].out_after = c->arrays[i].out_after < 0 ? -1 : c->last;
     }
   }
+  transpile_dropin_stamp(c);
   transpile_check(cudaEventRecord(c->s->ready, c->s->stream), c->kernel, "cudaEventRecord");
   transpile_check(cudaStreamWaitEvent(c->s->up, c->s->ready, 0), c->kernel, "cudaStreamWaitEvent");
   (void)transpile_dropin_point(c, 0);
+  transpile_dropin_stamp(c);
 }
 
 // Ends a call after its kernels are issued: the last point, then device buffers back to the pool
@@ -890,10 +948,13 @@ struct transpile_call {
 [[maybe_unused]] static void transpile_dropin_end(transpile_call *c)
 {
   transpile_dropin *s = c->s;
+  transpile_dropin_stamp(c);
   (void)transpile_dropin_point(c, c->last);
+  transpile_dropin_stamp(c);
   transpile_check(cudaStreamSynchronize(s->stream), c->kernel, "kernel execution");
   transpile_check(cudaStreamSynchronize(s->up), c->kernel, "copies to the device");
   transpile_check(cudaStreamSynchronize(s->down), c->kernel, "copies to the host");
+  transpile_dropin_stamp(c);
   for (int i = 0; i < c->count; ++i) {
     if (c->arrays[i].dev != NULL) {
       transpile_check(cudaFreeAsync(c->arrays[i].dev, s->stream), c->kernel, "cudaFreeAsync");
@@ -908,6 +969,7 @@ struct transpile_call {
       transpile_check(cudaHostUnregister((void *)lo), c->kernel, "cudaHostUnregister");
     }
   }
+  transpile_dropin_stamp(c);
 }
 
 // What saturate's drop-in keeps between calls (see transpile_dropin).
@@ -943,6 +1005,7 @@ extern "C" void saturate(int n, double *x, double *y)
      0LL, 0LL, 0LL, LLONG_MAX, -1, 1, 0, 0, 0, 0, 0, 0, 0, false},
   };
   transpile_call call = {&transpile_saturate_dropin, arrays, 2, 1, "saturate"};
+  transpile_dropin_trace(&call);
   // x: copied in over its bounding box.
   transpile_dropin_alloc(&transpile_saturate_dropin, &arrays[0], "saturate", "allocate x on the device");
   // y: written in full, never read: no copy-in; copied out over the bounding box of its writes.
