@@ -765,7 +765,7 @@ class _HostPrinter(StmtPrinter):
         from transpile import cuda_oneblock
 
         e = self.emitter
-        one = (e.tiling is None or e.tiling.enabled) and cuda_oneblock.eligible(s, set(e.device_scalars))
+        one = (e.tiling is None or e.tiling.enabled) and cuda_oneblock.eligible(s)
         if one:  # the loop's steps are made first, then placed (one level deeper) in the else branch
             self.flush()
             outer_steps, self.steps = self.steps, []
@@ -790,7 +790,7 @@ class _HostPrinter(StmtPrinter):
             return
         kernel, args, setup, ok = built
         e.kernels.append(kernel)
-        launch = (f"{kernel['name']}<<<dim3(1u), dim3({cuda_oneblock.THREADS}u), 0, {e.names['stream']}>>>"
+        launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
                   f"({', '.join(args)});")
         self.lines += setup
         self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")

@@ -10,12 +10,16 @@ orders every global memory access before it against every access after it, as th
 launch does on a stream, so the launches' order and dependences are kept.
 
 **Which loops** (:func:`eligible`): the innermost host loops (no host loop inside) whose body is
-launches only, each a plain launch (a nest of ``par`` loops around loop-free statements) or a
-single-thread launch (loop-free statements), touching no device scalar and returning nowhere,
-whose ``par`` loops' bounds are affine in the host loop's variable (so each launch's iteration
-count over the host loop is largest at its first or last iteration); step of the host loop
-positive, or negative over a signed variable.  The emitter confirms each launch became a
-``plain`` or ``serial`` launch (no reduction or tensor-core shape, no fold).
+launches only, returning nowhere: plain launches (a nest of ``par`` loops around loop-free
+statements: a grid whose threads loop would be serialised onto one block, adi's sweeps), launches
+without ``par`` loops (one thread, or a one-block reduction: they run in one block anyway), with
+the ``par`` loops' bounds affine in the host loop's variable (so each launch's iteration count over
+the host loop is largest at its first or last iteration); step of the host loop positive, or
+negative over a signed variable.  The emitter confirms what each launch became
+(:func:`build`): ``plain``, ``serial`` or a ``block`` reduction without a launch guard, no fold;
+the one block has the reductions' block size (one size for all of them) or :data:`THREADS`.
+Device scalars stay in device memory: each body loads and stores them as its launch does, and
+the barrier after a body makes its stores visible to the next.
 
 **When** (run time, from the sizes): the one-block kernel runs when every launch's iteration
 count, at the host loop's first and last iteration, is at most :data:`MAX_ITERATIONS`
@@ -41,7 +45,7 @@ ENV = "TRANSPILE_ONEBLOCK_MAX"
 one block; the verifier's stage (c) runs each shape both ways)."""
 
 
-def eligible(loop: ir.For, device_scalars: set[str]) -> bool:
+def eligible(loop: ir.For) -> bool:
     """``loop`` is a host loop the one-block kernel can run (module docstring)."""
     from passes import accesses
     from transpile.cuda import _is_host_loop, _par_chain, _var_names
@@ -51,11 +55,12 @@ def eligible(loop: ir.For, device_scalars: set[str]) -> bool:
     for s in loop.body:
         if not isinstance(s, ir.Launch) or _is_host_loop(s):
             return False
-        if any(isinstance(n, ir.Return) for n in ir.walk(s)) or _var_names(s) & device_scalars:
+        if any(isinstance(n, ir.Return) for n in ir.walk(s)):
             return False
         chain = _par_chain(s)
-        inner = chain[-1].body if chain else s.body
-        if any(isinstance(n, ir.For) for st in inner for n in ir.walk(st)):
+        # A grid of threads with loops inside (adi's sweeps) would be serialised onto one block; a
+        # launch without par loops (one thread, or a one-block reduction) runs as it would anyway.
+        if chain and any(isinstance(n, ir.For) for st in chain[-1].body for n in ir.walk(st)):
             return False
         for lp in chain:
             outer = {o.var for o in chain if o is not lp}
@@ -75,11 +80,18 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     ``steps``: the host steps the loop's body became (launch steps only, in order); ``kernels``: the
     kernels those launches became.  ``pad``: the host lines' indentation."""
     by_name = {str(k["name"]): k for k in kernels}
-    if any(st.get("kind") != "launch" or st.get("shape") not in ("plain", "serial") for st in steps) or \
-            any(str(st["kernel"]) in emitter.folds for st in steps):
+    if any(st.get("kind") != "launch" or st.get("shape") not in ("plain", "serial", "block") for st in steps) or \
+            any(str(st["kernel"]) in emitter.folds for st in steps) or \
+            any(st["shape"] == "block" and st.get("guard") for st in steps):
         return None
     from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, _var_names, ctype
 
+    # A one-block reduction's body is written for its own block size: the kernel takes it (one size).
+    sizes = {str(st["block"][0]).rstrip("u") for st in steps if st["shape"] == "block"}  # type: ignore[index]
+    if len(sizes) > 1 or any(str(b) != "1u" for st in steps if st["shape"] == "block"
+                             for b in st["block"][1:]):  # type: ignore[index]
+        return None
+    threads = int(sizes.pop()) if sizes else THREADS
     expr, hn = emitter.expr, emitter.host_namer
 
     v = expr.ident(loop.var)
@@ -87,6 +99,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     # Parameters: every launch's, once, without the host loop's variable; its bounds by value.
     params: list[str] = []
     args: list[str] = []
+    aliases: dict[str, list[str]] = {}  # launch kernel -> lines naming a shared parameter as its body does
     for st in steps:
         k = by_name[str(st["kernel"])]
         for p, a in zip(k["params"], st["args"]):  # type: ignore[call-overload]
@@ -95,7 +108,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
             if a in args:  # an array one launch reads (const) and another writes: not const
                 at = args.index(a)
                 if params[at].startswith("const ") and not str(p).startswith("const "):
-                    params[at] = str(p)
+                    params[at] = _name(params[at]).join(str(p).rsplit(_name(str(p)), 1))
+                if _name(str(p)) != _name(params[at]):
+                    aliases.setdefault(str(k["name"]), []).append(f"auto {_name(str(p))} = {_name(params[at])};")
                 continue
             params.append(str(p))
             args.append(a)
@@ -123,12 +138,13 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
         body.append(f"    // {st['kernel']}" + (" (thread 0)" if st["shape"] == "serial" else ""))
         tid0 = f"if ({emitter.expr.mark('index', 'threadIdx.x')} == 0) {{"
         body.append(f"    {tid0}" if st["shape"] == "serial" else "    {")
+        body += [f"      {x}" for x in aliases.get(str(k["name"]), [])]
         body += ["    " + x for x in lines]
         body.append("    }")
     body.append(f"    {emitter.expr.mark('barrier', '__syncthreads();')}  // the iteration is done")
     body.append("  }")
-    kernel: dict[str, object] = {"name": name, "params": params, "body": body,
-                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({THREADS})"}
+    kernel: dict[str, object] = {"name": name, "params": params, "body": body, "threads": threads,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
     # Host: the loop's bounds, each launch's iteration count at the first and last iteration.
     first, last = hn.fresh(f"{loop.var}_first"), hn.fresh(f"{loop.var}_last")
     ok = hn.fresh("one_block")
@@ -152,7 +168,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     counts = []
     for st in steps:
         trips = st.get("trips") or []
-        if not trips:
+        if not trips or st["shape"] != "plain":  # a reduction's block is one block already
             continue
         fn = hn.fresh("iterations")
         lines.append(f"{pad}const auto {fn} = [&]({vt} {v}) -> {INDEX_TYPE} {{")
@@ -167,3 +183,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     cond = " && ".join([f"{cap} > 0", f"{hi} > {lo}", *counts])
     lines.append(f"{pad}const bool {ok} = {m('guard', cond)};")
     return kernel, args, lines, ok  # the caller emits: if (ok) { one-block launch } else { the loop }
+
+
+def _name(param: str) -> str:
+    """The name a parameter declaration declares (its last identifier)."""
+    return param.replace("*", " ").split()[-1]
