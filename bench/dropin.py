@@ -66,7 +66,9 @@ MODES = ("auto", "staged", "register", "serial")
 ``serial``: ``auto`` with every copy-in before the kernels and every copy-out after them
 (``TRANSPILE_DROPIN_PHASES=0``), the A/B of the copies placed between phases; ``pinned-serial``
 the same on pinned arrays.  ``stores=none|in|out|both``: ``auto`` with the staging copies' streaming
-stores forced (``TRANSPILE_DROPIN_STREAM_STORES``)."""
+stores forced (``TRANSPILE_DROPIN_STREAM_STORES``); ``threads=N``: ``auto`` with at most N staging threads
+(``TRANSPILE_DROPIN_THREADS``; build with ``--define TRANSPILE_STAGE_THREADS=16`` to try more than 8);
+``trace``: ``auto`` with each call's steps timed (``TRANSPILE_DROPIN_TRACE=1``)."""
 TABLE_MODES = ("auto", "staged", "register", "serial", "pinned", "pinned-serial")
 """Modes with a column of the main table; any other (``stores=none|in|out|both``) gets a row of its own."""
 NVCC_FLAGS = ("-arch=sm_90", "-O3", "-std=c++17")
@@ -285,6 +287,13 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    const bool pinned = mode == \"pinned\" || mode == \"pinned-serial\";",
         "    const bool serial = mode == \"serial\" || mode == \"pinned-serial\";",
         "    const bool stores = mode.rfind(\"stores=\", 0) == 0;",
+        "    // threads=N: auto with N staging threads at most (TRANSPILE_DROPIN_THREADS), in one process.",
+        "    const bool threads = mode.rfind(\"threads=\", 0) == 0;",
+        "    if (threads) {",
+        '      setenv("TRANSPILE_DROPIN_THREADS", mode.c_str() + 8, 1);',
+        "    } else {",
+        '      unsetenv("TRANSPILE_DROPIN_THREADS");',
+        "    }",
         "    // trace: auto with TRANSPILE_DROPIN_TRACE=1 (each call prints its steps' times to stderr).",
         "    const bool trace = mode == \"trace\";",
         "    if (trace) {",
@@ -297,7 +306,7 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    } else {",
         '      unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
         "    }",
-        "    if (mode == \"auto\" || pinned || serial || stores || trace) {",
+        "    if (mode == \"auto\" || pinned || serial || stores || trace || threads) {",
         '      unsetenv("TRANSPILE_DROPIN_COPY");',
         "    } else {",
         '      setenv("TRANSPILE_DROPIN_COPY", mode.c_str(), 1);',
@@ -331,6 +340,7 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         '  unsetenv("TRANSPILE_DROPIN_PHASES");',
         '  unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
         '  unsetenv("TRANSPILE_DROPIN_TRACE");',
+        '  unsetenv("TRANSPILE_DROPIN_THREADS");',
         f"  {function}_release();",
         "  return 0;",
         "}",
@@ -744,7 +754,8 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
     lines += [row_text(r) for r in records]
     other = [(r, m) for r in records if "error" not in r for m in r["median_ms"] if m not in TABLE_MODES]
     if other:
-        lines += ["", "Other modes (`stores=X`: auto with TRANSPILE_DROPIN_STREAM_STORES=X; a mode named "
+        lines += ["", "Other modes (`stores=X`: auto with TRANSPILE_DROPIN_STREAM_STORES=X; `threads=N`: auto with "
+                  "TRANSPILE_DROPIN_THREADS=N; a mode named "
                   "more than once in --modes pools its samples, taken in turn with the others):", "",
                   "| kernel | size | mode | samples | median ms | ratio | vs auto |", "|---|---|---|---|---|---|---|"]
         for r, m in other:

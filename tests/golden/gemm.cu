@@ -278,6 +278,8 @@ struct transpile_job {
   unsigned char *slots;  // the ring
   size_t len, chunk, count;
   std::atomic<size_t> next;   // the next chunk a copier takes
+  int helpers;                // helper threads that take part (the others leave at once)
+  std::atomic<int> joined;    // helpers that have woken for this job
   std::atomic<size_t> limit;  // to the device: chunks below it have a free slot; to the host: have landed
   std::atomic<unsigned char> *flag;  // per chunk: filled (to the device) or drained (to the host)
 };
@@ -361,7 +363,9 @@ struct transpile_copier {
       seen = c->job;
       j = c->current;
     }
-    transpile_job_help(j);
+    if (j->joined.fetch_add(1, std::memory_order_relaxed) < j->helpers) {
+      transpile_job_help(j);
+    }
     c->active.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -375,6 +379,17 @@ struct transpile_copier {
     return hw != 0 && hw < (unsigned)TRANSPILE_STAGE_THREADS ? (int)hw : TRANSPILE_STAGE_THREADS;
   }();
   return threads;
+}
+
+// Threads that copy one staged range: transpile_stage_threads(), or fewer where
+// TRANSPILE_DROPIN_THREADS=N in the environment (read for every range) says so, for
+// measuring thread counts in one process (bench/dropin.py, modes threads=N).
+[[maybe_unused]] static int transpile_stage_range_threads(void)
+{
+  const int threads = transpile_stage_threads();
+  const char *env = getenv("TRANSPILE_DROPIN_THREADS");
+  const int want = env != NULL ? atoi(env) : 0;
+  return want >= 1 && want < threads ? want : threads;
 }
 
 [[maybe_unused]] static transpile_copier *transpile_copier_new(void)
@@ -419,6 +434,9 @@ struct transpile_copier {
   }
   transpile_copier *c = *cp;
   if (c->count == 0) {
+    return 0;
+  }
+  if (j->helpers <= 0) {
     return 0;
   }
   {
@@ -755,7 +773,7 @@ struct transpile_call {
                                                    bool to_device, const char *kernel, const char *what)
 {
   transpile_dropin_ring(s, kernel, what);
-  const size_t threads = (size_t)transpile_stage_threads();
+  const size_t threads = (size_t)transpile_stage_range_threads();
   size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
   chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
   chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
@@ -768,6 +786,8 @@ struct transpile_call {
   j.chunk = chunk;
   j.count = (len + chunk - 1) / chunk;
   j.next.store(0);
+  j.helpers = (int)threads - 1;
+  j.joined.store(0);
   j.limit.store(to_device ? (j.count < TRANSPILE_STAGE_SLOTS ? j.count : TRANSPILE_STAGE_SLOTS) : 0);
   std::unique_ptr<std::atomic<unsigned char>[]> flag(new std::atomic<unsigned char>[j.count]());
   j.flag = flag.get();
