@@ -65,12 +65,16 @@ MODES = ("auto", "staged", "register", "serial")
 """Copy paths timed by default; ``pinned`` (the caller's arrays page-locked for the mode) on request.
 ``serial``: ``auto`` with every copy-in before the kernels and every copy-out after them
 (``TRANSPILE_DROPIN_PHASES=0``), the A/B of the copies placed between phases; ``pinned-serial``
-the same on pinned arrays.  ``stores=none|in|out|both``: ``auto`` with the staging copies' streaming
-stores forced (``TRANSPILE_DROPIN_STREAM_STORES``); ``threads=N``: ``auto`` with at most N staging threads
-(``TRANSPILE_DROPIN_THREADS``; build with ``--define TRANSPILE_STAGE_THREADS=16`` to try more than 8);
-``trace``: ``auto`` with each call's steps timed (``TRANSPILE_DROPIN_TRACE=1``)."""
+the same on pinned arrays.  ``KEY=VALUE`` for a key of :data:`ENV_MODES`: ``auto`` with that measurement
+variable of the drop-in set (``stores=none|in|out|both``, ``threads=N`` (build with ``--define
+TRANSPILE_STAGE_THREADS=16`` to try more than 8), ``chunks=fixed|guided``); ``trace``: ``auto`` with each
+call's steps timed (``TRANSPILE_DROPIN_TRACE=1``).  A mode named several times pools its samples, so
+``--modes chunks=fixed,auto,chunks=fixed,auto`` is an interleaved A/B in one process."""
+ENV_MODES = {"stores": "TRANSPILE_DROPIN_STREAM_STORES", "threads": "TRANSPILE_DROPIN_THREADS",
+             "chunks": "TRANSPILE_DROPIN_CHUNKS"}
+"""Mode keys -> the drop-in's environment variables they set (docs/dropin.md)."""
 TABLE_MODES = ("auto", "staged", "register", "serial", "pinned", "pinned-serial")
-"""Modes with a column of the main table; any other (``stores=none|in|out|both``) gets a row of its own."""
+"""Modes with a column of the main table; any other (``KEY=VALUE``, ``trace``) gets a row of its own."""
 NVCC_FLAGS = ("-arch=sm_90", "-O3", "-std=c++17")
 ACCEPT = 1.5
 ELEM_BYTES = {"double": 8, "int": 4, "char": 1}
@@ -282,31 +286,14 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    }",
         "    // pinned: the caller's arrays are page-locked (cudaHostRegister) for the mode, copied directly.",
         "    // serial: no copies between the kernel's phases (TRANSPILE_DROPIN_PHASES=0).",
-        "    // stores=none|in|out|both: auto with the staging copies' streaming stores forced (the",
-        "    // TRANSPILE_DROPIN_STREAM_STORES override), the A/B of their default, in one process.",
         "    const bool pinned = mode == \"pinned\" || mode == \"pinned-serial\";",
         "    const bool serial = mode == \"serial\" || mode == \"pinned-serial\";",
-        "    const bool stores = mode.rfind(\"stores=\", 0) == 0;",
-        "    // threads=N: auto with N staging threads at most (TRANSPILE_DROPIN_THREADS), in one process.",
-        "    const bool threads = mode.rfind(\"threads=\", 0) == 0;",
-        "    if (threads) {",
-        '      setenv("TRANSPILE_DROPIN_THREADS", mode.c_str() + 8, 1);',
-        "    } else {",
-        '      unsetenv("TRANSPILE_DROPIN_THREADS");',
-        "    }",
-        "    // trace: auto with TRANSPILE_DROPIN_TRACE=1 (each call prints its steps' times to stderr).",
-        "    const bool trace = mode == \"trace\";",
-        "    if (trace) {",
-        '      setenv("TRANSPILE_DROPIN_TRACE", "1", 1);',
-        "    } else {",
-        '      unsetenv("TRANSPILE_DROPIN_TRACE");',
-        "    }",
-        "    if (stores) {",
-        '      setenv("TRANSPILE_DROPIN_STREAM_STORES", mode.c_str() + 7, 1);',
-        "    } else {",
-        '      unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
-        "    }",
-        "    if (mode == \"auto\" || pinned || serial || stores || trace || threads) {",
+        "    // KEY=VALUE (ENV_MODES) or trace: auto with one of the drop-in's measurement variables set.",
+        "    bool knob = mode == \"trace\";",
+        '    if (knob) setenv("TRANSPILE_DROPIN_TRACE", "1", 1); else unsetenv("TRANSPILE_DROPIN_TRACE");',
+        *[f'    if (mode.rfind("{key}=", 0) == 0) {{ setenv("{var}", mode.c_str() + {len(key) + 1}, 1); knob = true; }} '
+          f'else {{ unsetenv("{var}"); }}' for key, var in ENV_MODES.items()],
+        "    if (mode == \"auto\" || pinned || serial || knob) {",
         '      unsetenv("TRANSPILE_DROPIN_COPY");',
         "    } else {",
         '      setenv("TRANSPILE_DROPIN_COPY", mode.c_str(), 1);',
@@ -338,9 +325,8 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "  }",
         '  unsetenv("TRANSPILE_DROPIN_COPY");',
         '  unsetenv("TRANSPILE_DROPIN_PHASES");',
-        '  unsetenv("TRANSPILE_DROPIN_STREAM_STORES");',
         '  unsetenv("TRANSPILE_DROPIN_TRACE");',
-        '  unsetenv("TRANSPILE_DROPIN_THREADS");',
+        *[f'  unsetenv("{var}");' for var in ENV_MODES.values()],
         f"  {function}_release();",
         "  return 0;",
         "}",
@@ -754,8 +740,8 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
     lines += [row_text(r) for r in records]
     other = [(r, m) for r in records if "error" not in r for m in r["median_ms"] if m not in TABLE_MODES]
     if other:
-        lines += ["", "Other modes (`stores=X`: auto with TRANSPILE_DROPIN_STREAM_STORES=X; `threads=N`: auto with "
-                  "TRANSPILE_DROPIN_THREADS=N; a mode named "
+        lines += ["", "Other modes (`KEY=X`: auto with " + ", ".join(f"`{k}`: {v}" for k, v in ENV_MODES.items())
+                  + " set to X; a mode named "
                   "more than once in --modes pools its samples, taken in turn with the others):", "",
                   "| kernel | size | mode | samples | median ms | ratio | vs auto |", "|---|---|---|---|---|---|---|"]
         for r, m in other:
