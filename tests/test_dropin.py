@@ -152,8 +152,7 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1",
-                                  "chunks=fixed"])
+@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
@@ -171,8 +170,6 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
         monkeypatch.setenv("TRANSPILE_DROPIN_TRACE", "1")
     elif mode.startswith("threads="):  # fewer copying threads than built with (1: the caller alone)
         monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("=")[1])
-    elif mode == "chunks=fixed":  # equal chunks (the default shrinks them towards the end of a range)
-        monkeypatch.setenv("TRANSPILE_DROPIN_CHUNKS", "fixed")
     elif mode != "auto":
         monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
     rng = np.random.default_rng(5)
@@ -387,15 +384,13 @@ void bump(int n, char a[n], char b[n])
 
 
 @needs_gxx
-@pytest.mark.parametrize("stream,env", [(0, None), (1, None), (0, "both"), (1, "none"), (1, "fixed")])
+@pytest.mark.parametrize("stream,env", [(0, None), (1, None), (0, "both"), (1, "none")])
 def test_staging_slices_cover_odd_chunks(tmp_path: Path, stream: int, env: str | None,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     # 259-byte slots, so chunks of an odd size (the last one shorter), 2 slots: the ring wraps many times.
     # With streaming stores (either direction; by the macros, or the environment's override), the
     # copies start and end off the 16-byte grid.
-    if env == "fixed":  # equal chunks instead of shrinking ones
-        monkeypatch.setenv("TRANSPILE_DROPIN_CHUNKS", env)
-    elif env is not None:
+    if env is not None:
         monkeypatch.setenv("TRANSPILE_DROPIN_STREAM_STORES", env)
     src = tmp_path / "bump.c"
     src.write_text(BYTES)

@@ -152,15 +152,14 @@ extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaSt
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 // Pageable ranges are staged through a ring of pinned slots: helper threads
 // copy chunks into (or out of) the slots while the DMA engine drains (or fills)
 // the slots copied before, so host copies and DMA overlap continuously.  The
 // ring: TRANSPILE_STAGE_SLOTS slots of TRANSPILE_STAGE_SLOT_BYTES, one pinned
-// allocation made on first use.  A range is cut into chunks that shrink
-// towards its end (transpile_stage_chunks), at least
-// TRANSPILE_STAGE_MIN_CHUNK_BYTES and at most one slot.
+// allocation made on first use.  A range is cut into chunks of about
+// 1 / (4 x threads) of it, at least TRANSPILE_STAGE_MIN_CHUNK_BYTES and at most
+// one slot.
 #ifndef TRANSPILE_STAGE_SLOT_BYTES
 #define TRANSPILE_STAGE_SLOT_BYTES ((size_t)2 << 20)
 #endif
@@ -278,8 +277,7 @@ struct transpile_job {
   bool streaming;        // streaming stores (transpile_stage_streaming)
   unsigned char *host;   // the range's host side
   unsigned char *slots;  // the ring
-  size_t len, count;
-  const size_t *at;      // chunk i is bytes [at[i], at[i + 1]) of the range
+  size_t len, chunk, count;
   std::atomic<size_t> next;   // the next chunk a copier takes
   int helpers;                // helper threads that take part (the others leave at once)
   std::atomic<int> joined;    // helpers that have woken for this job
@@ -289,41 +287,14 @@ struct transpile_job {
 
 [[maybe_unused]] static size_t transpile_job_bytes(const transpile_job *j, size_t i)
 {
-  return j->at[i + 1] - j->at[i];
-}
-
-// The chunks of a staged range of `len` bytes copied by `threads` threads: their boundaries, 0 first
-// and `len` last.  Guided (the default): each chunk is 1 / (2 x threads) of what is left, between
-// TRANSPILE_STAGE_MIN_CHUNK_BYTES and one slot, so the chunks shrink towards the end and the last ones,
-// whose copies and DMAs nothing overlaps, are small.  TRANSPILE_DROPIN_CHUNKS=fixed in the environment
-// (read for every range, for measurement): equal chunks of 1 / (4 x threads) of the range, as before
-// 2026-12-05.
-[[maybe_unused]] static std::vector<size_t> transpile_stage_chunks(size_t len, size_t threads)
-{
-  const char *env = getenv("TRANSPILE_DROPIN_CHUNKS");
-  const bool fixed = env != NULL && strcmp(env, "fixed") == 0;
-  const size_t low = TRANSPILE_STAGE_MIN_CHUNK_BYTES < TRANSPILE_STAGE_SLOT_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES
-                                                                                 : TRANSPILE_STAGE_SLOT_BYTES;
-  std::vector<size_t> at(1, 0);
-  size_t even = (len / (4 * threads) + 63) / 64 * 64;
-  even = even < low ? low : even < TRANSPILE_STAGE_SLOT_BYTES ? even : TRANSPILE_STAGE_SLOT_BYTES;
-  while (at.back() < len) {
-    const size_t left = len - at.back();
-    size_t n = even;
-    if (!fixed) {
-      n = (left / (2 * threads) + 63) / 64 * 64;
-      n = n < low ? low : n < TRANSPILE_STAGE_SLOT_BYTES ? n : TRANSPILE_STAGE_SLOT_BYTES;
-    }
-    at.push_back(at.back() + (n < left ? n : left));
-  }
-  return at;
+  return j->len - i * j->chunk < j->chunk ? j->len - i * j->chunk : j->chunk;
 }
 
 // Copies chunk i between the host range and its slot.
 [[maybe_unused]] static void transpile_job_copy(transpile_job *j, size_t i)
 {
   unsigned char *slot = j->slots + (i % TRANSPILE_STAGE_SLOTS) * TRANSPILE_STAGE_SLOT_BYTES;
-  unsigned char *host = j->host + j->at[i];
+  unsigned char *host = j->host + i * j->chunk;
   const size_t n = transpile_job_bytes(j, i);
   if (j->to_device) {
     transpile_stage_memcpy(slot, host, n, j->streaming);
@@ -804,15 +775,17 @@ struct transpile_call {
 {
   transpile_dropin_ring(s, kernel, what);
   const size_t threads = (size_t)transpile_stage_range_threads();
-  const std::vector<size_t> at = transpile_stage_chunks(len, threads);
+  size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
+  chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
+  chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
   transpile_job j;
   j.to_device = to_device;
   j.streaming = transpile_stage_streaming(to_device);
   j.host = a->host + off;
   j.slots = s->ring;
   j.len = len;
-  j.at = at.data();
-  j.count = at.size() - 1;
+  j.chunk = chunk;
+  j.count = (len + chunk - 1) / chunk;
   j.next.store(0);
   j.helpers = (int)threads - 1;
   j.joined.store(0);
@@ -829,7 +802,7 @@ struct transpile_call {
     if (to_device) {
       while (issued < j.count && j.flag[issued].load(std::memory_order_acquire)) {
         const size_t k = issued % TRANSPILE_STAGE_SLOTS;
-        transpile_check(cudaMemcpyAsync(a->dev + off + j.at[issued], s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
+        transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
                                         transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->up), kernel, what);
         transpile_check(cudaEventRecord(s->slot_done[k], s->up), kernel, what);
         s->slot_busy[k] = true;
@@ -842,7 +815,7 @@ struct transpile_call {
       }
       while (issued < j.count && issued < drained + TRANSPILE_STAGE_SLOTS) {  // its slot is drained
         const size_t k = issued % TRANSPILE_STAGE_SLOTS;
-        transpile_check(cudaMemcpyAsync(s->ring + k * TRANSPILE_STAGE_SLOT_BYTES, a->dev + off + j.at[issued],
+        transpile_check(cudaMemcpyAsync(s->ring + k * TRANSPILE_STAGE_SLOT_BYTES, a->dev + off + issued * chunk,
                                         transpile_job_bytes(&j, issued), cudaMemcpyDeviceToHost, s->down), kernel, what);
         transpile_check(cudaEventRecord(s->slot_done[k], s->down), kernel, what);
         s->slot_busy[k] = true;
