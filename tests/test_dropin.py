@@ -364,8 +364,8 @@ def test_bench_report_from_records() -> None:
     assert dropin.host_floor_ms(rec_bytes, probe) == pytest.approx(8.0)
     rec["host_floor_ms"] = 9.0
     rec["trace"] = dropin.trace_lines("noise\n" + "\n".join(
-        'transpile-trace {"kernel": "gemm", "alloc": 0.01, "in": %s, "issue": 0.02, "out": 0.5, "sync": 1.0, '
-        '"free": 0.01}' % t for t in ("2.0", "3.0", "2.5")))
+        'transpile-trace {"kernel": "gemm", "alloc": 0.01, "in": ' + t + ', "issue": 0.02, "out": 0.5, "sync": 1.0, '
+        '"free": 0.01}' for t in ("2.0", "3.0", "2.5")))
     args = argparse.Namespace(reps=7)
     md = dropin.report([rec, {"kernel": "lu", "size": "EXTRALARGE", "error": "timed out"}], probe, args)
     assert "| gemm | EXTRALARGE | 12.5 | 4 | 6 | 4.5 | 5.5 | 3.3 | - | 1 | 4 | 1.00 | ok | 0.82 | 9 | 0.44 |" in md

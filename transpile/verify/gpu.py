@@ -21,7 +21,9 @@ separately started interpreter; the reference and the judging stay here.
     Checked: events vs the worker's host clock (events cannot exceed it), the
     device going idle soon after the end event (``stream``: work outside the
     timed stream), the parent's wall clock around the whole loop (``timer``:
-    a tampered timer), and the roofline floor: bytes the kernel must move /
+    a tampered timer; the worker starts the loop only after the parent has
+    read its clock for it, so a parent that reads the start late, under load,
+    still holds the loop in its window), and the roofline floor: bytes the kernel must move /
     4144 GB/s (measured H200 copy bandwidth); faster than that is flagged
     (``speed-floor``), not celebrated.
 """
@@ -175,6 +177,8 @@ class Worker:
                 if "event" in reply and "ok" not in reply:
                     if on_event is not None:
                         on_event(reply, time.perf_counter())
+                    if reply.get("ack"):  # the worker waits for this before it goes on (timing-start)
+                        self.chan.send({"op": "go"})
                     continue
                 break
         except TimeoutError:

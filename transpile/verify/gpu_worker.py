@@ -446,7 +446,10 @@ class Worker:
                 fn(*calls[i % sets], ctypes.c_void_p(stream))
                 self.rt.stream_sync(stream)
             self.rt.device_sync()
-            chan.send({"event": "timing-start"})
+            # The parent reads its clock when this event arrives and answers; timing starts only after
+            # the answer, so its wall-clock window holds ours even when it reads the event late.
+            chan.send({"event": "timing-start", "ack": True})
+            chan.recv()
             t_start = time.perf_counter()
             for i in range(int(req.get("iters", 20))):
                 self.rt.device_sync()  # every measurement starts from an idle device
