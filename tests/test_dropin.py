@@ -372,6 +372,9 @@ def test_bench_report_from_records() -> None:
     assert "| lu | EXTRALARGE | timed out |" in md and "1/1 within 1.5x" in md
     assert "| gemm | EXTRALARGE | stores=none | 3 | 7 | 1.75 | 1.75 |" in md  # modes without a column
     assert "| gemm | EXTRALARGE | 3 | 0.01 | 2.5 | 0.02 | 0.5 | 1 | 0.01 | 4.04 |" in md  # the traced steps
+    # no auto mode (an A/B of other modes): no verdict, not "within"
+    only = {**rec, "modes": {"stores=none": [7.0]}, "median_ms": {"stores=none": 7.0}, "ratio": {"stores=none": 1.75}}
+    assert "no auto mode timed" in dropin.report([only], probe, args)
 
 
 BYTES = r"""
