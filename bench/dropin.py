@@ -70,7 +70,8 @@ variable of the drop-in set (``stores=none|in|out|both``, ``threads=N`` (build w
 TRANSPILE_STAGE_THREADS=16`` to try more than 8)); ``trace``: ``auto`` with each call's steps timed
 (``TRANSPILE_DROPIN_TRACE=1``).  A mode named several times pools its samples, so ``--modes
 stores=none,auto,stores=none,auto`` is an interleaved A/B in one process."""
-ENV_MODES = {"stores": "TRANSPILE_DROPIN_STREAM_STORES", "threads": "TRANSPILE_DROPIN_THREADS"}
+ENV_MODES = {"stores": "TRANSPILE_DROPIN_STREAM_STORES", "threads": "TRANSPILE_DROPIN_THREADS",
+             "caller": "TRANSPILE_DROPIN_CALLER_COPIES"}
 """Mode keys -> the drop-in's environment variables they set (docs/dropin.md)."""
 TABLE_MODES = ("auto", "staged", "register", "serial", "pinned", "pinned-serial")
 """Modes with a column of the main table; any other (``KEY=VALUE``, ``trace``) gets a row of its own."""

@@ -152,7 +152,8 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1"])
+@pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1",
+                                  "caller=0"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
@@ -170,6 +171,8 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
         monkeypatch.setenv("TRANSPILE_DROPIN_TRACE", "1")
     elif mode.startswith("threads="):  # fewer copying threads than built with (1: the caller alone)
         monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("=")[1])
+    elif mode == "caller=0":  # the calling thread only issues DMAs (the helpers copy every chunk)
+        monkeypatch.setenv("TRANSPILE_DROPIN_CALLER_COPIES", "0")
     elif mode != "auto":
         monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
     rng = np.random.default_rng(5)

@@ -842,6 +842,10 @@ struct transpile_call {
   std::unique_ptr<std::atomic<unsigned char>[]> flag(new std::atomic<unsigned char>[j.count]());
   j.flag = flag.get();
   const int helpers = transpile_copier_post(&s->copier, &j);
+  // The caller copies chunks too when it has nothing to issue, unless helpers copy and
+  // TRANSPILE_DROPIN_CALLER_COPIES=0 in the environment (read for every range, for measurement).
+  const char *caller_env = getenv("TRANSPILE_DROPIN_CALLER_COPIES");
+  const bool caller_copies = helpers == 0 || caller_env == NULL || strcmp(caller_env, "0") != 0;
   size_t issued = 0;  // chunks whose DMA has started
   size_t landed = 0;  // chunks whose DMA has completed
   size_t drained = 0; // to the host: chunks copied out, in order
@@ -878,7 +882,7 @@ struct transpile_call {
       j.limit.store(limit < j.count ? limit : j.count, std::memory_order_release);
       moved = true;
     }
-    if (!moved && !transpile_job_try(&j)) {
+    if (!moved && !(caller_copies && transpile_job_try(&j))) {
       transpile_relax(&spins);
     } else {
       spins = 0;
