@@ -94,9 +94,17 @@ def test_joined_launch_matches_the_interpreter(tmp_path: Path) -> None:
         rng = np.random.default_rng(n)
         args = {"n": n, "x": rng.random(n), "s": rng.random(2)}
         want = interp.run(module, "k", {a: (v.copy() if isinstance(v, np.ndarray) else v) for a, v in args.items()})
+        first = None
         for seed in (1, 2):
             got = {a: (v.copy() if isinstance(v, np.ndarray) else v) for a, v in args.items()}
             run = lib.run("k", got["n"], got["x"], got["s"], seed=seed, restype=None)
             assert run.ok, run.diagnostics
-            np.testing.assert_array_equal(got["x"], want["x"])
-            np.testing.assert_array_equal(got["s"], want["s"])  # in-order fold: bit-identical
+            # The block's fold is a fixed tree: the interpreter's sequential sums up to rounding, and the
+            # same bits under every schedule.
+            np.testing.assert_allclose(got["x"], want["x"], rtol=1e-13, atol=0)
+            np.testing.assert_allclose(got["s"], want["s"], rtol=1e-13, atol=0)
+            if first is None:
+                first = got
+            else:
+                np.testing.assert_array_equal(got["x"], first["x"])
+                np.testing.assert_array_equal(got["s"], first["s"])
