@@ -62,7 +62,7 @@ from transpile.cuda import (
     ctype,
     literal,
 )
-from transpile.cuda_reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
+from transpile.cuda_reduce import WARP, _ReducePrinter, break_on_error
 
 if TYPE_CHECKING:
     from passes.reduce_gpu import Chain
@@ -328,30 +328,7 @@ class _ChainPrinter(_ReducePrinter):
         parts_x = self._declare_partials(ch.rows)
         self.line("#pragma unroll 4")
         self._strided_partials(ch.rows, parts_x, tid.name, str(self.threads))
-        off = ir.Var(self.namer.fresh("off"), ir.I32)
-        with self.region("reduce"):
-            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
-                        for a, op, p in parts_x])
-            self.line("}")
-        self.line(f"if ({lane} == 0) {{")
-        for (_a, _op, p), (_a2, _op2, buf) in zip(parts_x, xs):
-            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))
-        self.line(f"if ({tid.name} == 0) {{")
-        self.depth += 1
-        w = ir.Var(self.namer.fresh("w"), ir.I32)
-        for a, op, buf in xs:
-            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[0];"))
-            with self.region("reduce"):
-                self.line(f"for (int {w.name} = 1; {w.name} < {warps}; ++{w.name}) {{")
-                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(buf, (w,), total.ty)))};")
-                self.line("}")
-                self.visit(accum.apply(a, total))
-        self.depth -= 1
-        self.line("}")
+        self._fold_warps(parts_x, [buf for _a, _op, buf in xs], tid.name, lane, warp)
         self.line(self.mark("barrier", BARRIER))  # the row's X (and Z) are final and visible to every thread
         # The row's Y terms, into the partials of the thread's own columns.
         cols = ch.cols

@@ -282,17 +282,46 @@ class _ReducePrinter(StmtPrinter):
             self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
         self.line("}")
 
+    def _shuffle_tree(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> None:
+        """Each warp folds its lanes' ``parts`` into lane 0's with ``__shfl_down_sync`` (16, 8, 4, 2, 1)."""
+        off = ir.Var(self.namer.fresh("off"), ir.I32)
+        with self.region("reduce"):
+            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
+            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
+                        for a, op, p in parts])
+            self.line("}")
+
+    def _fold_warps(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], bufs: list[str], tid: str,
+                    lane: str, warp: str) -> None:
+        """The block's per-thread ``parts`` folded and applied by thread 0: a shuffle tree per warp, lane 0
+        stores its warp's partial in ``bufs[i][warp]`` (shared, one slot a warp), a barrier, then thread 0
+        folds the warps' partials in warp order and applies each total (a fixed shape: deterministic)."""
+        self._shuffle_tree(parts)
+        self.line(f"if ({lane} == 0) {{")
+        for (_a, _op, p), buf in zip(parts, bufs):
+            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
+        self.line("}")
+        self.line(self.mark("barrier", BARRIER))
+        self.line(f"if ({tid} == 0) {{")
+        self.depth += 1
+        w = ir.Var(self.namer.fresh("w"), ir.I32)
+        for (a, op, _p), buf in zip(parts, bufs):
+            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
+            self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[0];"))
+            with self.region("reduce"):
+                self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
+                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(buf, (w,), total.ty)))};")
+                self.line("}")
+                self.visit(accum.apply(a, total))
+        self.depth -= 1
+        self.line("}")
+
     def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
         """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
         if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
             self.line(self.mark("barrier", SYNCWARP))  # lane 0's earlier writes become visible to every term
         parts = self._partials(s, lane.name, str(WARP))
-        off = ir.Var(self.namer.fresh("off"), ir.I32)
-        with self.region("reduce"):  # the shuffle tree
-            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
-                        for a, op, p in parts])
-            self.line("}")
+        self._shuffle_tree(parts)
         self.line(f"if ({self.expr(lane)} == 0) {{")
         with self.region("reduce"):
             self.block([accum.apply(a, p) for a, _op, p in parts])
@@ -305,39 +334,14 @@ class _ReducePrinter(StmtPrinter):
         A fixed shape, so deterministic; reassociated, as the ``reduce`` mark permits."""
         tid = self._tid()
         lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
-        warps = self.threads // WARP
         self.line(self.mark("barrier", BARRIER))  # earlier writes (thread 0's statements before) are visible
         parts = self._partials(s, self.expr(tid), str(self.threads))
-        off = ir.Var(self.namer.fresh("off"), ir.I32)
-        with self.region("reduce"):  # each warp's shuffle tree
-            self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
-                        for a, op, p in parts])
-            self.line("}")
         bufs = []
         for a, _op, _p in parts:
             buf = self.namer.fresh(f"{a.name}_warps")
-            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{warps}];"))
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads // WARP}];"))
             bufs.append(buf)
         self.line(self.mark("index", f"const int {lane} = {self.expr(tid)} % {WARP};"))
         self.line(self.mark("index", f"const int {warp} = {self.expr(tid)} / {WARP};"))
-        self.line(f"if ({lane} == 0) {{")
-        for (_a, _op, p), buf in zip(parts, bufs):
-            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))
-        self.line(f"if ({self.expr(tid)} == 0) {{")
-        self.depth += 1
-        w = self.namer.fresh("w")
-        for (a, op, _p), buf in zip(parts, bufs):
-            total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
-            with self.region("reduce"):  # thread 0 folds the warps' partials in warp order, then applies them
-                self.line(f"{ctype(total.ty)} {total.name} = {buf}[0];")
-                self.line(f"for (int {w} = 1; {w} < {warps}; ++{w}) {{")
-                part = ir.Var(f"{buf}[{w}]", total.ty)  # printed verbatim
-                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, part))};")
-                self.line("}")
-                self.visit(accum.apply(a, total))
-        self.depth -= 1
-        self.line("}")
+        self._fold_warps(parts, bufs, self.expr(tid), lane, warp)
         self.line(self.mark("barrier", BARRIER))
