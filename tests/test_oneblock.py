@@ -76,6 +76,17 @@ def test_the_code_runs_the_loop_in_one_block_or_launch_by_launch() -> None:
     assert "kernel_trisolv_loop" not in naive
 
 
+@pytest.mark.parametrize("name", ["ludcmp", "durbin", "trisolv"])
+def test_the_host_side_declares_only_what_it_uses(name: str) -> None:
+    # The first and last iterations are declared only where a plain launch's count is taken there:
+    # ludcmp's substitution loops hold reductions alone (nvcc warned of unused variables).
+    code = cuda.emit(pipeline.lower(_module(name)), source=f"{name}.c")
+    declared = re.findall(r"const long long (\w+_(?:first|last)\d*) =", code)
+    assert declared or name == "ludcmp"
+    for v in declared:
+        assert len(re.findall(rf"\b{v}\b", code)) > 1, v
+
+
 def test_a_reduction_sets_the_block_and_device_scalars_stay_in_memory() -> None:
     code = cuda.emit(pipeline.lower(_module("durbin")), source="durbin.c")
     loop = code[code.index("kernel_durbin_loop("):code.index("// Scalars written on the device")]

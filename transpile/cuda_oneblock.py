@@ -156,30 +156,33 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
              f"{pad}const {INDEX_TYPE} {cap} = {env} != NULL ? atoll({env}) : {MAX_ITERATIONS}LL;",
              f"{pad}{m('launch', f'const {INDEX_TYPE} {lo} = {expr(loop.lo)};')}",
              f"{pad}{m('launch', f'const {INDEX_TYPE} {hi} = {expr(loop.hi)};')}"]
-    if loop.step == 1:
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1;')}")
-    elif loop.step > 0:
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {lo} + ({hi} - 1 - {lo}) / {loop.step} * {loop.step};')}")
-    else:
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {hi} - 1;')}")
-        lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1 - ({hi} - 1 - {lo}) / {-loop.step} * {-loop.step};')}")
-    counts = []
+    counts: list[str] = []
+    count_lines: list[str] = []
     for st in steps:
         trips = st.get("trips") or []
         if not trips or st["shape"] != "plain":  # a reduction's block is one block already
             continue
         fn = hn.fresh("iterations")
-        lines.append(f"{pad}const auto {fn} = [&]({vt} {v}) -> {INDEX_TYPE} {{")
-        lines.append(f"{pad}  (void){v};  // the counts need not depend on it")
+        count_lines.append(f"{pad}const auto {fn} = [&]({vt} {v}) -> {INDEX_TYPE} {{")
+        count_lines.append(f"{pad}  (void){v};  // the counts need not depend on it")
         prod = []
         for t in trips:  # type: ignore[union-attr]
-            lines.append(f"{pad}  const {INDEX_TYPE} {t['name']} = {t['expr']};")
+            count_lines.append(f"{pad}  const {INDEX_TYPE} {t['name']} = {t['expr']};")
             prod.append(f"({t['name']} > 0 ? {t['name']} : 0)")
-        lines.append(f"{pad}  return {' * '.join(prod)};")
-        lines.append(f"{pad}}};")
+        count_lines.append(f"{pad}  return {' * '.join(prod)};")
+        count_lines.append(f"{pad}}};")
         counts += [f"{fn}(({vt}){first}) <= {cap}", f"{fn}(({vt}){last}) <= {cap}"]
+    if counts:  # the first and last iterations, where the counts are taken (none for reductions alone)
+        if loop.step == 1:
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1;')}")
+        elif loop.step > 0:
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {lo};')}")
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {lo} + ({hi} - 1 - {lo}) / {loop.step} * {loop.step};')}")
+        else:
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {first} = {hi} - 1;')}")
+            lines.append(f"{pad}{m('launch', f'const {INDEX_TYPE} {last} = {hi} - 1 - ({hi} - 1 - {lo}) / {-loop.step} * {-loop.step};')}")
+    lines += count_lines
     cond = " && ".join([f"{cap} > 0", f"{hi} > {lo}", *counts])
     lines.append(f"{pad}const bool {ok} = {m('guard', cond)};")
     return kernel, args, lines, ok  # the caller emits: if (ok) { one-block launch } else { the loop }
