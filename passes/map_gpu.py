@@ -234,7 +234,7 @@ class _Planner:
         host = visible - self.device_scalars
         for stmt in body:
             if isinstance(stmt, ir.Alloc) or (
-                    _host_shaped(stmt) and not (_reads(stmt) | _writes(stmt)) & self.device_scalars):
+                    _host_shaped(stmt) and not (_reads(stmt) | ir.scalars_written(stmt)) & self.device_scalars):
                 items.append(_Item("host", [stmt]))
                 if isinstance(stmt, ir.Decl):
                     visible = visible | {stmt.name}
@@ -299,7 +299,7 @@ def _item_stmts(it: _Item) -> list[ir.Stmt]:
 
 
 def _writes_all(it: _Item) -> set[str]:
-    return set().union(*(_writes(s) for s in it.stmts))
+    return set().union(*(ir.scalars_written(s) for s in it.stmts))
 
 
 def _device_writes(items: list[_Item], out: set[str]) -> None:
@@ -379,9 +379,6 @@ def _reads(node: ir.Node) -> set[str]:
             continue
         stack.extend(ir.children(n))
     return out
-
-
-_writes = ir.scalars_written
 
 
 def _names(node: ir.Node) -> set[str]:
