@@ -494,6 +494,22 @@ def test_rounding_spread_widens_only_where_rounding_order_matters() -> None:
         spread_widen(sig, 256, MAX_TOL["f64"])
 
 
+def test_contracted_reference_contracts_loop_carried_chains() -> None:
+    """The FMA-contracted reference must contract lu's loop-carried ``A[i][j] -= A[i][k] * A[k][j]``
+    even where the tuning avoids FMA chains (gcc 13's generic tuning did: the GPU hosts' spread read 0
+    and ill-conditioned shapes went unwidened, runs 51 and 55).  -mtune=znver2 avoids them here too."""
+    from transpile.verify.reference import GccReference, _fma_flags
+
+    fma = _fma_flags()
+    if fma is None or "-mfma" not in fma or shutil.which("objdump") is None:
+        pytest.skip("needs x86 FMA instructions and objdump")
+    k = frontend.load(KERNELS / "lu.c").kernels[0]
+    ref = GccReference(kernel_sig(k), KERNELS / "lu.c", function=k.name)
+    lib = ref._build((), (), (*fma, "-mtune=znver2"))
+    asm = subprocess.run(["objdump", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\bvfn?m(add|sub)", asm), "no FMA instruction in the contracted build"
+
+
 def test_second_input_set_gets_its_own_tolerance() -> None:
     """The second input set is judged with a tolerance for its own conditioning.  durbin at n = 127
     (the verifier's GPU shape in run 51, its seed): the first set ('signed') is well conditioned, the
