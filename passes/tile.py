@@ -188,6 +188,7 @@ class Options:
     stream: int = 0  # 3-D plain launches: iterations of the z par loop per thread, a serial loop (0: launch_stream)
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
     chain: int = DEFAULT_CHAIN  # chain launches: threads per block
+    steps: bool = True  # host loops of stencil launches: one fused kernel a step (transpile/cuda_steps.py)
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""

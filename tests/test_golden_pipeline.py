@@ -3,7 +3,7 @@
 Each shape of emitted code has one representative: gemm (tiled, shared-memory
 matmul), atax (one warp per row reduction), trisolv (a block reduction inside
 a host loop), jacobi-2d (host time loop around 2-D launches), seidel-2d
-(wavefront).  A change in the generated text must be reviewed:
+(wavefront), fdtd-2d (a time step's launches fused into one kernel, transpile/cuda_steps.py).  A change in the generated text must be reviewed:
 ``pytest tests/test_golden_pipeline.py --update-goldens`` rewrites the files,
 and ``git diff tests/golden/pipeline`` shows what moved.
 """
@@ -20,7 +20,7 @@ from transpile import cfront, cuda, pipeline
 GOLDEN = Path(__file__).parent / "golden" / "pipeline"
 
 
-@pytest.mark.parametrize("name", ["gemm", "atax", "trisolv", "jacobi-2d", "seidel-2d"])
+@pytest.mark.parametrize("name", ["gemm", "atax", "trisolv", "jacobi-2d", "seidel-2d", "fdtd-2d"])
 def test_pipeline_golden(name: str, update_goldens: bool) -> None:
     spec = polybench.spec(name)
     module = pipeline.lower(cfront.parse_file(str(spec.path), function=spec.function))

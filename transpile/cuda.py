@@ -762,11 +762,13 @@ class _HostPrinter(StmtPrinter):
     def visit_For(self, s: ir.For) -> None:
         bounds = _var_names(s.lo) | _var_names(s.hi)
         assert s.par is None and not bounds & set(self.emitter.device_scalars), f"bad host loop {s!r}"
-        from transpile import cuda_oneblock
+        from transpile import cuda_oneblock, cuda_steps
 
         e = self.emitter
-        one = (e.tiling is None or e.tiling.enabled) and cuda_oneblock.eligible(s)
-        if one:  # the loop's steps are made first, then placed (one level deeper) in the else branch
+        on = e.tiling is None or e.tiling.enabled
+        one = on and cuda_oneblock.eligible(s)
+        fused = cuda_steps.plan(e, s) if on and (e.tiling is None or e.tiling.steps) else None
+        if one or fused:  # the loop's steps are made first, then placed (deeper) in the else branches
             self.flush()
             outer_steps, self.steps = self.steps, []
             first_kernel = len(e.kernels)
@@ -778,31 +780,46 @@ class _HostPrinter(StmtPrinter):
         self.line(f"if ({err} != cudaSuccess) {{")
         self.line("  break;")
         self.line("}")
-        if not one:
+        if not (one or fused):
             return
         self.flush()
         loop_steps, self.steps = self.steps, outer_steps
         launches = [st for st in loop_steps if st.get("kind") == "launch"]
         built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
-            if len(launches) == len(s.body) else None
-        if built is None:
+            if one and len(launches) == len(s.body) else None
+        if built is None and fused is None:
             self.steps += loop_steps
             return
-        kernel, args, setup, ok = built
-        e.kernels.append(kernel)
-        launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
-                  f"({', '.join(args)});")
-        self.lines += setup
-        self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
-        self.line(f"  {e.expr.mark('launch', launch)}")
-        self.line(f"  {err} = cudaGetLastError();")
-        self.line(f"  if ({err} != cudaSuccess) {{")
-        self.line("    break;")
-        self.line("  }")
-        self.line("} else {")
+        depth = 0  # else branches opened around the launch-by-launch loop
+        if built is not None:
+            kernel, args, setup, ok = built
+            e.kernels.append(kernel)
+            launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
+                      f"({', '.join(args)});")
+            self.lines += setup
+            self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
+            self.line(f"  {e.expr.mark('launch', launch)}")
+            self.line(f"  {err} = cudaGetLastError();")
+            self.line(f"  if ({err} != cudaSuccess) {{")
+            self.line("    break;")
+            self.line("  }")
+            self.line("} else {")
+            depth += 1
+        if fused is not None:
+            pad = "  " * (self.depth + depth)
+            kernel, setup, fused_lines, ok = cuda_steps.build(e, s, fused, dict(self.scope), pad)
+            e.kernels.append(kernel)
+            self.lines += setup
+            self.lines.append(f"{pad}if ({ok}) {{")
+            self.lines += fused_lines
+            self.lines.append(f"{pad}}} else {{")
+            depth += 1
         self.flush()
-        self.steps += [_indent(st) for st in loop_steps]
-        self.line("}")
+        for _ in range(depth):
+            loop_steps = [_indent(st) for st in loop_steps]
+        self.steps += loop_steps
+        for k in reversed(range(depth)):
+            self.lines.append("  " * (self.depth + k) + "}")
 
 
 def _indent(step: dict[str, object]) -> dict[str, object]:

@@ -16,7 +16,11 @@ C     first set, shuffled schedule (seeded)       ``schedule`` (race, missing ba
 D     first set, through NAME_device on a         ``device-entry``
       non-blocking stream, device pointers
 L     first set, one-block host loops off         ``launch-by-launch``
-      (only files that have them)
+      (only files that have them): fused steps
+      where the file has them, else launches
+S     first set, one-block loops and fused steps  ``launch-by-launch``
+      off: launches one by one (only files with
+      fused steps, transpile/cuda_steps.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -41,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: launches one by one
+from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
+from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
 from transpile.verify.checks import HostBuffers, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream
@@ -263,8 +268,11 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
             return "device-entry", f"{where}through {sig.name}_device on a non-blocking stream: {msg}"
         if label == "L":
             return "launch-by-launch", (f"{where}correct with each one-block host loop run by one block, wrong "
-                                        f"with its launches one by one ({ONE_BLOCK_ENV}=0, as at larger sizes): "
-                                        f"{msg}")
+                                        f"with the path of larger sizes ({ONE_BLOCK_ENV}=0: fused steps where the "
+                                        f"file has them, else its launches one by one): {msg}")
+        if label == "S":
+            return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
+                                        f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
         assert cmp.kind is not None
         return cmp.kind, where + msg
     return None
@@ -307,6 +315,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     device = f"{sig.name}_device" in b.symbols and audit
     text = cu.read_text()
     one_block = ONE_BLOCK_ENV in text
+    fused_steps = STEPS_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -336,6 +345,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("D", prep.x1, 0, device=True))
         if one_block:  # the same host loops with their launches one by one (the path of larger sizes)
             calls.append(Call("L", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"),)))
+        if fused_steps:  # fused host loops' launches one by one (the fallback when scratch cannot be allocated)
+            calls.append(Call("S", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"), (STEPS_ENV, "0"))))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
@@ -353,7 +364,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                 if err is not None and err.kind != "error" and started and started[-1] == call.label:
                     out = safe_output(err.output)
                     what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
-                            "D": f"{sig.name}_device call ", "L": "launch-by-launch call "}[call.label]
+                            "D": f"{sig.name}_device call ", "L": "launch-by-launch call ",
+                            "S": "one-by-one call "}[call.label]
                     failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
                               f"{where}{what}{err.message}{': ' + out if out else ''}")
                     stage.details["output"] = err.output[-2000:]

@@ -1,0 +1,239 @@
+"""Fused time steps (transpile/cuda_steps.py): which loops, their halos, both paths against the interpreter."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import polybench
+from transpile import cfront, cuda, cuda_oneblock, cuda_steps, interp, ir, pipeline, text
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
+
+
+def _polybench(name: str) -> ir.Module:
+    spec = polybench.spec(name)
+    return cfront.parse_file(str(spec.path), function=spec.function)
+
+
+def _plans(module: ir.Module) -> list[cuda_steps.Plan | None]:
+    lowered = pipeline.lower(module)
+    emitter = cuda._KernelEmitter(lowered.kernels[0], set())
+    return [cuda_steps.plan(emitter, s) for s in lowered.kernels[0].body if cuda._is_host_loop(s)]
+
+
+# Three arrays written a step, each launch reading the others at offsets: 9 words a point a step as
+# launches, 6 fused.  A boundary column (the last axis fixed), offsets of 2, a read-only array.
+TWO_D = """kernel k2(i32 T, i32 n, i32 m, inout f64 A[n][m], inout f64 B[n][m], inout f64 D[n][m], in f64 C[n][m]) {
+  for t in 0..T {
+    for i in 0..n {
+      A[i][0] = C[i][1] * 0.5;
+    }
+    for i in 2..n - 1 {
+      for j in 1..m {
+        B[i][j] = 0.25 * (A[i - 2][j] + A[i + 1][j - 1]) + C[i][j] - D[i][j];
+      }
+    }
+    for i in 0..n {
+      for j in 0..m - 2 {
+        D[i][j] = D[i][j] * 0.5 + B[i][j + 2] - A[i][j];
+      }
+    }
+    for i in 1..n {
+      for j in 0..m {
+        A[i][j] = A[i][j] + 0.125 * (B[i - 1][j] - D[i][j]);
+      }
+    }
+  }
+}
+"""
+
+THREE_D = """kernel k3(i32 T, i32 n, inout f64 U[n][n][n], inout f64 V[n][n][n], inout f64 W[n][n][n]) {
+  for t in 0..T {
+    for i in 1..n - 1 {
+      for j in 1..n - 1 {
+        for k in 1..n - 1 {
+          V[i][j][k] = 0.5 * U[i][j][k] + 0.125 * (U[i - 1][j][k] + U[i][j + 1][k] + W[i][j][k - 1]);
+        }
+      }
+    }
+    for i in 0..n {
+      for j in 0..n - 1 {
+        for k in 0..n {
+          W[i][j][k] = 0.5 * W[i][j][k] + 0.25 * (V[i][j + 1][k] - U[i][j][k]);
+        }
+      }
+    }
+    for i in 1..n {
+      for j in 0..n {
+        for k in 0..n - 1 {
+          U[i][j][k] = U[i][j][k] + 0.25 * (V[i - 1][j][k] - W[i][j][k + 1]);
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def test_fdtd_2d_fuses_with_the_halos_its_launches_read() -> None:
+    (p,) = _plans(_polybench("fdtd-2d"))
+    assert p is not None and p.rank == 2 and p.written == ("ey", "ex", "hz")
+    # hz is read at i - 1 (by ey's launch) and j - 1 (by ex's), over the boxes where the hz launch reads
+    # ey one row down and ex one column right.
+    assert p.halo == {"ey": ((0, 1), (0, 0)), "ex": ((0, 0), (0, 1)), "hz": ((1, 1), (1, 1))}
+    assert [ph.box for ph in p.phases] == [((0, 1), (0, 0)), ((0, 1), (0, 0)), ((0, 0), (0, 1)), ((0, 0), (0, 0))]
+    assert p.phases[0].axis_var == (None, "j")  # ey[0][j]: the row is fixed
+
+
+@pytest.mark.parametrize("name", ["jacobi-2d", "heat-3d", "jacobi-1d"])
+def test_loops_whose_traffic_would_not_drop_stay_apart(name: str) -> None:
+    # Each launch reads one array and writes the other: 4 words a point a step either way.
+    assert _plans(_polybench(name)) == [None]
+
+
+def _host_loop(body: str) -> tuple[cuda._KernelEmitter, ir.For]:
+    src = f"""kernel k(i32 T, i32 n, inout f64 A[n][n], inout f64 B[n][n], inout f64 C[n][n]) {{
+  for t in 0..T {{
+{body}
+  }}
+}}"""
+    kernel = text.parse(src).kernels[0]
+    (loop,) = kernel.body
+    assert isinstance(loop, ir.For)
+    return cuda._KernelEmitter(kernel, set()), loop
+
+
+def _launch(target: str, value: str, lo: str = "1", hi: str = "n - 1") -> str:
+    return (f"    launch {{\n      for i in {lo}..{hi} par(y) {{\n        for j in {lo}..{hi} par(x) {{\n"
+            f"          {target} = {value};\n        }}\n      }}\n    }}")
+
+
+def test_what_the_plan_refuses() -> None:
+    good = [_launch("A[i][j]", "B[i][j - 1] + C[i][j]"), _launch("B[i][j]", "A[i + 1][j] + C[i][j]"),
+            _launch("C[i][j]", "A[i][j] + B[i][j]")]
+    emitter, loop = _host_loop("\n".join(good))
+    assert cuda_steps.plan(emitter, loop) is not None
+    cases = {
+        "a subscript that is no constant offset from the target": _launch("B[i][j]", "A[j][i] + C[i][j]"),
+        "a launch reading its own target at another element": _launch("B[i][j]", "B[i][j + 1] + A[i][j]"),
+        "a target that is not one par variable per axis": _launch("B[i][i]", "A[i][j] + C[i][j]"),
+        "a par variable scaled": _launch("B[i][2 * j]", "A[i][j] + C[i][j]"),
+    }
+    for why, bad in cases.items():
+        emitter, loop = _host_loop("\n".join([good[0], bad, good[2]]))
+        assert cuda_steps.plan(emitter, loop) is None, why
+    # a body with more than the assignment (an if) is not a stencil launch
+    emitter, loop = _host_loop("\n".join([good[0], good[1].replace(
+        "B[i][j] = A[i + 1][j] + C[i][j];", "if (i > 2) { B[i][j] = A[i + 1][j] + C[i][j]; }"), good[2]]))
+    assert cuda_steps.plan(emitter, loop) is None
+
+
+def test_the_code_fuses_a_step_and_keeps_the_launches_as_fallback() -> None:
+    code = cuda.emit(pipeline.lower(_polybench("fdtd-2d")), source="fdtd_2d.c")
+    fused = code[code.index("kernel_fdtd_2d_steps("):]
+    fused = fused[:fused.index("\n}\n")]
+    assert "__shared__ double hz_s[660];  // its tile and halo, 10 x 66" in fused
+    assert fused.count("__syncthreads();") == 6  # after the loads, each of 4 launches, the stores
+    assert 'getenv("TRANSPILE_STEPS")' in code
+    # the one-block loop first (small sizes), then the fused steps, then the launches one by one
+    one = code.index("if (one_block) {")
+    steps = code.index("if (steps_ok) {", one)
+    apart = code.index("kernel_fdtd_2d_kernel3<<<", steps)
+    assert one < steps < apart
+    assert "cudaMemcpyDeviceToDevice" in code[steps:apart]  # an odd number of steps copies back once
+    # the naive mapping (the benchmark's baseline) launches one by one
+    naive = cuda.emit(pipeline.lower(_polybench("fdtd-2d"), naive=True), source="fdtd_2d.c",
+                      tiling=__import__("passes.tile", fromlist=["Options"]).Options(enabled=False))
+    assert "kernel_fdtd_2d_steps" not in naive
+
+
+def _build(code: str, out: Path) -> object:
+    from transpile.sim.build import build
+    from transpile.sim.runner import SimLibrary
+
+    out.mkdir(parents=True, exist_ok=True)
+    cu = out / "k.cu"
+    cu.write_text(code)
+    return SimLibrary(build(cu, out / "sim"))
+
+
+def _args(module: ir.Module, sizes: dict[str, int], rng: np.random.Generator) -> tuple[dict[str, object], list[str]]:
+    from passes.builders import substitute_vars
+
+    k = module.kernels[0]
+    args: dict[str, object] = {}
+    for prm in k.params:
+        if isinstance(prm.ty, ir.Scalar):
+            args[prm.name] = sizes[prm.name]
+    for prm in k.params:
+        if isinstance(prm.ty, ir.ArrayType):
+            shape = []
+            for d in prm.ty.dims:
+                e = substitute_vars(d, {n: ir.const(v, ir.I32) for n, v in sizes.items()})
+                shape.append(_const(e))
+            args[prm.name] = rng.uniform(-1, 1, shape)
+    return args, [prm.name for prm in k.params]
+
+
+def _const(e: ir.Expr) -> int:
+    if isinstance(e, ir.Const):
+        return int(e.value)
+    assert isinstance(e, ir.Binary) and e.op in "+-*", e
+    a, b = _const(e.lhs), _const(e.rhs)
+    return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+
+
+@needs_gxx
+@pytest.mark.parametrize("source, sizes", [
+    ("fdtd-2d", [{"tmax": 3, "nx": 9, "ny": 65}, {"tmax": 2, "nx": 17, "ny": 130}, {"tmax": 1, "nx": 1, "ny": 1},
+                 {"tmax": 4, "nx": 3, "ny": 200}]),
+    (TWO_D, [{"T": 3, "n": 9, "m": 66}, {"T": 2, "n": 18, "m": 129}, {"T": 1, "n": 4, "m": 3}]),
+    (THREE_D, [{"T": 3, "n": 9}, {"T": 2, "n": 34}, {"T": 1, "n": 2}]),
+], ids=["fdtd-2d", "two-d", "three-d"])
+def test_fused_and_one_by_one_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
+                                                    sizes: list[dict[str, int]]) -> None:
+    """Sizes across the tiles' edges (8 x 64 in 2-D, 4 x 8 x 32 in 3-D), odd and even step counts (an odd
+    count copies the scratch back), and arrays smaller than a tile."""
+    module = _polybench(source) if not source.startswith("kernel") else text.parse(source)
+    (p,) = _plans(module)
+    assert p is not None
+    lib = _build(cuda.emit(pipeline.lower(module), source="k.c"), tmp_path)
+    fn = module.kernels[0].name
+    monkeypatch.setenv(cuda_oneblock.ENV, "0")  # the small sizes would otherwise run in one block
+    for steps in ("", "0"):
+        monkeypatch.setenv(cuda_steps.ENV, steps or "1")
+        for n, size in enumerate(sizes):
+            args, order = _args(module, size, np.random.default_rng(n))
+            want = interp.run(module, fn, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
+            got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+            run = lib.run(fn, *(got[k] for k in order), restype=None)  # type: ignore[attr-defined]
+            assert run.ok, run.diagnostics
+            for a in order:
+                if isinstance(got[a], np.ndarray):
+                    np.testing.assert_allclose(got[a], want[a], rtol=1e-12, atol=1e-14,
+                                               err_msg=f"{a} at {size}, {cuda_steps.ENV}={steps or 1}")
+
+
+@needs_gxx
+def test_the_verifier_checks_the_fused_and_the_one_by_one_paths(tmp_path: Path) -> None:
+    """A fault in the fused kernel is found by stage (c)'s run L, one in a launch's kernel (which only
+    the one-by-one fallback runs) by run S."""
+    from transpile.verify.stages import Options, verify_file
+
+    spec = polybench.spec("fdtd-2d")
+    code = cuda.emit(pipeline.lower(_polybench("fdtd-2d")), source="fdtd_2d.c")
+    fused_at = code.index("kernel_fdtd_2d_steps(")
+    apart_at = code.index("kernel_fdtd_2d_kernel2(")
+    for at, label in ((fused_at, "L"), (apart_at, "S")):
+        hit = code.index("0.5 * (", at)
+        cu = tmp_path / f"bad{label}.cu"
+        cu.write_text(code[:hit] + "0.25 * (" + code[hit + len("0.5 * ("):])
+        rep = verify_file(cu, spec.path, function=spec.function, options=Options(mode="quick", stages="abc", seed=1))
+        c = rep.stages["c"]
+        assert c.status == "fail" and c.check == "launch-by-launch", c.message
+        want = "fused steps where" if label == "L" else "TRANSPILE_STEPS=0"
+        assert want in c.message, c.message
