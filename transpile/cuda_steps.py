@@ -58,6 +58,8 @@ ENV = "TRANSPILE_STEPS"
 """Set to 0 in the environment to launch a fused loop's launches one by one."""
 SMEM_LIMIT = 40 * 1024
 """Most bytes of shared memory the boxes of one block may take."""
+STEPS = 1
+"""Time steps a fused kernel runs (its halos grow with each)."""
 TILES = {1: (2048,), 2: (8, 64), 3: (4, 8, 32)}
 """A block's output tile per array rank (outermost axis first)."""
 BLOCKS = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
@@ -73,6 +75,7 @@ class Phase:
     array: str
     axis_var: tuple[str | None, ...]  # per axis of the target: its par variable, or None (a fixed subscript)
     box: tuple[tuple[int, int], ...]  # per axis: (before, after) the tile this launch computes
+    step: int = 0  # which of the kernel's time steps (0: the first; its host variable is the loop's plus step x stride)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,14 +87,17 @@ class Plan:
     halo: dict[str, tuple[tuple[int, int], ...]]  # per written array: the (before, after) box of its buffer
     phases: tuple[Phase, ...]
     tile: tuple[int, ...]
+    steps: int = 1  # time steps a kernel runs (the last kernel of a loop may run fewer)
 
     def box_shape(self, array: str) -> tuple[int, ...]:
         return tuple(t + b + a for t, (b, a) in zip(self.tile, self.halo[array]))
 
 
-def plan(emitter: _KernelEmitter, loop: ir.For) -> Plan | None:
-    """The fused form of host loop ``loop``, or None when it does not qualify (module docstring)."""
+def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Plan | None:
+    """The fused form of host loop ``loop``, ``steps`` time steps a kernel (default :data:`STEPS`), or None
+    when it does not qualify (module docstring)."""
     from passes import accesses
+    from passes.builders import substitute_vars
     from transpile.cuda import _is_host_loop, _par_chain, _var_names
 
     if len(loop.body) < 2 or loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed):
@@ -129,6 +135,13 @@ def plan(emitter: _KernelEmitter, loop: ir.For) -> Plan | None:
 
     # Per launch: which par variable each target subscript follows, and every read of a written array as
     # constant offsets from the target.
+    steps = STEPS if steps is None else steps
+    if steps > 1:  # the body again for each later step, the host variable advanced (t + s x stride)
+        base = list(launches)
+        for k in range(1, steps):
+            at = {loop.var: ir.binary("+", ir.Var(loop.var, loop.ty), ir.const(k * loop.step, loop.ty))}
+            launches += [(tuple(substitute_vars(lp, at) for lp in chain), substitute_vars(stmt, at))
+                         for chain, stmt in base]
     infos: list[tuple[tuple[ir.For, ...], ir.Assign, tuple[str | None, ...], list[tuple[str, tuple[int, ...]]]]] = []
     for chain, stmt in launches:
         target = stmt.target
@@ -168,9 +181,9 @@ def plan(emitter: _KernelEmitter, loop: ir.For) -> Plan | None:
     # The traffic test: one pass a step against the launches' passes (full-rank launches only).
     others = {n for chain, stmt, _, _ in infos for n in ir.array_uses(stmt)
               if n not in written and len(chain) == rank and len(arrays.get(n, shape).dims) == rank}
-    fused = 2 * len(written) + len(others)
+    fused = 2 * len(written) + steps * len(others)
     apart = sum(len(ir.array_uses(stmt)) for chain, stmt, _, _ in infos if len(chain) == rank)
-    if fused >= apart:
+    if fused >= apart:  # per kernel: ``steps`` steps' launches against one pass over the written arrays
         return None
 
     # Halos, backwards: each written array is needed over its tile after the step.
@@ -189,9 +202,10 @@ def plan(emitter: _KernelEmitter, loop: ir.For) -> Plan | None:
     smem = sum(math.prod(t + b + a for t, (b, a) in zip(tile, halo[n])) * arrays[n].elem.bits // 8 for n in written)
     if smem > SMEM_LIMIT:
         return None
-    phases = tuple(Phase(chain, stmt, stmt.target.array, axis_var, box)  # type: ignore[union-attr]
-                   for (chain, stmt, axis_var, _), box in zip(infos, boxes))
-    return Plan(rank, written, halo, phases, tile)
+    per = len(infos) // steps
+    phases = tuple(Phase(chain, stmt, stmt.target.array, axis_var, box, n // per)  # type: ignore[union-attr]
+                   for n, ((chain, stmt, axis_var, _), box) in enumerate(zip(infos, boxes)))
+    return Plan(rank, written, halo, phases, tile, steps)
 
 
 def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Scalar], pad: str
@@ -332,7 +346,11 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
 
     # The launches, in order, each over its box clipped to its domain.
     sub_expr = ExprPrinter(emitter.extents, emitter.rename, marks=True)
+    nsteps = namer.fresh("nsteps")
+    if p.steps > 1:
+        params.append(f"int {nsteps}")
     for k, ph in enumerate(p.phases):
+        start = len(body)
         target = ph.stmt.target
         assert isinstance(target, ir.Index)
         stmt = _to_shared(ph.stmt, p, smem, base, size)
@@ -394,6 +412,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         if fixed:
             body.append(f"{ind}}}")
         body.append(f"{ind}{m('barrier', '__syncthreads();')}")
+        if ph.step:  # a later time step: only if the loop has that many left (the same for the whole block)
+            body[start:] = [f"{ind}if ({nsteps} > {ph.step}) {{  // time step {ph.step} of {p.steps}",
+                            *["  " + x for x in body[start:]], f"{ind}}}"]
 
     # Stores: each written array's tile, clipped to the array.
     for n in p.written:
@@ -450,13 +471,20 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     lo, hi, it = hn.fresh(f"{loop.var}_lo"), hn.fresh(f"{loop.var}_hi"), hn.fresh(f"{loop.var}_it")
     lines.append(f"{q}{m('launch', f'const {INDEX_TYPE} {lo} = {expr(loop.lo)};')}")
     lines.append(f"{q}{m('launch', f'const {INDEX_TYPE} {hi} = {expr(loop.hi)};')}")
+    stride = p.steps * loop.step
     if loop.step > 0:
-        lines.append(f"{q}for ({INDEX_TYPE} {it} = {lo}; {it} < {hi}; {it} += {loop.step}) {{")
+        lines.append(f"{q}for ({INDEX_TYPE} {it} = {lo}; {it} < {hi}; {it} += {stride}) {{")
+        left = f"({hi} - {it} + {loop.step - 1}) / {loop.step}"
     else:
-        lines.append(f"{q}for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-loop.step}) {{")
+        lines.append(f"{q}for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-stride}) {{")
+        left = f"({it} - {lo}) / {-loop.step} + 1"
     vt = ctype(loop.ty)
     if loop.var in referenced:
         lines.append(f"{q}  const {vt} {expr.ident(loop.var)} = ({vt}){it};")
+    if p.steps > 1:
+        hsteps = hn.fresh("nsteps")
+        lines.append(f"{q}  const int {hsteps} = {left} < {p.steps} ? (int)({left}) : {p.steps};  // this kernel's steps")
+        args.append(hsteps)
     grid = []
     for g in "xyz":
         if g in dim_of:
