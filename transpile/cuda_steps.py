@@ -88,6 +88,8 @@ class Plan:
     phases: tuple[Phase, ...]
     tile: tuple[int, ...]
     steps: int = 1  # time steps a kernel runs (the last kernel of a loop may run fewer)
+    overwritten: dict[str, int] = dataclasses.field(default_factory=dict)  # array -> the phase that writes its
+    # whole box before any read where the tile lies inside that phase's domain (no load needed there)
 
     def box_shape(self, array: str) -> tuple[int, ...]:
         return tuple(t + b + a for t, (b, a) in zip(self.tile, self.halo[array]))
@@ -181,7 +183,17 @@ def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Pla
     # The traffic test: one pass a step against the launches' passes (full-rank launches only).
     others = {n for chain, stmt, _, _ in infos for n in ir.array_uses(stmt)
               if n not in written and len(chain) == rank and len(arrays.get(n, shape).dims) == rank}
-    fused = 2 * len(written) + steps * len(others)
+    # An array whose first use is a launch that writes it without reading it (jacobi-2d's B) needs no
+    # load where that launch's domain covers the array's box: interior tiles skip it.
+    overwritten: dict[str, int] = {}
+    for n in written:
+        first = next(k for k, (_c, st, _v, rd) in enumerate(infos)
+                     if st.target.array == n or any(a == n for a, _ in rd))  # type: ignore[union-attr]
+        _c, st, axis_var, rd = infos[first]
+        if st.target.array == n and None not in axis_var and not any(  # type: ignore[union-attr]
+                isinstance(x, ir.Index) and x.array == n for x in ir.walk(st.value)):
+            overwritten[n] = first
+    fused = 2 * len(written) - len(overwritten) + steps * len(others)
     apart = sum(len(ir.array_uses(stmt)) for chain, stmt, _, _ in infos if len(chain) == rank)
     if fused >= apart:  # per kernel: ``steps`` steps' launches against one pass over the written arrays
         return None
@@ -205,7 +217,7 @@ def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Pla
     per = len(infos) // steps
     phases = tuple(Phase(chain, stmt, stmt.target.array, axis_var, box, n // per)  # type: ignore[union-attr]
                    for n, ((chain, stmt, axis_var, _), box) in enumerate(zip(infos, boxes)))
-    return Plan(rank, written, halo, phases, tile, steps)
+    return Plan(rank, written, halo, phases, tile, steps, overwritten)
 
 
 def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Scalar], pad: str
@@ -341,7 +353,24 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         src = flat([f"{b[a]} + {ls[a]}" for a in range(rank)], dn[1:])
         dst = flat(ls, [str(x) for x in size[n][1:]])
         body.append(f"{ind}// {n}: the step's input over the tile and its halo")
-        body += nest(ranges, ls, [f"{smem[n]}[{dst}] = {_name(params, n, 'in')}[{m('index', src)}];"], ind)
+        load = nest(ranges, ls, [f"{smem[n]}[{dst}] = {_name(params, n, 'in')}[{m('index', src)}];"], ind)
+        if n in p.overwritten:  # launch k writes the whole box first where its domain covers it: load elsewhere
+            ph = p.phases[p.overwritten[n]]
+            assert isinstance(ph.stmt.target, ir.Index)
+            inside = []
+            for a in range(rank):
+                v = ph.axis_var[a]
+                assert v is not None
+                lp = next(x for x in ph.chain if x.var == v)
+                ix = ph.stmt.target.indices[a]
+                c0 = "" if _is_var(ix, v) else f" - ({expr(ir.binary('-', ir.cast(ix, ir.I64), ir.Var(v, ir.I64)))})"
+                inside.append(f"{b[a]}{c0} >= {expr.cast_to(lp.lo, INDEX_TYPE)} && "
+                              f"{b[a]} + {size[n][a]}{c0} <= {expr.cast_to(lp.hi, INDEX_TYPE)}")
+            body.append(f"{ind}if (!({' && '.join(inside)})) {{  // else launch {p.overwritten[n]} writes it all first")
+            body += ["  " + x for x in load]
+            body.append(f"{ind}}}")
+        else:
+            body += load
     body.append(f"{ind}{m('barrier', '__syncthreads();')}")
 
     # The launches, in order, each over its box clipped to its domain.

@@ -160,9 +160,87 @@ __global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *A, 
   }
 }
 
+__global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out)
+{
+  __shared__ double B_s[660];  // its tile and halo, 10 x 66
+  __shared__ double A_s[816];  // its tile and halo, 12 x 68
+  const long long d0 = (long long)n;
+  const long long tiles0 = (d0 + 7) / 8;
+  const long long d1 = (long long)n;
+  const long long tiles1 = (d1 + 63) / 64;
+  const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z);
+  for (long long k0 = blockIdx.y; k0 < tiles0; k0 += gridDim.y) {
+    for (long long k1 = blockIdx.x; k1 < tiles1; k1 += gridDim.x) {
+      const long long o0 = k0 * 8;  // the tile's first element, axis 0
+      const long long o1 = k1 * 64;  // the tile's first element, axis 1
+      const long long B_b0 = o0 - 1;
+      const long long B_b1 = o1 - 1;
+      const long long A_b0 = o0 - 2;
+      const long long A_b1 = o1 - 2;
+      // B: the step's input over the tile and its halo
+      if (!(B_b0 >= (long long)1 && B_b0 + 10 <= (long long)(n - 1) && B_b1 >= (long long)1 && B_b1 + 66 <= (long long)(n - 1))) {  // else launch 0 writes it all first
+        for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.y; l0 < (d0 - B_b0 < 10 ? d0 - B_b0 : 10LL); l0 += blockDim.y) {
+          for (long long l1 = (B_b1 < 0 ? -B_b1 : 0LL) + threadIdx.x; l1 < (d1 - B_b1 < 66 ? d1 - B_b1 : 66LL); l1 += blockDim.x) {
+            B_s[(l0) * 66 + l1] = B_in[(B_b0 + l0) * d1 + B_b1 + l1];
+          }
+        }
+      }
+      // A: the step's input over the tile and its halo
+      for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.y; l0 < (d0 - A_b0 < 12 ? d0 - A_b0 : 12LL); l0 += blockDim.y) {
+        for (long long l1 = (A_b1 < 0 ? -A_b1 : 0LL) + threadIdx.x; l1 < (d1 - A_b1 < 68 ? d1 - A_b1 : 68LL); l1 += blockDim.x) {
+          A_s[(l0) * 68 + l1] = A_in[(A_b0 + l0) * d1 + A_b1 + l1];
+        }
+      }
+      __syncthreads();
+      // launch 0: B over the tile and axis 0: -1/+1, axis 1: -1/+1
+      const long long i_lo = (long long)1 > o0 - 1 ? (long long)1 : o0 - 1;
+      const long long i_hi = (long long)(n - 1) < o0 + 9 ? (long long)(n - 1) : o0 + 9;
+      const long long j_lo = (long long)1 > o1 - 1 ? (long long)1 : o1 - 1;
+      const long long j_hi = (long long)(n - 1) < o1 + 65 ? (long long)(n - 1) : o1 + 65;
+      for (long long i_it = i_lo + threadIdx.y; i_it < i_hi; i_it += blockDim.y) {
+        for (long long j_it = j_lo + threadIdx.x; j_it < j_hi; j_it += blockDim.x) {
+          const int i = (int)i_it;
+          const int j = (int)j_it;
+          B_s[((long long)i - B_b0) * 66LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 68LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 68LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 68LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 68LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 68LL + ((long long)j - A_b1)]);
+        }
+      }
+      __syncthreads();
+      // launch 1: A over the tile and axis 0: -0/+0, axis 1: -0/+0
+      const long long i_lo1 = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
+      const long long i_hi1 = (long long)(n - 1) < o0 + 8 ? (long long)(n - 1) : o0 + 8;
+      const long long j_lo1 = (long long)1 > o1 - 0 ? (long long)1 : o1 - 0;
+      const long long j_hi1 = (long long)(n - 1) < o1 + 64 ? (long long)(n - 1) : o1 + 64;
+      for (long long i_it1 = i_lo1 + threadIdx.y; i_it1 < i_hi1; i_it1 += blockDim.y) {
+        for (long long j_it1 = j_lo1 + threadIdx.x; j_it1 < j_hi1; j_it1 += blockDim.x) {
+          const int i = (int)i_it1;
+          const int j = (int)j_it1;
+          A_s[((long long)i - A_b0) * 68LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 66LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 66LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 66LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 66LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 66LL + ((long long)j - B_b1)]);
+        }
+      }
+      __syncthreads();
+      // B: the tile into the step's output
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+        for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
+          B_out[(o0 + l0) * d1 + o1 + l1] = B_s[(l0 + 1) * 66 + l1 + 1];
+        }
+      }
+      // A: the tile into the step's output
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+        for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
+          A_out[(o0 + l0) * d1 + o1 + l1] = A_s[(l0 + 2) * 68 + l1 + 2];
+        }
+      }
+      __syncthreads();  // the next tile reuses the shared buffers
+    }
+  }
+}
+
 // Runs kernel_jacobi_2d on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, double *B, cudaStream_t stream)
 {
+  double *B_steps_scratch = NULL;
+  double *A_steps_scratch = NULL;
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
@@ -194,31 +272,96 @@ extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, dou
         break;
       }
     } else {
-      for (int t = 0; t < tsteps; ++t) {
-        const long long i_n = (long long)(n - 1) - 1;
-        const long long j_n = (long long)(n - 1) - 1;
-        if (i_n > 0 && j_n > 0) {
-          kernel_jacobi_2d_kernel0<<<dim3(transpile_grid(j_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
-          err = cudaGetLastError();
-          if (err != cudaSuccess) {
-            break;
+      // Fused time steps (transpile/cuda_steps.py): one kernel a step, each block on a tile and its
+      // halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
+      // (or scratch that cannot be allocated) launches the loop's kernels one by one.
+      const char *const steps_env = getenv("TRANSPILE_STEPS");
+      const long long steps_d0 = (long long)n;
+      const long long steps_d1 = (long long)n;
+      bool steps_ok = (steps_env == NULL || atoi(steps_env) != 0) && steps_d0 > 0 && steps_d1 > 0;
+      if (steps_ok) {
+        if (steps_ok) {
+          err = transpile_scratch((void **)&B_steps_scratch, transpile_extent(n) * transpile_extent(n) * sizeof(double), stream);
+          if (err != cudaSuccess) {  // no room for the scratch: launch one by one
+            (void)cudaGetLastError();
+            err = cudaSuccess;
+            steps_ok = false;
           }
         }
-        const long long i_n1 = (long long)(n - 1) - 1;
-        const long long j_n1 = (long long)(n - 1) - 1;
-        if (i_n1 > 0 && j_n1 > 0) {
-          kernel_jacobi_2d_kernel1<<<dim3(transpile_grid(j_n1, 32u, 2147483647u), transpile_grid(i_n1, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
-          err = cudaGetLastError();
-          if (err != cudaSuccess) {
-            break;
+        if (steps_ok) {
+          err = transpile_scratch((void **)&A_steps_scratch, transpile_extent(n) * transpile_extent(n) * sizeof(double), stream);
+          if (err != cudaSuccess) {  // no room for the scratch: launch one by one
+            (void)cudaGetLastError();
+            err = cudaSuccess;
+            steps_ok = false;
           }
         }
       }
-      if (err != cudaSuccess) {
-        break;
+      if (steps_ok) {
+        double *B_cur = B;
+        double *B_next = B_steps_scratch;
+        double *A_cur = A;
+        double *A_next = A_steps_scratch;
+        const long long t_lo1 = 0;
+        const long long t_hi1 = tsteps;
+        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 1) {
+          kernel_jacobi_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 7) / 8 < 65535LL ? (steps_d0 + 7) / 8 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
+          double *const swap = B_cur;  // this step's output is the next one's input
+          B_cur = B_next;
+          B_next = swap;
+          double *const swap1 = A_cur;  // this step's output is the next one's input
+          A_cur = A_next;
+          A_next = swap1;
+        }
+        if (err == cudaSuccess && B_cur != B) {  // an odd number of steps: the results are in the scratch
+          err = cudaMemcpyAsync(B, B_cur, transpile_extent(n) * transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
+        }
+        if (err == cudaSuccess && A_cur != A) {  // an odd number of steps: the results are in the scratch
+          err = cudaMemcpyAsync(A, A_cur, transpile_extent(n) * transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
+        }
+      } else {
+        for (int t = 0; t < tsteps; ++t) {
+          const long long i_n = (long long)(n - 1) - 1;
+          const long long j_n = (long long)(n - 1) - 1;
+          if (i_n > 0 && j_n > 0) {
+            kernel_jacobi_2d_kernel0<<<dim3(transpile_grid(j_n, 32u, 2147483647u), transpile_grid(i_n, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
+            err = cudaGetLastError();
+            if (err != cudaSuccess) {
+              break;
+            }
+          }
+          const long long i_n1 = (long long)(n - 1) - 1;
+          const long long j_n1 = (long long)(n - 1) - 1;
+          if (i_n1 > 0 && j_n1 > 0) {
+            kernel_jacobi_2d_kernel1<<<dim3(transpile_grid(j_n1, 32u, 2147483647u), transpile_grid(i_n1, 8u, 65535u), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A, B);
+            err = cudaGetLastError();
+            if (err != cudaSuccess) {
+              break;
+            }
+          }
+        }
+        if (err != cudaSuccess) {
+          break;
+        }
       }
     }
   } while (0);
+  if (B_steps_scratch != NULL) {
+    const cudaError_t freed = cudaFreeAsync(B_steps_scratch, stream);
+    if (err == cudaSuccess) {
+      err = freed;
+    }
+  }
+  if (A_steps_scratch != NULL) {
+    const cudaError_t freed = cudaFreeAsync(A_steps_scratch, stream);
+    if (err == cudaSuccess) {
+      err = freed;
+    }
+  }
   return err;
 }
 
