@@ -79,7 +79,8 @@ THREE_D = """kernel k3(i32 T, i32 n, inout f64 U[n][n][n], inout f64 V[n][n][n],
 """
 
 
-def test_fdtd_2d_fuses_with_the_halos_its_launches_read() -> None:
+def test_fdtd_2d_fuses_with_the_halos_its_launches_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cuda_steps, "STEPS", 1)
     (p,) = _plans(_polybench("fdtd-2d"))
     assert p is not None and p.rank == 2 and p.written == ("ey", "ex", "hz")
     # hz is read at i - 1 (by ey's launch) and j - 1 (by ex's), over the boxes where the hz launch reads
@@ -89,20 +90,28 @@ def test_fdtd_2d_fuses_with_the_halos_its_launches_read() -> None:
     assert p.phases[0].axis_var == (None, "j")  # ey[0][j]: the row is fixed
 
 
+@pytest.mark.parametrize("name, steps", [("fdtd-2d", 3), ("jacobi-2d", 3), ("jacobi-1d", 4), ("heat-3d", None)])
+def test_the_most_steps_that_fit(name: str, steps: int | None) -> None:
+    # Up to MAX_STEPS a kernel while the boxes fit SMEM_LIMIT.  heat-3d: one step would move 3 words a
+    # point against its launches' 4 (not under TRAFFIC), two steps' boxes (4 planes of halo around
+    # 4 x 8 x 32) take more shared memory than the limit.
+    (p,) = _plans(_polybench(name))
+    assert (p and p.steps) == steps
+
+
 @pytest.mark.parametrize("name", ["jacobi-2d", "jacobi-1d"])
-def test_an_array_written_before_any_read_is_loaded_only_at_the_edges(name: str) -> None:
+def test_an_array_written_before_any_read_is_loaded_only_at_the_edges(monkeypatch: pytest.MonkeyPatch,
+                                                                        name: str) -> None:
     # B = f(A), then A = g(B): B's old values are needed only where B's launch does not write its whole
-    # box (the boundary), so a step moves 3 words a point (A in, A and B out) against the launches' 4.
+    # box (the boundary), so a step moves 3 words a point (A in, A and B out) against the launches' 4,
+    # which is not enough (TRAFFIC) for one step a kernel; two steps move 3 words a point for both.
+    monkeypatch.setattr(cuda_steps, "STEPS", 1)
+    assert _plans(_polybench(name)) == [None]
+    monkeypatch.setattr(cuda_steps, "STEPS", 2)
     (p,) = _plans(_polybench(name))
     assert p is not None and p.overwritten == {"B": 0}
     rank = p.rank
-    assert p.halo == {"B": ((1, 1),) * rank, "A": ((2, 2),) * rank}
-
-
-def test_heat_3d_stays_apart() -> None:
-    # It would fuse by traffic (3 words against 4) but its boxes (halos of 2 planes around 4 x 8 x 32)
-    # take more shared memory than SMEM_LIMIT.
-    assert _plans(_polybench("heat-3d")) == [None]
+    assert p.halo == {"B": ((3, 3),) * rank, "A": ((4, 4),) * rank}
 
 
 def _host_loop(body: str) -> tuple[cuda._KernelEmitter, ir.For]:
@@ -146,8 +155,8 @@ def test_the_code_fuses_a_step_and_keeps_the_launches_as_fallback() -> None:
     code = cuda.emit(pipeline.lower(_polybench("fdtd-2d")), source="fdtd_2d.c")
     fused = code[code.index("kernel_fdtd_2d_steps("):]
     fused = fused[:fused.index("\n}\n")]
-    assert "__shared__ double hz_s[660];  // its tile and halo, 10 x 66" in fused
-    assert fused.count("__syncthreads();") == 6  # after the loads, each of 4 launches, the stores
+    assert "__shared__ double hz_s[1540];  // its tile and halo, 22 x 70" in fused  # 3 steps, 16 x 64 tiles
+    assert fused.count("__syncthreads();") == 14  # after the loads, each of 3 x 4 launches, the stores
     assert 'getenv("TRANSPILE_STEPS")' in code
     # the one-block loop first (small sizes), then the fused steps, then the launches one by one
     one = code.index("if (one_block) {")
@@ -207,13 +216,13 @@ def _const(e: ir.Expr) -> int:
 @pytest.mark.parametrize("steps", [1, 3])
 def test_fused_and_one_by_one_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
                                                     sizes: list[dict[str, int]], steps: int) -> None:
-    """Sizes across the tiles' edges (8 x 64 in 2-D, 4 x 8 x 32 in 3-D), odd and even kernel counts (an
+    """Sizes across the tiles' edges (16 x 64 in 2-D, 4 x 8 x 32 in 3-D), odd and even kernel counts (an
     odd count copies the scratch back), arrays smaller than a tile; one time step a kernel, and three (a
     loop's last kernel runs fewer when the count is not a multiple)."""
     monkeypatch.setattr(cuda_steps, "STEPS", steps)
     module = _polybench(source) if not source.startswith("kernel") else text.parse(source)
     (p,) = _plans(module)
-    if source is THREE_D and steps == 3:  # 3 x 2 planes of halo on each side: boxes over the shared memory limit
+    if source is THREE_D and steps == 3:  # halos of several planes on each side: boxes over the shared memory limit
         assert p is None
         return
     assert p is not None and p.steps == steps

@@ -33,10 +33,15 @@ already in the box (loaded, or computed over a box at least as large by an earli
 ``par`` loops (rectangular bounds: no par variable in another's) around one assignment to an
 element of an array of the same shape as the other targets (rank 1 to 3), each par variable in
 exactly one target subscript with coefficient 1; reads of written arrays at constant offsets
-from the target (a launch reads its own target at offset 0 only); no device scalars; and the
-step's traffic must drop: ``2 W + R`` words a point (W written, R other full-rank arrays)
-against the launches' sum of the arrays each touches (fdtd-2d: 6 against 10; jacobi-2d: 4
-against 4, left alone).  Shared memory for the boxes at most :data:`SMEM_LIMIT`.
+from the target (a launch reads its own target at offset 0 only); no device scalars.
+
+**Several steps a kernel** (:data:`MAX_STEPS`): the step's launches repeated with the host variable
+advanced, the halos grown backwards over all of them (the loop's last kernel runs only the steps
+left); as many as fit :data:`SMEM_LIMIT`, and only where the traffic drops enough: a kernel moves
+``2 W - O + s R`` words a point (W written arrays, O of them written whole before any read so that
+interior tiles skip their load, R other full-rank arrays read each of its s steps) against ``s`` times
+the launches' words read and written, and must stay under :data:`TRAFFIC` of it (fdtd-2d at one step:
+6 against 10; jacobi-2d: 3 against 4 at one step, refused, 3 against 12 at three).
 
 **When**: the host tries the fused path first (after a one-block loop, which small sizes take);
 ``TRANSPILE_STEPS=0`` in the environment, or scratch it cannot allocate, runs the launches one
@@ -56,12 +61,22 @@ if TYPE_CHECKING:
 
 ENV = "TRANSPILE_STEPS"
 """Set to 0 in the environment to launch a fused loop's launches one by one."""
-SMEM_LIMIT = 40 * 1024
+SMEM_LIMIT = 48 * 1024
 """Most bytes of shared memory the boxes of one block may take."""
-STEPS = 1
-"""Time steps a fused kernel runs (its halos grow with each)."""
-TILES = {1: (2048,), 2: (8, 64), 3: (4, 8, 32)}
-"""A block's output tile per array rank (outermost axis first)."""
+STEPS: int | None = None
+"""Time steps a fused kernel runs (its halos grow with each); None: the most of :data:`MAX_STEPS` that fit."""
+MAX_STEPS = {1: 4, 2: 3, 3: 3}
+"""Most time steps a kernel per array rank.  Measured on an H100 (bench/results/h100_run56.md, one child,
+against the launches one by one): fdtd-2d at 8192 x 8193 41.2 ms as launches, 26.6 fused one step a
+kernel, 17.2 two, 15.3 three (16 x 64 tiles); jacobi-2d at 8192^2 15.7 ms as launches, 16.4 / 12.3 / 12.8
+with one, two, three steps (three faster at EXTRALARGE: 72.7 against 77.9 ms); jacobi-1d at 2^25 19.8 ms
+as launches, 15.5 one step, 6.17 four."""
+TRAFFIC = 0.75
+"""The fused kernel's words a point a step must be under this share of the launches' (jacobi-2d one step a
+kernel, 3 words against 4, measured slower than its launches: 18.4 against 15.7 ms)."""
+TILES = {1: (2048,), 2: (16, 64), 3: (4, 8, 32)}
+"""A block's output tile per array rank (outermost axis first); 16 x 64 against 8 x 64, fdtd-2d one step a
+kernel: 25.2 against 26.6 ms, two steps 17.2 against 20.5 (H100, run 56)."""
 BLOCKS = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
 """Threads per block (x, y, z) per array rank: x along the last axis, y the one before, z the first."""
 
@@ -96,8 +111,19 @@ class Plan:
 
 
 def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Plan | None:
-    """The fused form of host loop ``loop``, ``steps`` time steps a kernel (default :data:`STEPS`), or None
-    when it does not qualify (module docstring)."""
+    """The fused form of host loop ``loop``, ``steps`` time steps a kernel (default :data:`STEPS`, else the
+    most up to :data:`MAX_STEPS` whose boxes fit), or None when it does not qualify (module docstring)."""
+    steps = STEPS if steps is None else steps
+    if steps is not None:
+        return _plan(emitter, loop, steps)
+    for s in range(max(MAX_STEPS.values()), 0, -1):
+        p = _plan(emitter, loop, s)
+        if p is not None and s <= MAX_STEPS[p.rank]:
+            return p
+    return None
+
+
+def _plan(emitter: _KernelEmitter, loop: ir.For, steps: int) -> Plan | None:
     from passes import accesses
     from passes.builders import substitute_vars
     from transpile.cuda import _is_host_loop, _par_chain, _var_names
@@ -137,7 +163,6 @@ def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Pla
 
     # Per launch: which par variable each target subscript follows, and every read of a written array as
     # constant offsets from the target.
-    steps = STEPS if steps is None else steps
     if steps > 1:  # the body again for each later step, the host variable advanced (t + s x stride)
         base = list(launches)
         for k in range(1, steps):
@@ -194,8 +219,9 @@ def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Pla
                 isinstance(x, ir.Index) and x.array == n for x in ir.walk(st.value)):
             overwritten[n] = first
     fused = 2 * len(written) - len(overwritten) + steps * len(others)
-    apart = sum(len(ir.array_uses(stmt)) for chain, stmt, _, _ in infos if len(chain) == rank)
-    if fused >= apart:  # per kernel: ``steps`` steps' launches against one pass over the written arrays
+    apart = sum(r + w for chain, stmt, _, _ in infos if len(chain) == rank  # words read and written
+                for r, w in ir.array_uses(stmt).values())
+    if fused >= TRAFFIC * apart:  # per kernel: ``steps`` steps' launches against one pass over the written arrays
         return None
 
     # Halos, backwards: each written array is needed over its tile after the step.

@@ -401,5 +401,5 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         stage.message = "degenerate test: at every shape tested the reference leaves its outputs unchanged"
     else:
         stage.status = PASS
-        stage.message = (f"{tested} shape(s) x {4 + device + one_block} runs "
+        stage.message = (f"{tested} shape(s) x {4 + device + one_block + fused_steps} runs "
                          f"({', '.join(str(s['shape']) for s in report.shapes if s['stage'] == 'c')})")

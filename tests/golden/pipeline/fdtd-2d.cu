@@ -195,113 +195,231 @@ __global__ void __launch_bounds__(1024) kernel_fdtd_2d_loop(int ny, double *ey, 
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, const double *__restrict__ ex_in, double *__restrict__ ex_out, const double *__restrict__ ey_in, double *__restrict__ ey_out, const double *__restrict__ hz_in, double *__restrict__ hz_out, const double *__restrict__ _fict_, int t)
+__global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, const double *__restrict__ ex_in, double *__restrict__ ex_out, const double *__restrict__ ey_in, double *__restrict__ ey_out, const double *__restrict__ hz_in, double *__restrict__ hz_out, const double *__restrict__ _fict_, int t, int nsteps)
 {
-  __shared__ double ey_s[576];  // its tile and halo, 9 x 64
-  __shared__ double ex_s[520];  // its tile and halo, 8 x 65
-  __shared__ double hz_s[660];  // its tile and halo, 10 x 66
+  __shared__ double ey_s[1428];  // its tile and halo, 21 x 68
+  __shared__ double ex_s[1380];  // its tile and halo, 20 x 69
+  __shared__ double hz_s[1540];  // its tile and halo, 22 x 70
   const long long d0 = (long long)nx;
-  const long long tiles0 = (d0 + 7) / 8;
+  const long long tiles0 = (d0 + 15) / 16;
   const long long d1 = (long long)ny;
   const long long tiles1 = (d1 + 63) / 64;
   const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z);
   for (long long k0 = blockIdx.y; k0 < tiles0; k0 += gridDim.y) {
     for (long long k1 = blockIdx.x; k1 < tiles1; k1 += gridDim.x) {
-      const long long o0 = k0 * 8;  // the tile's first element, axis 0
+      const long long o0 = k0 * 16;  // the tile's first element, axis 0
       const long long o1 = k1 * 64;  // the tile's first element, axis 1
-      const long long ey_b0 = o0 - 0;
-      const long long ey_b1 = o1 - 0;
-      const long long ex_b0 = o0 - 0;
-      const long long ex_b1 = o1 - 0;
-      const long long hz_b0 = o0 - 1;
-      const long long hz_b1 = o1 - 1;
+      const long long ey_b0 = o0 - 2;
+      const long long ey_b1 = o1 - 2;
+      const long long ex_b0 = o0 - 2;
+      const long long ex_b1 = o1 - 2;
+      const long long hz_b0 = o0 - 3;
+      const long long hz_b1 = o1 - 3;
       // ey: the step's input over the tile and its halo
-      for (long long l0 = (ey_b0 < 0 ? -ey_b0 : 0LL) + threadIdx.y; l0 < (d0 - ey_b0 < 9 ? d0 - ey_b0 : 9LL); l0 += blockDim.y) {
-        for (long long l1 = (ey_b1 < 0 ? -ey_b1 : 0LL) + threadIdx.x; l1 < (d1 - ey_b1 < 64 ? d1 - ey_b1 : 64LL); l1 += blockDim.x) {
-          ey_s[(l0) * 64 + l1] = ey_in[(ey_b0 + l0) * d1 + ey_b1 + l1];
+      for (long long l0 = (ey_b0 < 0 ? -ey_b0 : 0LL) + threadIdx.y; l0 < (d0 - ey_b0 < 21 ? d0 - ey_b0 : 21LL); l0 += blockDim.y) {
+        for (long long l1 = (ey_b1 < 0 ? -ey_b1 : 0LL) + threadIdx.x; l1 < (d1 - ey_b1 < 68 ? d1 - ey_b1 : 68LL); l1 += blockDim.x) {
+          ey_s[(l0) * 68 + l1] = ey_in[(ey_b0 + l0) * d1 + ey_b1 + l1];
         }
       }
       // ex: the step's input over the tile and its halo
-      for (long long l0 = (ex_b0 < 0 ? -ex_b0 : 0LL) + threadIdx.y; l0 < (d0 - ex_b0 < 8 ? d0 - ex_b0 : 8LL); l0 += blockDim.y) {
-        for (long long l1 = (ex_b1 < 0 ? -ex_b1 : 0LL) + threadIdx.x; l1 < (d1 - ex_b1 < 65 ? d1 - ex_b1 : 65LL); l1 += blockDim.x) {
-          ex_s[(l0) * 65 + l1] = ex_in[(ex_b0 + l0) * d1 + ex_b1 + l1];
+      for (long long l0 = (ex_b0 < 0 ? -ex_b0 : 0LL) + threadIdx.y; l0 < (d0 - ex_b0 < 20 ? d0 - ex_b0 : 20LL); l0 += blockDim.y) {
+        for (long long l1 = (ex_b1 < 0 ? -ex_b1 : 0LL) + threadIdx.x; l1 < (d1 - ex_b1 < 69 ? d1 - ex_b1 : 69LL); l1 += blockDim.x) {
+          ex_s[(l0) * 69 + l1] = ex_in[(ex_b0 + l0) * d1 + ex_b1 + l1];
         }
       }
       // hz: the step's input over the tile and its halo
-      for (long long l0 = (hz_b0 < 0 ? -hz_b0 : 0LL) + threadIdx.y; l0 < (d0 - hz_b0 < 10 ? d0 - hz_b0 : 10LL); l0 += blockDim.y) {
-        for (long long l1 = (hz_b1 < 0 ? -hz_b1 : 0LL) + threadIdx.x; l1 < (d1 - hz_b1 < 66 ? d1 - hz_b1 : 66LL); l1 += blockDim.x) {
-          hz_s[(l0) * 66 + l1] = hz_in[(hz_b0 + l0) * d1 + hz_b1 + l1];
+      for (long long l0 = (hz_b0 < 0 ? -hz_b0 : 0LL) + threadIdx.y; l0 < (d0 - hz_b0 < 22 ? d0 - hz_b0 : 22LL); l0 += blockDim.y) {
+        for (long long l1 = (hz_b1 < 0 ? -hz_b1 : 0LL) + threadIdx.x; l1 < (d1 - hz_b1 < 70 ? d1 - hz_b1 : 70LL); l1 += blockDim.x) {
+          hz_s[(l0) * 70 + l1] = hz_in[(hz_b0 + l0) * d1 + hz_b1 + l1];
         }
       }
       __syncthreads();
-      // launch 0: ey over the tile and axis 0: -0/+1, axis 1: -0/+0
-      const long long j_lo = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
-      const long long j_hi = (long long)ny < o1 + 64 ? (long long)ny : o1 + 64;
-      if ((long long)0 >= o0 - 0 && (long long)0 < o0 + 9) {
+      // launch 0: ey over the tile and axis 0: -2/+3, axis 1: -2/+2
+      const long long j_lo = (long long)0 > o1 - 2 ? (long long)0 : o1 - 2;
+      const long long j_hi = (long long)ny < o1 + 66 ? (long long)ny : o1 + 66;
+      if ((long long)0 >= o0 - 2 && (long long)0 < o0 + 19) {
         const long long count = (j_hi > j_lo ? j_hi - j_lo : 0LL);
         for (long long q = tid; q < count; q += nthreads) {
           const long long j_it = j_lo + q;
           const int j = (int)j_it;
-          ey_s[((long long)0 - ey_b0) * 64LL + ((long long)j - ey_b1)] = _fict_[t];
+          ey_s[((long long)0 - ey_b0) * 68LL + ((long long)j - ey_b1)] = _fict_[t];
         }
       }
       __syncthreads();
-      // launch 1: ey over the tile and axis 0: -0/+1, axis 1: -0/+0
-      const long long i_lo = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
-      const long long i_hi = (long long)nx < o0 + 9 ? (long long)nx : o0 + 9;
-      const long long j_lo1 = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
-      const long long j_hi1 = (long long)ny < o1 + 64 ? (long long)ny : o1 + 64;
+      // launch 1: ey over the tile and axis 0: -2/+3, axis 1: -2/+2
+      const long long i_lo = (long long)1 > o0 - 2 ? (long long)1 : o0 - 2;
+      const long long i_hi = (long long)nx < o0 + 19 ? (long long)nx : o0 + 19;
+      const long long j_lo1 = (long long)0 > o1 - 2 ? (long long)0 : o1 - 2;
+      const long long j_hi1 = (long long)ny < o1 + 66 ? (long long)ny : o1 + 66;
       for (long long i_it = i_lo + threadIdx.y; i_it < i_hi; i_it += blockDim.y) {
         for (long long j_it1 = j_lo1 + threadIdx.x; j_it1 < j_hi1; j_it1 += blockDim.x) {
           const int i = (int)i_it;
           const int j = (int)j_it1;
-          ey_s[((long long)i - ey_b0) * 64LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 66LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 66LL + ((long long)j - hz_b1)]);
+          ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
         }
       }
       __syncthreads();
-      // launch 2: ex over the tile and axis 0: -0/+0, axis 1: -0/+1
-      const long long i_lo1 = (long long)0 > o0 - 0 ? (long long)0 : o0 - 0;
-      const long long i_hi1 = (long long)nx < o0 + 8 ? (long long)nx : o0 + 8;
-      const long long j_lo2 = (long long)1 > o1 - 0 ? (long long)1 : o1 - 0;
-      const long long j_hi2 = (long long)ny < o1 + 65 ? (long long)ny : o1 + 65;
+      // launch 2: ex over the tile and axis 0: -2/+2, axis 1: -2/+3
+      const long long i_lo1 = (long long)0 > o0 - 2 ? (long long)0 : o0 - 2;
+      const long long i_hi1 = (long long)nx < o0 + 18 ? (long long)nx : o0 + 18;
+      const long long j_lo2 = (long long)1 > o1 - 2 ? (long long)1 : o1 - 2;
+      const long long j_hi2 = (long long)ny < o1 + 67 ? (long long)ny : o1 + 67;
       for (long long i_it1 = i_lo1 + threadIdx.y; i_it1 < i_hi1; i_it1 += blockDim.y) {
         for (long long j_it2 = j_lo2 + threadIdx.x; j_it2 < j_hi2; j_it2 += blockDim.x) {
           const int i = (int)i_it1;
           const int j = (int)j_it2;
-          ex_s[((long long)i - ex_b0) * 65LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 66LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 66LL + ((long long)(j - 1) - hz_b1)]);
+          ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
         }
       }
       __syncthreads();
-      // launch 3: hz over the tile and axis 0: -0/+0, axis 1: -0/+0
-      const long long i_lo2 = (long long)0 > o0 - 0 ? (long long)0 : o0 - 0;
-      const long long i_hi2 = (long long)(nx - 1) < o0 + 8 ? (long long)(nx - 1) : o0 + 8;
-      const long long j_lo3 = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
-      const long long j_hi3 = (long long)(ny - 1) < o1 + 64 ? (long long)(ny - 1) : o1 + 64;
+      // launch 3: hz over the tile and axis 0: -2/+2, axis 1: -2/+2
+      const long long i_lo2 = (long long)0 > o0 - 2 ? (long long)0 : o0 - 2;
+      const long long i_hi2 = (long long)(nx - 1) < o0 + 18 ? (long long)(nx - 1) : o0 + 18;
+      const long long j_lo3 = (long long)0 > o1 - 2 ? (long long)0 : o1 - 2;
+      const long long j_hi3 = (long long)(ny - 1) < o1 + 66 ? (long long)(ny - 1) : o1 + 66;
       for (long long i_it2 = i_lo2 + threadIdx.y; i_it2 < i_hi2; i_it2 += blockDim.y) {
         for (long long j_it3 = j_lo3 + threadIdx.x; j_it3 < j_hi3; j_it3 += blockDim.x) {
           const int i = (int)i_it2;
           const int j = (int)j_it3;
-          hz_s[((long long)i - hz_b0) * 66LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 65LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 65LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 64LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 64LL + ((long long)j - ey_b1)]);
+          hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
         }
       }
       __syncthreads();
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 4: ey over the tile and axis 0: -1/+2, axis 1: -1/+1
+        const long long j_lo4 = (long long)0 > o1 - 1 ? (long long)0 : o1 - 1;
+        const long long j_hi4 = (long long)ny < o1 + 65 ? (long long)ny : o1 + 65;
+        if ((long long)0 >= o0 - 1 && (long long)0 < o0 + 18) {
+          const long long count1 = (j_hi4 > j_lo4 ? j_hi4 - j_lo4 : 0LL);
+          for (long long q1 = tid; q1 < count1; q1 += nthreads) {
+            const long long j_it4 = j_lo4 + q1;
+            const int j = (int)j_it4;
+            ey_s[((long long)0 - ey_b0) * 68LL + ((long long)j - ey_b1)] = _fict_[t + 1];
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 5: ey over the tile and axis 0: -1/+2, axis 1: -1/+1
+        const long long i_lo3 = (long long)1 > o0 - 1 ? (long long)1 : o0 - 1;
+        const long long i_hi3 = (long long)nx < o0 + 18 ? (long long)nx : o0 + 18;
+        const long long j_lo5 = (long long)0 > o1 - 1 ? (long long)0 : o1 - 1;
+        const long long j_hi5 = (long long)ny < o1 + 65 ? (long long)ny : o1 + 65;
+        for (long long i_it3 = i_lo3 + threadIdx.y; i_it3 < i_hi3; i_it3 += blockDim.y) {
+          for (long long j_it5 = j_lo5 + threadIdx.x; j_it5 < j_hi5; j_it5 += blockDim.x) {
+            const int i = (int)i_it3;
+            const int j = (int)j_it5;
+            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 6: ex over the tile and axis 0: -1/+1, axis 1: -1/+2
+        const long long i_lo4 = (long long)0 > o0 - 1 ? (long long)0 : o0 - 1;
+        const long long i_hi4 = (long long)nx < o0 + 17 ? (long long)nx : o0 + 17;
+        const long long j_lo6 = (long long)1 > o1 - 1 ? (long long)1 : o1 - 1;
+        const long long j_hi6 = (long long)ny < o1 + 66 ? (long long)ny : o1 + 66;
+        for (long long i_it4 = i_lo4 + threadIdx.y; i_it4 < i_hi4; i_it4 += blockDim.y) {
+          for (long long j_it6 = j_lo6 + threadIdx.x; j_it6 < j_hi6; j_it6 += blockDim.x) {
+            const int i = (int)i_it4;
+            const int j = (int)j_it6;
+            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 7: hz over the tile and axis 0: -1/+1, axis 1: -1/+1
+        const long long i_lo5 = (long long)0 > o0 - 1 ? (long long)0 : o0 - 1;
+        const long long i_hi5 = (long long)(nx - 1) < o0 + 17 ? (long long)(nx - 1) : o0 + 17;
+        const long long j_lo7 = (long long)0 > o1 - 1 ? (long long)0 : o1 - 1;
+        const long long j_hi7 = (long long)(ny - 1) < o1 + 65 ? (long long)(ny - 1) : o1 + 65;
+        for (long long i_it5 = i_lo5 + threadIdx.y; i_it5 < i_hi5; i_it5 += blockDim.y) {
+          for (long long j_it7 = j_lo7 + threadIdx.x; j_it7 < j_hi7; j_it7 += blockDim.x) {
+            const int i = (int)i_it5;
+            const int j = (int)j_it7;
+            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 8: ey over the tile and axis 0: -0/+1, axis 1: -0/+0
+        const long long j_lo8 = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
+        const long long j_hi8 = (long long)ny < o1 + 64 ? (long long)ny : o1 + 64;
+        if ((long long)0 >= o0 - 0 && (long long)0 < o0 + 17) {
+          const long long count2 = (j_hi8 > j_lo8 ? j_hi8 - j_lo8 : 0LL);
+          for (long long q2 = tid; q2 < count2; q2 += nthreads) {
+            const long long j_it8 = j_lo8 + q2;
+            const int j = (int)j_it8;
+            ey_s[((long long)0 - ey_b0) * 68LL + ((long long)j - ey_b1)] = _fict_[t + 2];
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 9: ey over the tile and axis 0: -0/+1, axis 1: -0/+0
+        const long long i_lo6 = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
+        const long long i_hi6 = (long long)nx < o0 + 17 ? (long long)nx : o0 + 17;
+        const long long j_lo9 = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
+        const long long j_hi9 = (long long)ny < o1 + 64 ? (long long)ny : o1 + 64;
+        for (long long i_it6 = i_lo6 + threadIdx.y; i_it6 < i_hi6; i_it6 += blockDim.y) {
+          for (long long j_it9 = j_lo9 + threadIdx.x; j_it9 < j_hi9; j_it9 += blockDim.x) {
+            const int i = (int)i_it6;
+            const int j = (int)j_it9;
+            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 10: ex over the tile and axis 0: -0/+0, axis 1: -0/+1
+        const long long i_lo7 = (long long)0 > o0 - 0 ? (long long)0 : o0 - 0;
+        const long long i_hi7 = (long long)nx < o0 + 16 ? (long long)nx : o0 + 16;
+        const long long j_lo10 = (long long)1 > o1 - 0 ? (long long)1 : o1 - 0;
+        const long long j_hi10 = (long long)ny < o1 + 65 ? (long long)ny : o1 + 65;
+        for (long long i_it7 = i_lo7 + threadIdx.y; i_it7 < i_hi7; i_it7 += blockDim.y) {
+          for (long long j_it10 = j_lo10 + threadIdx.x; j_it10 < j_hi10; j_it10 += blockDim.x) {
+            const int i = (int)i_it7;
+            const int j = (int)j_it10;
+            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 11: hz over the tile and axis 0: -0/+0, axis 1: -0/+0
+        const long long i_lo8 = (long long)0 > o0 - 0 ? (long long)0 : o0 - 0;
+        const long long i_hi8 = (long long)(nx - 1) < o0 + 16 ? (long long)(nx - 1) : o0 + 16;
+        const long long j_lo11 = (long long)0 > o1 - 0 ? (long long)0 : o1 - 0;
+        const long long j_hi11 = (long long)(ny - 1) < o1 + 64 ? (long long)(ny - 1) : o1 + 64;
+        for (long long i_it8 = i_lo8 + threadIdx.y; i_it8 < i_hi8; i_it8 += blockDim.y) {
+          for (long long j_it11 = j_lo11 + threadIdx.x; j_it11 < j_hi11; j_it11 += blockDim.x) {
+            const int i = (int)i_it8;
+            const int j = (int)j_it11;
+            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
+          }
+        }
+        __syncthreads();
+      }
       // ey: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
-          ey_out[(o0 + l0) * d1 + o1 + l1] = ey_s[(l0 + 0) * 64 + l1 + 0];
+          ey_out[(o0 + l0) * d1 + o1 + l1] = ey_s[(l0 + 2) * 68 + l1 + 2];
         }
       }
       // ex: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
-          ex_out[(o0 + l0) * d1 + o1 + l1] = ex_s[(l0 + 0) * 65 + l1 + 0];
+          ex_out[(o0 + l0) * d1 + o1 + l1] = ex_s[(l0 + 2) * 69 + l1 + 2];
         }
       }
       // hz: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
-          hz_out[(o0 + l0) * d1 + o1 + l1] = hz_s[(l0 + 1) * 66 + l1 + 1];
+          hz_out[(o0 + l0) * d1 + o1 + l1] = hz_s[(l0 + 3) * 70 + l1 + 3];
         }
       }
       __syncthreads();  // the next tile reuses the shared buffers
@@ -399,9 +517,10 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
         double *hz_next = hz_steps_scratch;
         const long long t_lo1 = 0;
         const long long t_hi1 = tmax;
-        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 1) {
+        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 3) {
           const int t = (int)t_it;
-          kernel_fdtd_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 7) / 8 < 65535LL ? (steps_d0 + 7) / 8 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(nx, ny, ex_cur, ex_next, ey_cur, ey_next, hz_cur, hz_next, _fict_, t);
+          const int nsteps = (t_hi1 - t_it + 0) / 1 < 3 ? (int)((t_hi1 - t_it + 0) / 1) : 3;  // this kernel's steps
+          kernel_fdtd_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(nx, ny, ex_cur, ex_next, ey_cur, ey_next, hz_cur, hz_next, _fict_, t, nsteps);
           err = cudaGetLastError();
           if (err != cudaSuccess) {
             break;

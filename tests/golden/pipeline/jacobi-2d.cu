@@ -160,75 +160,135 @@ __global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *A, 
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out)
+__global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out, int nsteps)
 {
-  __shared__ double B_s[660];  // its tile and halo, 10 x 66
-  __shared__ double A_s[816];  // its tile and halo, 12 x 68
+  __shared__ double B_s[1924];  // its tile and halo, 26 x 74
+  __shared__ double A_s[2128];  // its tile and halo, 28 x 76
   const long long d0 = (long long)n;
-  const long long tiles0 = (d0 + 7) / 8;
+  const long long tiles0 = (d0 + 15) / 16;
   const long long d1 = (long long)n;
   const long long tiles1 = (d1 + 63) / 64;
   const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z);
   for (long long k0 = blockIdx.y; k0 < tiles0; k0 += gridDim.y) {
     for (long long k1 = blockIdx.x; k1 < tiles1; k1 += gridDim.x) {
-      const long long o0 = k0 * 8;  // the tile's first element, axis 0
+      const long long o0 = k0 * 16;  // the tile's first element, axis 0
       const long long o1 = k1 * 64;  // the tile's first element, axis 1
-      const long long B_b0 = o0 - 1;
-      const long long B_b1 = o1 - 1;
-      const long long A_b0 = o0 - 2;
-      const long long A_b1 = o1 - 2;
+      const long long B_b0 = o0 - 5;
+      const long long B_b1 = o1 - 5;
+      const long long A_b0 = o0 - 6;
+      const long long A_b1 = o1 - 6;
       // B: the step's input over the tile and its halo
-      if (!(B_b0 >= (long long)1 && B_b0 + 10 <= (long long)(n - 1) && B_b1 >= (long long)1 && B_b1 + 66 <= (long long)(n - 1))) {  // else launch 0 writes it all first
-        for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.y; l0 < (d0 - B_b0 < 10 ? d0 - B_b0 : 10LL); l0 += blockDim.y) {
-          for (long long l1 = (B_b1 < 0 ? -B_b1 : 0LL) + threadIdx.x; l1 < (d1 - B_b1 < 66 ? d1 - B_b1 : 66LL); l1 += blockDim.x) {
-            B_s[(l0) * 66 + l1] = B_in[(B_b0 + l0) * d1 + B_b1 + l1];
+      if (!(B_b0 >= (long long)1 && B_b0 + 26 <= (long long)(n - 1) && B_b1 >= (long long)1 && B_b1 + 74 <= (long long)(n - 1))) {  // else launch 0 writes it all first
+        for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.y; l0 < (d0 - B_b0 < 26 ? d0 - B_b0 : 26LL); l0 += blockDim.y) {
+          for (long long l1 = (B_b1 < 0 ? -B_b1 : 0LL) + threadIdx.x; l1 < (d1 - B_b1 < 74 ? d1 - B_b1 : 74LL); l1 += blockDim.x) {
+            B_s[(l0) * 74 + l1] = B_in[(B_b0 + l0) * d1 + B_b1 + l1];
           }
         }
       }
       // A: the step's input over the tile and its halo
-      for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.y; l0 < (d0 - A_b0 < 12 ? d0 - A_b0 : 12LL); l0 += blockDim.y) {
-        for (long long l1 = (A_b1 < 0 ? -A_b1 : 0LL) + threadIdx.x; l1 < (d1 - A_b1 < 68 ? d1 - A_b1 : 68LL); l1 += blockDim.x) {
-          A_s[(l0) * 68 + l1] = A_in[(A_b0 + l0) * d1 + A_b1 + l1];
+      for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.y; l0 < (d0 - A_b0 < 28 ? d0 - A_b0 : 28LL); l0 += blockDim.y) {
+        for (long long l1 = (A_b1 < 0 ? -A_b1 : 0LL) + threadIdx.x; l1 < (d1 - A_b1 < 76 ? d1 - A_b1 : 76LL); l1 += blockDim.x) {
+          A_s[(l0) * 76 + l1] = A_in[(A_b0 + l0) * d1 + A_b1 + l1];
         }
       }
       __syncthreads();
-      // launch 0: B over the tile and axis 0: -1/+1, axis 1: -1/+1
-      const long long i_lo = (long long)1 > o0 - 1 ? (long long)1 : o0 - 1;
-      const long long i_hi = (long long)(n - 1) < o0 + 9 ? (long long)(n - 1) : o0 + 9;
-      const long long j_lo = (long long)1 > o1 - 1 ? (long long)1 : o1 - 1;
-      const long long j_hi = (long long)(n - 1) < o1 + 65 ? (long long)(n - 1) : o1 + 65;
+      // launch 0: B over the tile and axis 0: -5/+5, axis 1: -5/+5
+      const long long i_lo = (long long)1 > o0 - 5 ? (long long)1 : o0 - 5;
+      const long long i_hi = (long long)(n - 1) < o0 + 21 ? (long long)(n - 1) : o0 + 21;
+      const long long j_lo = (long long)1 > o1 - 5 ? (long long)1 : o1 - 5;
+      const long long j_hi = (long long)(n - 1) < o1 + 69 ? (long long)(n - 1) : o1 + 69;
       for (long long i_it = i_lo + threadIdx.y; i_it < i_hi; i_it += blockDim.y) {
         for (long long j_it = j_lo + threadIdx.x; j_it < j_hi; j_it += blockDim.x) {
           const int i = (int)i_it;
           const int j = (int)j_it;
-          B_s[((long long)i - B_b0) * 66LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 68LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 68LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 68LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 68LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 68LL + ((long long)j - A_b1)]);
+          B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
         }
       }
       __syncthreads();
-      // launch 1: A over the tile and axis 0: -0/+0, axis 1: -0/+0
-      const long long i_lo1 = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
-      const long long i_hi1 = (long long)(n - 1) < o0 + 8 ? (long long)(n - 1) : o0 + 8;
-      const long long j_lo1 = (long long)1 > o1 - 0 ? (long long)1 : o1 - 0;
-      const long long j_hi1 = (long long)(n - 1) < o1 + 64 ? (long long)(n - 1) : o1 + 64;
+      // launch 1: A over the tile and axis 0: -4/+4, axis 1: -4/+4
+      const long long i_lo1 = (long long)1 > o0 - 4 ? (long long)1 : o0 - 4;
+      const long long i_hi1 = (long long)(n - 1) < o0 + 20 ? (long long)(n - 1) : o0 + 20;
+      const long long j_lo1 = (long long)1 > o1 - 4 ? (long long)1 : o1 - 4;
+      const long long j_hi1 = (long long)(n - 1) < o1 + 68 ? (long long)(n - 1) : o1 + 68;
       for (long long i_it1 = i_lo1 + threadIdx.y; i_it1 < i_hi1; i_it1 += blockDim.y) {
         for (long long j_it1 = j_lo1 + threadIdx.x; j_it1 < j_hi1; j_it1 += blockDim.x) {
           const int i = (int)i_it1;
           const int j = (int)j_it1;
-          A_s[((long long)i - A_b0) * 68LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 66LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 66LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 66LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 66LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 66LL + ((long long)j - B_b1)]);
+          A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
         }
       }
       __syncthreads();
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 2: B over the tile and axis 0: -3/+3, axis 1: -3/+3
+        const long long i_lo2 = (long long)1 > o0 - 3 ? (long long)1 : o0 - 3;
+        const long long i_hi2 = (long long)(n - 1) < o0 + 19 ? (long long)(n - 1) : o0 + 19;
+        const long long j_lo2 = (long long)1 > o1 - 3 ? (long long)1 : o1 - 3;
+        const long long j_hi2 = (long long)(n - 1) < o1 + 67 ? (long long)(n - 1) : o1 + 67;
+        for (long long i_it2 = i_lo2 + threadIdx.y; i_it2 < i_hi2; i_it2 += blockDim.y) {
+          for (long long j_it2 = j_lo2 + threadIdx.x; j_it2 < j_hi2; j_it2 += blockDim.x) {
+            const int i = (int)i_it2;
+            const int j = (int)j_it2;
+            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 1) {  // time step 1 of 3
+        // launch 3: A over the tile and axis 0: -2/+2, axis 1: -2/+2
+        const long long i_lo3 = (long long)1 > o0 - 2 ? (long long)1 : o0 - 2;
+        const long long i_hi3 = (long long)(n - 1) < o0 + 18 ? (long long)(n - 1) : o0 + 18;
+        const long long j_lo3 = (long long)1 > o1 - 2 ? (long long)1 : o1 - 2;
+        const long long j_hi3 = (long long)(n - 1) < o1 + 66 ? (long long)(n - 1) : o1 + 66;
+        for (long long i_it3 = i_lo3 + threadIdx.y; i_it3 < i_hi3; i_it3 += blockDim.y) {
+          for (long long j_it3 = j_lo3 + threadIdx.x; j_it3 < j_hi3; j_it3 += blockDim.x) {
+            const int i = (int)i_it3;
+            const int j = (int)j_it3;
+            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 4: B over the tile and axis 0: -1/+1, axis 1: -1/+1
+        const long long i_lo4 = (long long)1 > o0 - 1 ? (long long)1 : o0 - 1;
+        const long long i_hi4 = (long long)(n - 1) < o0 + 17 ? (long long)(n - 1) : o0 + 17;
+        const long long j_lo4 = (long long)1 > o1 - 1 ? (long long)1 : o1 - 1;
+        const long long j_hi4 = (long long)(n - 1) < o1 + 65 ? (long long)(n - 1) : o1 + 65;
+        for (long long i_it4 = i_lo4 + threadIdx.y; i_it4 < i_hi4; i_it4 += blockDim.y) {
+          for (long long j_it4 = j_lo4 + threadIdx.x; j_it4 < j_hi4; j_it4 += blockDim.x) {
+            const int i = (int)i_it4;
+            const int j = (int)j_it4;
+            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
+          }
+        }
+        __syncthreads();
+      }
+      if (nsteps > 2) {  // time step 2 of 3
+        // launch 5: A over the tile and axis 0: -0/+0, axis 1: -0/+0
+        const long long i_lo5 = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
+        const long long i_hi5 = (long long)(n - 1) < o0 + 16 ? (long long)(n - 1) : o0 + 16;
+        const long long j_lo5 = (long long)1 > o1 - 0 ? (long long)1 : o1 - 0;
+        const long long j_hi5 = (long long)(n - 1) < o1 + 64 ? (long long)(n - 1) : o1 + 64;
+        for (long long i_it5 = i_lo5 + threadIdx.y; i_it5 < i_hi5; i_it5 += blockDim.y) {
+          for (long long j_it5 = j_lo5 + threadIdx.x; j_it5 < j_hi5; j_it5 += blockDim.x) {
+            const int i = (int)i_it5;
+            const int j = (int)j_it5;
+            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
+          }
+        }
+        __syncthreads();
+      }
       // B: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
-          B_out[(o0 + l0) * d1 + o1 + l1] = B_s[(l0 + 1) * 66 + l1 + 1];
+          B_out[(o0 + l0) * d1 + o1 + l1] = B_s[(l0 + 5) * 74 + l1 + 5];
         }
       }
       // A: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 8 ? d0 - o0 : 8LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
-          A_out[(o0 + l0) * d1 + o1 + l1] = A_s[(l0 + 2) * 68 + l1 + 2];
+          A_out[(o0 + l0) * d1 + o1 + l1] = A_s[(l0 + 6) * 76 + l1 + 6];
         }
       }
       __syncthreads();  // the next tile reuses the shared buffers
@@ -304,8 +364,9 @@ extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, dou
         double *A_next = A_steps_scratch;
         const long long t_lo1 = 0;
         const long long t_hi1 = tsteps;
-        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 1) {
-          kernel_jacobi_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 7) / 8 < 65535LL ? (steps_d0 + 7) / 8 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next);
+        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 3) {
+          const int nsteps = (t_hi1 - t_it + 0) / 1 < 3 ? (int)((t_hi1 - t_it + 0) / 1) : 3;  // this kernel's steps
+          kernel_jacobi_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next, nsteps);
           err = cudaGetLastError();
           if (err != cudaSuccess) {
             break;
