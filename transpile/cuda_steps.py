@@ -65,12 +65,15 @@ SMEM_LIMIT = 48 * 1024
 """Most bytes of shared memory the boxes of one block may take."""
 STEPS: int | None = None
 """Time steps a fused kernel runs (its halos grow with each); None: the most of :data:`MAX_STEPS` that fit."""
-MAX_STEPS = {1: 4, 2: 3, 3: 3}
+MAX_STEPS = {1: 16, 2: 3, 3: 3}
 """Most time steps a kernel per array rank.  Measured on an H100 (bench/results/h100_run56.md, one child,
 against the launches one by one): fdtd-2d at 8192 x 8193 41.2 ms as launches, 26.6 fused one step a
 kernel, 17.2 two, 15.3 three (16 x 64 tiles); jacobi-2d at 8192^2 15.7 ms as launches, 16.4 / 12.3 / 12.8
 with one, two, three steps (three faster at EXTRALARGE: 72.7 against 77.9 ms); jacobi-1d at 2^25 19.8 ms
-as launches, 15.5 one step, 6.17 four."""
+as launches, 15.5 one step, 6.17 four.  On the H200 (bench/results/h200_run57_steps.md): fdtd-2d 30.9 ms
+as launches, 14.9 three steps, 16.2 four; jacobi-2d at EXTRALARGE 81.0 as launches, 77.1 / 72.5 / 74.3 /
+78.5 with two to five steps; jacobi-1d at 2^25 16.2 as launches, 5.19 four steps, 4.36 eight, 3.89
+sixteen."""
 TRAFFIC = 0.75
 """The fused kernel's words a point a step must be under this share of the launches' (jacobi-2d one step a
 kernel, 3 words against 4, measured slower than its launches: 18.4 against 15.7 ms)."""
@@ -322,7 +325,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     smem = {n: namer.fresh(f"{n}_s") for n in p.written}
     size = {n: p.box_shape(n) for n in p.written}
     for n in p.written:
-        body.append(f"  __shared__ {ctype(arrays[n].elem)} {smem[n]}[{math.prod(size[n])}];  // its tile and halo, "
+        body.append(f"  {m('shared', f'__shared__ {ctype(arrays[n].elem)} {smem[n]}[{math.prod(size[n])}];')}"
+                    "  // its tile and halo, "
                     + " x ".join(map(str, size[n])))
     dn = [namer.fresh(f"d{a}") for a in range(rank)]
     nt = [namer.fresh(f"tiles{a}") for a in range(rank)]
@@ -330,16 +334,15 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         body.append(f"  const {INDEX_TYPE} {dn[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
         body.append(f"  const {INDEX_TYPE} {nt[a]} = ({dn[a]} + {tile[a] - 1}) / {tile[a]};")
     tid, nthr = namer.fresh("tid"), namer.fresh("nthreads")
-    body.append(f"  const int {tid} = (int)({m('index', 'threadIdx.x')} + blockDim.x * "
-                f"({m('index', 'threadIdx.y')} + blockDim.y * {m('index', 'threadIdx.z')}));")
-    body.append(f"  const int {nthr} = (int)(blockDim.x * blockDim.y * blockDim.z);")
+    body.append(f"  const int {tid} = (int){m('index', '(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))')};")
+    body.append(f"  const int {nthr} = (int){m('index', '(blockDim.x * blockDim.y * blockDim.z)')};")
     kt = [namer.fresh(f"k{a}") for a in range(rank)]
     org = [namer.fresh(f"o{a}") for a in range(rank)]
     pad_k = "  "
     for a in range(rank):
         g = dim_of[a]
-        body.append(f"{pad_k}for ({INDEX_TYPE} {kt[a]} = {m('index', f'blockIdx.{g}')}; {kt[a]} < {nt[a]}; "
-                    f"{kt[a]} += gridDim.{g}) {{")
+        body.append(f"{pad_k}for ({INDEX_TYPE} {kt[a]} = {m('index', f'blockIdx.{g}')}; {m('guard', f'{kt[a]} < {nt[a]}')}; "
+                    f"{kt[a]} += {m('index', f'gridDim.{g}')}) {{")
         pad_k += "  "
     ind = pad_k
     for a in range(rank):
@@ -361,8 +364,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         q = pad0
         for a, ((lo, hi), v) in enumerate(zip(ranges, names)):
             g = dim_of[a]
-            out.append(f"{q}for ({INDEX_TYPE} {v} = {lo} + {m('index', f'threadIdx.{g}')}; {v} < {hi}; "
-                       f"{v} += blockDim.{g}) {{")
+            out.append(f"{q}for ({INDEX_TYPE} {v} = {lo} + {m('index', f'threadIdx.{g}')}; {m('guard', f'{v} < {hi}')}; "
+                       f"{v} += {m('index', f'blockDim.{g}')}) {{")
             q += "  "
         out += [q + x for x in inner]
         for _ in ranges:
@@ -392,7 +395,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                 c0 = "" if _is_var(ix, v) else f" - ({expr(ir.binary('-', ir.cast(ix, ir.I64), ir.Var(v, ir.I64)))})"
                 inside.append(f"{b[a]}{c0} >= {expr.cast_to(lp.lo, INDEX_TYPE)} && "
                               f"{b[a]} + {size[n][a]}{c0} <= {expr.cast_to(lp.hi, INDEX_TYPE)}")
-            body.append(f"{ind}if (!({' && '.join(inside)})) {{  // else launch {p.overwritten[n]} writes it all first")
+            body.append(f"{ind}if ({m('guard', '!(' + ' && '.join(inside) + ')')}) {{  "
+                        f"// else launch {p.overwritten[n]} writes it all first")
             body += ["  " + x for x in load]
             body.append(f"{ind}}}")
         else:
@@ -442,7 +446,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                  for (_a, v, _lo, _hi), it in zip(par_axes, its)]
         q = ind
         if fixed:
-            body.append(f"{q}if ({' && '.join(fixed)}) {{")
+            body.append(f"{q}if ({m('guard', ' && '.join(fixed))}) {{")
             q += "  "
         if len(par_axes) == rank:
             body += nest([(lo, hi) for _a, _v, lo, hi in par_axes], its, decls + lines, q)
@@ -450,7 +454,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             cnt, qv = namer.fresh("count"), namer.fresh("q")
             prod = " * ".join(f"({hi} > {lo} ? {hi} - {lo} : 0LL)" for _a, _v, lo, hi in par_axes)
             body.append(f"{q}const {INDEX_TYPE} {cnt} = {prod};")
-            body.append(f"{q}for ({INDEX_TYPE} {qv} = {tid}; {qv} < {cnt}; {qv} += {nthr}) {{")
+            body.append(f"{q}for ({INDEX_TYPE} {qv} = {tid}; {m('guard', f'{qv} < {cnt}')}; {qv} += {nthr}) {{")
             rest = qv
             inner: list[str] = []
             for j, (_a, _v, lo, hi) in enumerate(reversed(par_axes)):
@@ -468,7 +472,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             body.append(f"{ind}}}")
         body.append(f"{ind}{m('barrier', '__syncthreads();')}")
         if ph.step:  # a later time step: only if the loop has that many left (the same for the whole block)
-            body[start:] = [f"{ind}if ({nsteps} > {ph.step}) {{  // time step {ph.step} of {p.steps}",
+            body[start:] = [f"{ind}if ({m('guard', f'{nsteps} > {ph.step}')}) {{  // time step {ph.step} of {p.steps}",
                             *["  " + x for x in body[start:]], f"{ind}}}"]
 
     # Stores: each written array's tile, clipped to the array.
