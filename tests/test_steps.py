@@ -51,6 +51,12 @@ TWO_D = """kernel k2(i32 T, i32 n, i32 m, inout f64 A[n][m], inout f64 B[n][m], 
 }
 """
 
+# Down the time loop, two at a time, the host variable read by the boundary launch: each later step of a
+# kernel reads t - 2, t - 4.
+TWO_D_DOWN = TWO_D.replace("for t in 0..T {", "for t in 0..T step -2 {").replace(
+    "A[i][0] = C[i][1] * 0.5;", "A[i][0] = C[i][1] * 0.5 + t;")
+assert TWO_D_DOWN.count("step -2") == 1 and TWO_D_DOWN.count("+ t;") == 1
+
 THREE_D = """kernel k3(i32 T, i32 n, inout f64 U[n][n][n], inout f64 V[n][n][n], inout f64 W[n][n][n]) {
   for t in 0..T {
     for i in 1..n - 1 {
@@ -212,7 +218,8 @@ def _const(e: ir.Expr) -> int:
                  {"tmax": 7, "nx": 3, "ny": 200}]),
     (TWO_D, [{"T": 3, "n": 9, "m": 66}, {"T": 2, "n": 18, "m": 129}, {"T": 1, "n": 4, "m": 3}, {"T": 7, "n": 11, "m": 9}]),
     (THREE_D, [{"T": 3, "n": 9}, {"T": 2, "n": 34}, {"T": 1, "n": 2}, {"T": 4, "n": 6}]),
-], ids=["fdtd-2d", "two-d", "three-d"])
+    (TWO_D_DOWN, [{"T": 7, "n": 9, "m": 66}, {"T": 5, "n": 18, "m": 70}, {"T": 1, "n": 4, "m": 3}]),
+], ids=["fdtd-2d", "two-d", "three-d", "two-d-down"])
 @pytest.mark.parametrize("steps", [1, 3])
 def test_fused_and_one_by_one_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
                                                     sizes: list[dict[str, int]], steps: int) -> None:

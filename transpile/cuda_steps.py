@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import TYPE_CHECKING
 
 from transpile import ir
@@ -160,8 +161,10 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, steps: int) -> Plan | None:
     rank = len(shape.dims)
     if rank not in TILES or any(n in emitter.hoisted for n in written):
         return None
-    dims = [emitter.expr(d) for d in shape.dims]
-    if any(len(arrays[n].dims) != rank or [emitter.expr(d) for d in arrays[n].dims] != dims for n in written):
+    # The same extents after the first (the flattening's); the first may differ (a flat pointer's is the
+    # rows its references reach: fdtd-2d's ey[0][j] makes ey's max(1, nx)), passed by value per array.
+    inner = [emitter.expr(d) for d in shape.dims[1:]]
+    if any(len(arrays[n].dims) != rank or [emitter.expr(d) for d in arrays[n].dims[1:]] != inner for n in written):
         return None
 
     # Per launch: which par variable each target subscript follows, and every read of a written array as
@@ -287,7 +290,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             referenced |= _var_names(lp.lo) | _var_names(lp.hi)
         for a, u in ir.array_uses(ph.stmt).items():
             uses[a] = (uses.get(a, (False, False))[0] or u[0], uses.get(a, (False, False))[1] or u[1])
-    for d in shape.dims:
+    for d in shape.dims[1:]:
         referenced |= _var_names(d)
     for a in uses:
         referenced |= emitter.extent_vars.get(a, set())
@@ -328,14 +331,24 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         body.append(f"  {m('shared', f'__shared__ {ctype(arrays[n].elem)} {smem[n]}[{math.prod(size[n])}];')}"
                     "  // its tile and halo, "
                     + " x ".join(map(str, size[n])))
+    rows = {n: namer.fresh(f"{n}_rows") for n in p.written}  # each written array's first extent, by value
+    params += [f"{INDEX_TYPE} {rows[n]}" for n in p.written]
+    args += [expr.cast_to(arrays[n].dims[0], INDEX_TYPE) for n in p.written]
     dn = [namer.fresh(f"d{a}") for a in range(rank)]
     nt = [namer.fresh(f"tiles{a}") for a in range(rank)]
     for a in range(rank):
-        body.append(f"  const {INDEX_TYPE} {dn[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
+        if a == 0:
+            most = rows[p.written[0]]
+            for n in p.written[1:]:
+                most = f"{most} > {rows[n]} ? {most} : {rows[n]}"
+            body.append(f"  const {INDEX_TYPE} {dn[a]} = {most};  // the tiles cover every written array")
+        else:
+            body.append(f"  const {INDEX_TYPE} {dn[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
         body.append(f"  const {INDEX_TYPE} {nt[a]} = ({dn[a]} + {tile[a] - 1}) / {tile[a]};")
     tid, nthr = namer.fresh("tid"), namer.fresh("nthreads")
-    body.append(f"  const int {tid} = (int){m('index', '(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))')};")
-    body.append(f"  const int {nthr} = (int){m('index', '(blockDim.x * blockDim.y * blockDim.z)')};")
+    tid_line = f"  const int {tid} = (int){m('index', '(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))')};"
+    nthr_line = f"  const int {nthr} = (int){m('index', '(blockDim.x * blockDim.y * blockDim.z)')};"
+    body += [tid_line, nthr_line]
     kt = [namer.fresh(f"k{a}") for a in range(rank)]
     org = [namer.fresh(f"o{a}") for a in range(rank)]
     pad_k = "  "
@@ -377,8 +390,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     ls = [namer.fresh(f"l{a}") for a in range(rank)]
     for n in p.written:
         b = base[n]
+        ext = [rows[n], *dn[1:]]
         ranges = [(f"({b[a]} < 0 ? -{b[a]} : 0LL)",
-                   f"({dn[a]} - {b[a]} < {size[n][a]} ? {dn[a]} - {b[a]} : {size[n][a]}LL)") for a in range(rank)]
+                   f"({ext[a]} - {b[a]} < {size[n][a]} ? {ext[a]} - {b[a]} : {size[n][a]}LL)") for a in range(rank)]
         src = flat([f"{b[a]} + {ls[a]}" for a in range(rank)], dn[1:])
         dst = flat(ls, [str(x) for x in size[n][1:]])
         body.append(f"{ind}// {n}: the step's input over the tile and its halo")
@@ -412,7 +426,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         start = len(body)
         target = ph.stmt.target
         assert isinstance(target, ir.Index)
-        stmt = _to_shared(ph.stmt, p, smem, base, size)
+        stmt = _to_shared(ph.stmt, smem, base, size)
         lp_of = {lp.var: lp for lp in ph.chain}
         printer = StmtPrinter(sub_expr, namer.child(), depth=0)
         lines = printer.emit([stmt])
@@ -477,7 +491,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
 
     # Stores: each written array's tile, clipped to the array.
     for n in p.written:
-        ranges = [("0LL", f"({dn[a]} - {org[a]} < {tile[a]} ? {dn[a]} - {org[a]} : {tile[a]}LL)") for a in range(rank)]
+        ext = [rows[n], *dn[1:]]
+        ranges = [("0LL", f"({ext[a]} - {org[a]} < {tile[a]} ? {ext[a]} - {org[a]} : {tile[a]}LL)")
+                  for a in range(rank)]
         dst = flat([f"{org[a]} + {ls[a]}" for a in range(rank)], dn[1:])
         src = flat([f"{ls[a]} + {p.halo[n][a][0]}" for a in range(rank)], [str(x) for x in size[n][1:]])
         body.append(f"{ind}// {n}: the tile into the step's output")
@@ -487,6 +503,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         pad_k = pad_k[:-2]
         body.append(f"{pad_k}}}")
 
+    if not any(re.search(rf"\b{tid}\b", x) for x in body[body.index(tid_line) + 2:]):
+        body.remove(tid_line)  # only a launch with fewer par loops than axes spreads its box over a flat range
+        body.remove(nthr_line)
     threads = math.prod(block)
     name = emitter.namer.fresh(f"{emitter.name}_steps")
     kernel: dict[str, object] = {"name": name, "params": params, "body": body, "threads": threads,
@@ -506,7 +525,14 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
              f"{pad}// (or scratch that cannot be allocated) launches the loop's kernels one by one.",
              f'{pad}const char *const {env} = getenv("{ENV}");']
     for a in range(rank):
-        setup.append(f"{pad}const {INDEX_TYPE} {hd[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
+        if a == 0:
+            firsts = list(dict.fromkeys(expr.cast_to(arrays[n].dims[0], INDEX_TYPE) for n in p.written))
+            most = firsts[0]
+            for e0 in firsts[1:]:  # the most rows of any written array
+                most = f"({most} > {e0} ? {most} : {e0})"
+            setup.append(f"{pad}const {INDEX_TYPE} {hd[a]} = {most};")
+        else:
+            setup.append(f"{pad}const {INDEX_TYPE} {hd[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
     positive = " && ".join(f"{hd[a]} > 0" for a in range(rank))
     setup.append(f"{pad}bool {ok} = ({env} == NULL || atoi({env}) != 0) && {positive};")
     setup.append(f"{pad}if ({ok}) {{")
@@ -590,9 +616,18 @@ def _name(params: list[str], array: str, which: str) -> str:
     raise AssertionError(f"no {which} buffer parameter for {array}")
 
 
-def _to_shared(stmt: ir.Assign, p: Plan, smem: dict[str, str], base: dict[str, list[str]],
+def _to_shared(stmt: ir.Assign, smem: dict[str, str], base: dict[str, list[str]],
                size: dict[str, tuple[int, ...]]) -> ir.Assign:
-    """``stmt`` with every element of a written array read from and written to its shared buffer."""
+    """``stmt`` with every element of a written array read from and written to its shared buffer.  Each
+    position is printed as the target's subscript plus the constant offset (:func:`plan` proved it one),
+    so that ``A[i][1 + j]`` and ``A[i][j + 1]`` give the same text."""
+    from passes import accesses
+    from transpile.cuda import _var_names
+
+    target = stmt.target
+    assert isinstance(target, ir.Index)
+    names = _var_names(stmt)
+    forms = [accesses.affine(ix, names) for ix in target.indices]
 
     class _Shared(ir.Transformer):
         def visit_Index(self, e: ir.Index) -> ir.Node:
@@ -600,7 +635,12 @@ def _to_shared(stmt: ir.Assign, p: Plan, smem: dict[str, str], base: dict[str, l
                 return self.generic_visit(e)
             acc: ir.Expr | None = None
             for a, ix in enumerate(e.indices):
-                local = ir.binary("-", ir.cast(ix, ir.I64), ir.Var(base[e.array][a], ir.I64))
+                g, f = accesses.affine(ix, names), forms[a]
+                assert g is not None and f is not None and g.coeffs == f.coeffs, f"not an offset: {e!r}"
+                pos = ir.cast(target.indices[a], ir.I64)
+                if g.const != f.const:
+                    pos = ir.binary("+", pos, ir.const(g.const - f.const, ir.I64))
+                local = ir.binary("-", pos, ir.Var(base[e.array][a], ir.I64))
                 acc = local if acc is None else ir.binary(
                     "+", ir.binary("*", acc, ir.const(size[e.array][a], ir.I64)), local)
             assert acc is not None

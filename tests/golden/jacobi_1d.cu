@@ -144,9 +144,360 @@ __global__ void __launch_bounds__(1024) jacobi_1d_loop(int n, double *A, double 
   }
 }
 
+__global__ void __launch_bounds__(256) jacobi_1d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out, long long B_rows, long long A_rows, int nsteps)
+{
+  __shared__ double B_s[2110];  // its tile and halo, 2110
+  __shared__ double A_s[2112];  // its tile and halo, 2112
+  const long long d0 = B_rows > A_rows ? B_rows : A_rows;  // the tiles cover every written array
+  const long long tiles0 = (d0 + 2047) / 2048;
+  for (long long k0 = blockIdx.x; k0 < tiles0; k0 += gridDim.x) {
+    const long long o0 = k0 * 2048;  // the tile's first element, axis 0
+    const long long B_b0 = o0 - 31;
+    const long long A_b0 = o0 - 32;
+    // B: the step's input over the tile and its halo
+    if (!(B_b0 >= (long long)1 && B_b0 + 2110 <= (long long)(n - 1))) {  // else launch 0 writes it all first
+      for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.x; l0 < (B_rows - B_b0 < 2110 ? B_rows - B_b0 : 2110LL); l0 += blockDim.x) {
+        B_s[l0] = B_in[B_b0 + l0];
+      }
+    }
+    // A: the step's input over the tile and its halo
+    for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.x; l0 < (A_rows - A_b0 < 2112 ? A_rows - A_b0 : 2112LL); l0 += blockDim.x) {
+      A_s[l0] = A_in[A_b0 + l0];
+    }
+    __syncthreads();
+    // launch 0: B over the tile and axis 0: -31/+31
+    const long long i_lo = (long long)1 > o0 - 31 ? (long long)1 : o0 - 31;
+    const long long i_hi = (long long)(n - 1) < o0 + 2079 ? (long long)(n - 1) : o0 + 2079;
+    for (long long i_it = i_lo + threadIdx.x; i_it < i_hi; i_it += blockDim.x) {
+      const int i = (int)i_it;
+      B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+    }
+    __syncthreads();
+    // launch 1: A over the tile and axis 0: -30/+30
+    const long long i_lo1 = (long long)1 > o0 - 30 ? (long long)1 : o0 - 30;
+    const long long i_hi1 = (long long)(n - 1) < o0 + 2078 ? (long long)(n - 1) : o0 + 2078;
+    for (long long i_it1 = i_lo1 + threadIdx.x; i_it1 < i_hi1; i_it1 += blockDim.x) {
+      const int i = (int)i_it1;
+      A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+    }
+    __syncthreads();
+    if (nsteps > 1) {  // time step 1 of 16
+      // launch 2: B over the tile and axis 0: -29/+29
+      const long long i_lo2 = (long long)1 > o0 - 29 ? (long long)1 : o0 - 29;
+      const long long i_hi2 = (long long)(n - 1) < o0 + 2077 ? (long long)(n - 1) : o0 + 2077;
+      for (long long i_it2 = i_lo2 + threadIdx.x; i_it2 < i_hi2; i_it2 += blockDim.x) {
+        const int i = (int)i_it2;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 1) {  // time step 1 of 16
+      // launch 3: A over the tile and axis 0: -28/+28
+      const long long i_lo3 = (long long)1 > o0 - 28 ? (long long)1 : o0 - 28;
+      const long long i_hi3 = (long long)(n - 1) < o0 + 2076 ? (long long)(n - 1) : o0 + 2076;
+      for (long long i_it3 = i_lo3 + threadIdx.x; i_it3 < i_hi3; i_it3 += blockDim.x) {
+        const int i = (int)i_it3;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 2) {  // time step 2 of 16
+      // launch 4: B over the tile and axis 0: -27/+27
+      const long long i_lo4 = (long long)1 > o0 - 27 ? (long long)1 : o0 - 27;
+      const long long i_hi4 = (long long)(n - 1) < o0 + 2075 ? (long long)(n - 1) : o0 + 2075;
+      for (long long i_it4 = i_lo4 + threadIdx.x; i_it4 < i_hi4; i_it4 += blockDim.x) {
+        const int i = (int)i_it4;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 2) {  // time step 2 of 16
+      // launch 5: A over the tile and axis 0: -26/+26
+      const long long i_lo5 = (long long)1 > o0 - 26 ? (long long)1 : o0 - 26;
+      const long long i_hi5 = (long long)(n - 1) < o0 + 2074 ? (long long)(n - 1) : o0 + 2074;
+      for (long long i_it5 = i_lo5 + threadIdx.x; i_it5 < i_hi5; i_it5 += blockDim.x) {
+        const int i = (int)i_it5;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 3) {  // time step 3 of 16
+      // launch 6: B over the tile and axis 0: -25/+25
+      const long long i_lo6 = (long long)1 > o0 - 25 ? (long long)1 : o0 - 25;
+      const long long i_hi6 = (long long)(n - 1) < o0 + 2073 ? (long long)(n - 1) : o0 + 2073;
+      for (long long i_it6 = i_lo6 + threadIdx.x; i_it6 < i_hi6; i_it6 += blockDim.x) {
+        const int i = (int)i_it6;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 3) {  // time step 3 of 16
+      // launch 7: A over the tile and axis 0: -24/+24
+      const long long i_lo7 = (long long)1 > o0 - 24 ? (long long)1 : o0 - 24;
+      const long long i_hi7 = (long long)(n - 1) < o0 + 2072 ? (long long)(n - 1) : o0 + 2072;
+      for (long long i_it7 = i_lo7 + threadIdx.x; i_it7 < i_hi7; i_it7 += blockDim.x) {
+        const int i = (int)i_it7;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 4) {  // time step 4 of 16
+      // launch 8: B over the tile and axis 0: -23/+23
+      const long long i_lo8 = (long long)1 > o0 - 23 ? (long long)1 : o0 - 23;
+      const long long i_hi8 = (long long)(n - 1) < o0 + 2071 ? (long long)(n - 1) : o0 + 2071;
+      for (long long i_it8 = i_lo8 + threadIdx.x; i_it8 < i_hi8; i_it8 += blockDim.x) {
+        const int i = (int)i_it8;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 4) {  // time step 4 of 16
+      // launch 9: A over the tile and axis 0: -22/+22
+      const long long i_lo9 = (long long)1 > o0 - 22 ? (long long)1 : o0 - 22;
+      const long long i_hi9 = (long long)(n - 1) < o0 + 2070 ? (long long)(n - 1) : o0 + 2070;
+      for (long long i_it9 = i_lo9 + threadIdx.x; i_it9 < i_hi9; i_it9 += blockDim.x) {
+        const int i = (int)i_it9;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 5) {  // time step 5 of 16
+      // launch 10: B over the tile and axis 0: -21/+21
+      const long long i_lo10 = (long long)1 > o0 - 21 ? (long long)1 : o0 - 21;
+      const long long i_hi10 = (long long)(n - 1) < o0 + 2069 ? (long long)(n - 1) : o0 + 2069;
+      for (long long i_it10 = i_lo10 + threadIdx.x; i_it10 < i_hi10; i_it10 += blockDim.x) {
+        const int i = (int)i_it10;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 5) {  // time step 5 of 16
+      // launch 11: A over the tile and axis 0: -20/+20
+      const long long i_lo11 = (long long)1 > o0 - 20 ? (long long)1 : o0 - 20;
+      const long long i_hi11 = (long long)(n - 1) < o0 + 2068 ? (long long)(n - 1) : o0 + 2068;
+      for (long long i_it11 = i_lo11 + threadIdx.x; i_it11 < i_hi11; i_it11 += blockDim.x) {
+        const int i = (int)i_it11;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 6) {  // time step 6 of 16
+      // launch 12: B over the tile and axis 0: -19/+19
+      const long long i_lo12 = (long long)1 > o0 - 19 ? (long long)1 : o0 - 19;
+      const long long i_hi12 = (long long)(n - 1) < o0 + 2067 ? (long long)(n - 1) : o0 + 2067;
+      for (long long i_it12 = i_lo12 + threadIdx.x; i_it12 < i_hi12; i_it12 += blockDim.x) {
+        const int i = (int)i_it12;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 6) {  // time step 6 of 16
+      // launch 13: A over the tile and axis 0: -18/+18
+      const long long i_lo13 = (long long)1 > o0 - 18 ? (long long)1 : o0 - 18;
+      const long long i_hi13 = (long long)(n - 1) < o0 + 2066 ? (long long)(n - 1) : o0 + 2066;
+      for (long long i_it13 = i_lo13 + threadIdx.x; i_it13 < i_hi13; i_it13 += blockDim.x) {
+        const int i = (int)i_it13;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 7) {  // time step 7 of 16
+      // launch 14: B over the tile and axis 0: -17/+17
+      const long long i_lo14 = (long long)1 > o0 - 17 ? (long long)1 : o0 - 17;
+      const long long i_hi14 = (long long)(n - 1) < o0 + 2065 ? (long long)(n - 1) : o0 + 2065;
+      for (long long i_it14 = i_lo14 + threadIdx.x; i_it14 < i_hi14; i_it14 += blockDim.x) {
+        const int i = (int)i_it14;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 7) {  // time step 7 of 16
+      // launch 15: A over the tile and axis 0: -16/+16
+      const long long i_lo15 = (long long)1 > o0 - 16 ? (long long)1 : o0 - 16;
+      const long long i_hi15 = (long long)(n - 1) < o0 + 2064 ? (long long)(n - 1) : o0 + 2064;
+      for (long long i_it15 = i_lo15 + threadIdx.x; i_it15 < i_hi15; i_it15 += blockDim.x) {
+        const int i = (int)i_it15;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 8) {  // time step 8 of 16
+      // launch 16: B over the tile and axis 0: -15/+15
+      const long long i_lo16 = (long long)1 > o0 - 15 ? (long long)1 : o0 - 15;
+      const long long i_hi16 = (long long)(n - 1) < o0 + 2063 ? (long long)(n - 1) : o0 + 2063;
+      for (long long i_it16 = i_lo16 + threadIdx.x; i_it16 < i_hi16; i_it16 += blockDim.x) {
+        const int i = (int)i_it16;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 8) {  // time step 8 of 16
+      // launch 17: A over the tile and axis 0: -14/+14
+      const long long i_lo17 = (long long)1 > o0 - 14 ? (long long)1 : o0 - 14;
+      const long long i_hi17 = (long long)(n - 1) < o0 + 2062 ? (long long)(n - 1) : o0 + 2062;
+      for (long long i_it17 = i_lo17 + threadIdx.x; i_it17 < i_hi17; i_it17 += blockDim.x) {
+        const int i = (int)i_it17;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 9) {  // time step 9 of 16
+      // launch 18: B over the tile and axis 0: -13/+13
+      const long long i_lo18 = (long long)1 > o0 - 13 ? (long long)1 : o0 - 13;
+      const long long i_hi18 = (long long)(n - 1) < o0 + 2061 ? (long long)(n - 1) : o0 + 2061;
+      for (long long i_it18 = i_lo18 + threadIdx.x; i_it18 < i_hi18; i_it18 += blockDim.x) {
+        const int i = (int)i_it18;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 9) {  // time step 9 of 16
+      // launch 19: A over the tile and axis 0: -12/+12
+      const long long i_lo19 = (long long)1 > o0 - 12 ? (long long)1 : o0 - 12;
+      const long long i_hi19 = (long long)(n - 1) < o0 + 2060 ? (long long)(n - 1) : o0 + 2060;
+      for (long long i_it19 = i_lo19 + threadIdx.x; i_it19 < i_hi19; i_it19 += blockDim.x) {
+        const int i = (int)i_it19;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 10) {  // time step 10 of 16
+      // launch 20: B over the tile and axis 0: -11/+11
+      const long long i_lo20 = (long long)1 > o0 - 11 ? (long long)1 : o0 - 11;
+      const long long i_hi20 = (long long)(n - 1) < o0 + 2059 ? (long long)(n - 1) : o0 + 2059;
+      for (long long i_it20 = i_lo20 + threadIdx.x; i_it20 < i_hi20; i_it20 += blockDim.x) {
+        const int i = (int)i_it20;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 10) {  // time step 10 of 16
+      // launch 21: A over the tile and axis 0: -10/+10
+      const long long i_lo21 = (long long)1 > o0 - 10 ? (long long)1 : o0 - 10;
+      const long long i_hi21 = (long long)(n - 1) < o0 + 2058 ? (long long)(n - 1) : o0 + 2058;
+      for (long long i_it21 = i_lo21 + threadIdx.x; i_it21 < i_hi21; i_it21 += blockDim.x) {
+        const int i = (int)i_it21;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 11) {  // time step 11 of 16
+      // launch 22: B over the tile and axis 0: -9/+9
+      const long long i_lo22 = (long long)1 > o0 - 9 ? (long long)1 : o0 - 9;
+      const long long i_hi22 = (long long)(n - 1) < o0 + 2057 ? (long long)(n - 1) : o0 + 2057;
+      for (long long i_it22 = i_lo22 + threadIdx.x; i_it22 < i_hi22; i_it22 += blockDim.x) {
+        const int i = (int)i_it22;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 11) {  // time step 11 of 16
+      // launch 23: A over the tile and axis 0: -8/+8
+      const long long i_lo23 = (long long)1 > o0 - 8 ? (long long)1 : o0 - 8;
+      const long long i_hi23 = (long long)(n - 1) < o0 + 2056 ? (long long)(n - 1) : o0 + 2056;
+      for (long long i_it23 = i_lo23 + threadIdx.x; i_it23 < i_hi23; i_it23 += blockDim.x) {
+        const int i = (int)i_it23;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 12) {  // time step 12 of 16
+      // launch 24: B over the tile and axis 0: -7/+7
+      const long long i_lo24 = (long long)1 > o0 - 7 ? (long long)1 : o0 - 7;
+      const long long i_hi24 = (long long)(n - 1) < o0 + 2055 ? (long long)(n - 1) : o0 + 2055;
+      for (long long i_it24 = i_lo24 + threadIdx.x; i_it24 < i_hi24; i_it24 += blockDim.x) {
+        const int i = (int)i_it24;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 12) {  // time step 12 of 16
+      // launch 25: A over the tile and axis 0: -6/+6
+      const long long i_lo25 = (long long)1 > o0 - 6 ? (long long)1 : o0 - 6;
+      const long long i_hi25 = (long long)(n - 1) < o0 + 2054 ? (long long)(n - 1) : o0 + 2054;
+      for (long long i_it25 = i_lo25 + threadIdx.x; i_it25 < i_hi25; i_it25 += blockDim.x) {
+        const int i = (int)i_it25;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 13) {  // time step 13 of 16
+      // launch 26: B over the tile and axis 0: -5/+5
+      const long long i_lo26 = (long long)1 > o0 - 5 ? (long long)1 : o0 - 5;
+      const long long i_hi26 = (long long)(n - 1) < o0 + 2053 ? (long long)(n - 1) : o0 + 2053;
+      for (long long i_it26 = i_lo26 + threadIdx.x; i_it26 < i_hi26; i_it26 += blockDim.x) {
+        const int i = (int)i_it26;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 13) {  // time step 13 of 16
+      // launch 27: A over the tile and axis 0: -4/+4
+      const long long i_lo27 = (long long)1 > o0 - 4 ? (long long)1 : o0 - 4;
+      const long long i_hi27 = (long long)(n - 1) < o0 + 2052 ? (long long)(n - 1) : o0 + 2052;
+      for (long long i_it27 = i_lo27 + threadIdx.x; i_it27 < i_hi27; i_it27 += blockDim.x) {
+        const int i = (int)i_it27;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 14) {  // time step 14 of 16
+      // launch 28: B over the tile and axis 0: -3/+3
+      const long long i_lo28 = (long long)1 > o0 - 3 ? (long long)1 : o0 - 3;
+      const long long i_hi28 = (long long)(n - 1) < o0 + 2051 ? (long long)(n - 1) : o0 + 2051;
+      for (long long i_it28 = i_lo28 + threadIdx.x; i_it28 < i_hi28; i_it28 += blockDim.x) {
+        const int i = (int)i_it28;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 14) {  // time step 14 of 16
+      // launch 29: A over the tile and axis 0: -2/+2
+      const long long i_lo29 = (long long)1 > o0 - 2 ? (long long)1 : o0 - 2;
+      const long long i_hi29 = (long long)(n - 1) < o0 + 2050 ? (long long)(n - 1) : o0 + 2050;
+      for (long long i_it29 = i_lo29 + threadIdx.x; i_it29 < i_hi29; i_it29 += blockDim.x) {
+        const int i = (int)i_it29;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 15) {  // time step 15 of 16
+      // launch 30: B over the tile and axis 0: -1/+1
+      const long long i_lo30 = (long long)1 > o0 - 1 ? (long long)1 : o0 - 1;
+      const long long i_hi30 = (long long)(n - 1) < o0 + 2049 ? (long long)(n - 1) : o0 + 2049;
+      for (long long i_it30 = i_lo30 + threadIdx.x; i_it30 < i_hi30; i_it30 += blockDim.x) {
+        const int i = (int)i_it30;
+        B_s[(long long)i - B_b0] = 0.33333 * (A_s[(long long)i + -1LL - A_b0] + A_s[(long long)i - A_b0] + A_s[(long long)i + 1LL - A_b0]);
+      }
+      __syncthreads();
+    }
+    if (nsteps > 15) {  // time step 15 of 16
+      // launch 31: A over the tile and axis 0: -0/+0
+      const long long i_lo31 = (long long)1 > o0 - 0 ? (long long)1 : o0 - 0;
+      const long long i_hi31 = (long long)(n - 1) < o0 + 2048 ? (long long)(n - 1) : o0 + 2048;
+      for (long long i_it31 = i_lo31 + threadIdx.x; i_it31 < i_hi31; i_it31 += blockDim.x) {
+        const int i = (int)i_it31;
+        A_s[(long long)i - A_b0] = 0.33333 * (B_s[(long long)i + -1LL - B_b0] + B_s[(long long)i - B_b0] + B_s[(long long)i + 1LL - B_b0]);
+      }
+      __syncthreads();
+    }
+    // B: the tile into the step's output
+    for (long long l0 = 0LL + threadIdx.x; l0 < (B_rows - o0 < 2048 ? B_rows - o0 : 2048LL); l0 += blockDim.x) {
+      B_out[o0 + l0] = B_s[l0 + 31];
+    }
+    // A: the tile into the step's output
+    for (long long l0 = 0LL + threadIdx.x; l0 < (A_rows - o0 < 2048 ? A_rows - o0 : 2048LL); l0 += blockDim.x) {
+      A_out[o0 + l0] = A_s[l0 + 32];
+    }
+    __syncthreads();  // the next tile reuses the shared buffers
+  }
+}
+
 // Runs jacobi_1d on device arrays, asynchronously on `stream`; returns the first CUDA error.
 extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B, cudaStream_t stream)
 {
+  double *B_steps_scratch = NULL;
+  double *A_steps_scratch = NULL;
   cudaError_t err = cudaSuccess;
   // On the first error, `break` leaves this block (or the innermost host loop, which is followed by a check).
   do {
@@ -176,29 +527,94 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
         break;
       }
     } else {
-      for (int t = 0; t < tsteps; ++t) {
-        const long long i_n = (long long)(n - 1) - 1;
-        if (i_n > 0) {
-          jacobi_1d_kernel0<<<dim3(transpile_grid(i_n, transpile_block(i_n, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n, 256u), 1u, 1u), 0, stream>>>(n, A, B);
-          err = cudaGetLastError();
-          if (err != cudaSuccess) {
-            break;
+      // Fused time steps (transpile/cuda_steps.py): one kernel a step, each block on a tile and its
+      // halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
+      // (or scratch that cannot be allocated) launches the loop's kernels one by one.
+      const char *const steps_env = getenv("TRANSPILE_STEPS");
+      const long long steps_d0 = (long long)n;
+      bool steps_ok = (steps_env == NULL || atoi(steps_env) != 0) && steps_d0 > 0;
+      if (steps_ok) {
+        if (steps_ok) {
+          err = transpile_scratch((void **)&B_steps_scratch, transpile_extent(n) * sizeof(double), stream);
+          if (err != cudaSuccess) {  // no room for the scratch: launch one by one
+            (void)cudaGetLastError();
+            err = cudaSuccess;
+            steps_ok = false;
           }
         }
-        const long long i_n1 = (long long)(n - 1) - 1;
-        if (i_n1 > 0) {
-          jacobi_1d_kernel1<<<dim3(transpile_grid(i_n1, transpile_block(i_n1, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n1, 256u), 1u, 1u), 0, stream>>>(n, A, B);
-          err = cudaGetLastError();
-          if (err != cudaSuccess) {
-            break;
+        if (steps_ok) {
+          err = transpile_scratch((void **)&A_steps_scratch, transpile_extent(n) * sizeof(double), stream);
+          if (err != cudaSuccess) {  // no room for the scratch: launch one by one
+            (void)cudaGetLastError();
+            err = cudaSuccess;
+            steps_ok = false;
           }
         }
       }
-      if (err != cudaSuccess) {
-        break;
+      if (steps_ok) {
+        double *B_cur = B;
+        double *B_next = B_steps_scratch;
+        double *A_cur = A;
+        double *A_next = A_steps_scratch;
+        const long long t_lo1 = 0;
+        const long long t_hi1 = tsteps;
+        for (long long t_it = t_lo1; t_it < t_hi1; t_it += 16) {
+          const int nsteps = (t_hi1 - t_it + 0) / 1 < 16 ? (int)((t_hi1 - t_it + 0) / 1) : 16;  // this kernel's steps
+          jacobi_1d_steps<<<dim3((unsigned int)((steps_d0 + 2047) / 2048 < 2147483647LL ? (steps_d0 + 2047) / 2048 : 2147483647LL), 1u, 1u), dim3(256u, 1u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next, (long long)n, (long long)n, nsteps);
+          err = cudaGetLastError();
+          if (err != cudaSuccess) {
+            break;
+          }
+          double *const swap = B_cur;  // this step's output is the next one's input
+          B_cur = B_next;
+          B_next = swap;
+          double *const swap1 = A_cur;  // this step's output is the next one's input
+          A_cur = A_next;
+          A_next = swap1;
+        }
+        if (err == cudaSuccess && B_cur != B) {  // an odd number of steps: the results are in the scratch
+          err = cudaMemcpyAsync(B, B_cur, transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
+        }
+        if (err == cudaSuccess && A_cur != A) {  // an odd number of steps: the results are in the scratch
+          err = cudaMemcpyAsync(A, A_cur, transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
+        }
+      } else {
+        for (int t = 0; t < tsteps; ++t) {
+          const long long i_n = (long long)(n - 1) - 1;
+          if (i_n > 0) {
+            jacobi_1d_kernel0<<<dim3(transpile_grid(i_n, transpile_block(i_n, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n, 256u), 1u, 1u), 0, stream>>>(n, A, B);
+            err = cudaGetLastError();
+            if (err != cudaSuccess) {
+              break;
+            }
+          }
+          const long long i_n1 = (long long)(n - 1) - 1;
+          if (i_n1 > 0) {
+            jacobi_1d_kernel1<<<dim3(transpile_grid(i_n1, transpile_block(i_n1, 256u), 2147483647u), 1u, 1u), dim3(transpile_block(i_n1, 256u), 1u, 1u), 0, stream>>>(n, A, B);
+            err = cudaGetLastError();
+            if (err != cudaSuccess) {
+              break;
+            }
+          }
+        }
+        if (err != cudaSuccess) {
+          break;
+        }
       }
     }
   } while (0);
+  if (B_steps_scratch != NULL) {
+    const cudaError_t freed = cudaFreeAsync(B_steps_scratch, stream);
+    if (err == cudaSuccess) {
+      err = freed;
+    }
+  }
+  if (A_steps_scratch != NULL) {
+    const cudaError_t freed = cudaFreeAsync(A_steps_scratch, stream);
+    if (err == cudaSuccess) {
+      err = freed;
+    }
+  }
   return err;
 }
 

@@ -195,12 +195,12 @@ __global__ void __launch_bounds__(1024) kernel_fdtd_2d_loop(int ny, double *ey, 
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, const double *__restrict__ ex_in, double *__restrict__ ex_out, const double *__restrict__ ey_in, double *__restrict__ ey_out, const double *__restrict__ hz_in, double *__restrict__ hz_out, const double *__restrict__ _fict_, int t, int nsteps)
+__global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, const double *__restrict__ ex_in, double *__restrict__ ex_out, const double *__restrict__ ey_in, double *__restrict__ ey_out, const double *__restrict__ hz_in, double *__restrict__ hz_out, const double *__restrict__ _fict_, int t, long long ey_rows, long long ex_rows, long long hz_rows, int nsteps)
 {
   __shared__ double ey_s[1428];  // its tile and halo, 21 x 68
   __shared__ double ex_s[1380];  // its tile and halo, 20 x 69
   __shared__ double hz_s[1540];  // its tile and halo, 22 x 70
-  const long long d0 = (long long)nx;
+  const long long d0 = ey_rows > ex_rows ? ey_rows : ex_rows > hz_rows ? ey_rows > ex_rows ? ey_rows : ex_rows : hz_rows;  // the tiles cover every written array
   const long long tiles0 = (d0 + 15) / 16;
   const long long d1 = (long long)ny;
   const long long tiles1 = (d1 + 63) / 64;
@@ -217,19 +217,19 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
       const long long hz_b0 = o0 - 3;
       const long long hz_b1 = o1 - 3;
       // ey: the step's input over the tile and its halo
-      for (long long l0 = (ey_b0 < 0 ? -ey_b0 : 0LL) + threadIdx.y; l0 < (d0 - ey_b0 < 21 ? d0 - ey_b0 : 21LL); l0 += blockDim.y) {
+      for (long long l0 = (ey_b0 < 0 ? -ey_b0 : 0LL) + threadIdx.y; l0 < (ey_rows - ey_b0 < 21 ? ey_rows - ey_b0 : 21LL); l0 += blockDim.y) {
         for (long long l1 = (ey_b1 < 0 ? -ey_b1 : 0LL) + threadIdx.x; l1 < (d1 - ey_b1 < 68 ? d1 - ey_b1 : 68LL); l1 += blockDim.x) {
           ey_s[(l0) * 68 + l1] = ey_in[(ey_b0 + l0) * d1 + ey_b1 + l1];
         }
       }
       // ex: the step's input over the tile and its halo
-      for (long long l0 = (ex_b0 < 0 ? -ex_b0 : 0LL) + threadIdx.y; l0 < (d0 - ex_b0 < 20 ? d0 - ex_b0 : 20LL); l0 += blockDim.y) {
+      for (long long l0 = (ex_b0 < 0 ? -ex_b0 : 0LL) + threadIdx.y; l0 < (ex_rows - ex_b0 < 20 ? ex_rows - ex_b0 : 20LL); l0 += blockDim.y) {
         for (long long l1 = (ex_b1 < 0 ? -ex_b1 : 0LL) + threadIdx.x; l1 < (d1 - ex_b1 < 69 ? d1 - ex_b1 : 69LL); l1 += blockDim.x) {
           ex_s[(l0) * 69 + l1] = ex_in[(ex_b0 + l0) * d1 + ex_b1 + l1];
         }
       }
       // hz: the step's input over the tile and its halo
-      for (long long l0 = (hz_b0 < 0 ? -hz_b0 : 0LL) + threadIdx.y; l0 < (d0 - hz_b0 < 22 ? d0 - hz_b0 : 22LL); l0 += blockDim.y) {
+      for (long long l0 = (hz_b0 < 0 ? -hz_b0 : 0LL) + threadIdx.y; l0 < (hz_rows - hz_b0 < 22 ? hz_rows - hz_b0 : 22LL); l0 += blockDim.y) {
         for (long long l1 = (hz_b1 < 0 ? -hz_b1 : 0LL) + threadIdx.x; l1 < (d1 - hz_b1 < 70 ? d1 - hz_b1 : 70LL); l1 += blockDim.x) {
           hz_s[(l0) * 70 + l1] = hz_in[(hz_b0 + l0) * d1 + hz_b1 + l1];
         }
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
         for (long long j_it1 = j_lo1 + threadIdx.x; j_it1 < j_hi1; j_it1 += blockDim.x) {
           const int i = (int)i_it;
           const int j = (int)j_it1;
-          ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
+          ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i + -1LL - hz_b0) * 70LL + ((long long)j - hz_b1)]);
         }
       }
       __syncthreads();
@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
         for (long long j_it2 = j_lo2 + threadIdx.x; j_it2 < j_hi2; j_it2 += blockDim.x) {
           const int i = (int)i_it1;
           const int j = (int)j_it2;
-          ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
+          ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)j + -1LL - hz_b1)]);
         }
       }
       __syncthreads();
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
         for (long long j_it3 = j_lo3 + threadIdx.x; j_it3 < j_hi3; j_it3 += blockDim.x) {
           const int i = (int)i_it2;
           const int j = (int)j_it3;
-          hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
+          hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)j + 1LL - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)i + 1LL - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
         }
       }
       __syncthreads();
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it5 = j_lo5 + threadIdx.x; j_it5 < j_hi5; j_it5 += blockDim.x) {
             const int i = (int)i_it3;
             const int j = (int)j_it5;
-            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
+            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i + -1LL - hz_b0) * 70LL + ((long long)j - hz_b1)]);
           }
         }
         __syncthreads();
@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it6 = j_lo6 + threadIdx.x; j_it6 < j_hi6; j_it6 += blockDim.x) {
             const int i = (int)i_it4;
             const int j = (int)j_it6;
-            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
+            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)j + -1LL - hz_b1)]);
           }
         }
         __syncthreads();
@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it7 = j_lo7 + threadIdx.x; j_it7 < j_hi7; j_it7 += blockDim.x) {
             const int i = (int)i_it5;
             const int j = (int)j_it7;
-            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
+            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)j + 1LL - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)i + 1LL - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
           }
         }
         __syncthreads();
@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it9 = j_lo9 + threadIdx.x; j_it9 < j_hi9; j_it9 += blockDim.x) {
             const int i = (int)i_it6;
             const int j = (int)j_it9;
-            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)(i - 1) - hz_b0) * 70LL + ((long long)j - hz_b1)]);
+            ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i + -1LL - hz_b0) * 70LL + ((long long)j - hz_b1)]);
           }
         }
         __syncthreads();
@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it10 = j_lo10 + threadIdx.x; j_it10 < j_hi10; j_it10 += blockDim.x) {
             const int i = (int)i_it7;
             const int j = (int)j_it10;
-            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)(j - 1) - hz_b1)]);
+            ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] -= 0.5 * (hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] - hz_s[((long long)i - hz_b0) * 70LL + ((long long)j + -1LL - hz_b1)]);
           }
         }
         __syncthreads();
@@ -399,25 +399,25 @@ __global__ void __launch_bounds__(256) kernel_fdtd_2d_steps(int nx, int ny, cons
           for (long long j_it11 = j_lo11 + threadIdx.x; j_it11 < j_hi11; j_it11 += blockDim.x) {
             const int i = (int)i_it8;
             const int j = (int)j_it11;
-            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)(j + 1) - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)(i + 1) - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
+            hz_s[((long long)i - hz_b0) * 70LL + ((long long)j - hz_b1)] -= 0.7 * (ex_s[((long long)i - ex_b0) * 69LL + ((long long)j + 1LL - ex_b1)] - ex_s[((long long)i - ex_b0) * 69LL + ((long long)j - ex_b1)] + ey_s[((long long)i + 1LL - ey_b0) * 68LL + ((long long)j - ey_b1)] - ey_s[((long long)i - ey_b0) * 68LL + ((long long)j - ey_b1)]);
           }
         }
         __syncthreads();
       }
       // ey: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (ey_rows - o0 < 16 ? ey_rows - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
           ey_out[(o0 + l0) * d1 + o1 + l1] = ey_s[(l0 + 2) * 68 + l1 + 2];
         }
       }
       // ex: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (ex_rows - o0 < 16 ? ex_rows - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
           ex_out[(o0 + l0) * d1 + o1 + l1] = ex_s[(l0 + 2) * 69 + l1 + 2];
         }
       }
       // hz: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (hz_rows - o0 < 16 ? hz_rows - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
           hz_out[(o0 + l0) * d1 + o1 + l1] = hz_s[(l0 + 3) * 70 + l1 + 3];
         }
@@ -520,7 +520,7 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
         for (long long t_it = t_lo1; t_it < t_hi1; t_it += 3) {
           const int t = (int)t_it;
           const int nsteps = (t_hi1 - t_it + 0) / 1 < 3 ? (int)((t_hi1 - t_it + 0) / 1) : 3;  // this kernel's steps
-          kernel_fdtd_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(nx, ny, ex_cur, ex_next, ey_cur, ey_next, hz_cur, hz_next, _fict_, t, nsteps);
+          kernel_fdtd_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(nx, ny, ex_cur, ex_next, ey_cur, ey_next, hz_cur, hz_next, _fict_, t, (long long)nx, (long long)nx, (long long)nx, nsteps);
           err = cudaGetLastError();
           if (err != cudaSuccess) {
             break;

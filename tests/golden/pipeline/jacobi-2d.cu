@@ -160,16 +160,14 @@ __global__ void __launch_bounds__(1024) kernel_jacobi_2d_loop(int n, double *A, 
   }
 }
 
-__global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out, int nsteps)
+__global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const double *__restrict__ A_in, double *__restrict__ A_out, const double *__restrict__ B_in, double *__restrict__ B_out, long long B_rows, long long A_rows, int nsteps)
 {
   __shared__ double B_s[1924];  // its tile and halo, 26 x 74
   __shared__ double A_s[2128];  // its tile and halo, 28 x 76
-  const long long d0 = (long long)n;
+  const long long d0 = B_rows > A_rows ? B_rows : A_rows;  // the tiles cover every written array
   const long long tiles0 = (d0 + 15) / 16;
   const long long d1 = (long long)n;
   const long long tiles1 = (d1 + 63) / 64;
-  const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-  const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z);
   for (long long k0 = blockIdx.y; k0 < tiles0; k0 += gridDim.y) {
     for (long long k1 = blockIdx.x; k1 < tiles1; k1 += gridDim.x) {
       const long long o0 = k0 * 16;  // the tile's first element, axis 0
@@ -180,14 +178,14 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
       const long long A_b1 = o1 - 6;
       // B: the step's input over the tile and its halo
       if (!(B_b0 >= (long long)1 && B_b0 + 26 <= (long long)(n - 1) && B_b1 >= (long long)1 && B_b1 + 74 <= (long long)(n - 1))) {  // else launch 0 writes it all first
-        for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.y; l0 < (d0 - B_b0 < 26 ? d0 - B_b0 : 26LL); l0 += blockDim.y) {
+        for (long long l0 = (B_b0 < 0 ? -B_b0 : 0LL) + threadIdx.y; l0 < (B_rows - B_b0 < 26 ? B_rows - B_b0 : 26LL); l0 += blockDim.y) {
           for (long long l1 = (B_b1 < 0 ? -B_b1 : 0LL) + threadIdx.x; l1 < (d1 - B_b1 < 74 ? d1 - B_b1 : 74LL); l1 += blockDim.x) {
             B_s[(l0) * 74 + l1] = B_in[(B_b0 + l0) * d1 + B_b1 + l1];
           }
         }
       }
       // A: the step's input over the tile and its halo
-      for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.y; l0 < (d0 - A_b0 < 28 ? d0 - A_b0 : 28LL); l0 += blockDim.y) {
+      for (long long l0 = (A_b0 < 0 ? -A_b0 : 0LL) + threadIdx.y; l0 < (A_rows - A_b0 < 28 ? A_rows - A_b0 : 28LL); l0 += blockDim.y) {
         for (long long l1 = (A_b1 < 0 ? -A_b1 : 0LL) + threadIdx.x; l1 < (d1 - A_b1 < 76 ? d1 - A_b1 : 76LL); l1 += blockDim.x) {
           A_s[(l0) * 76 + l1] = A_in[(A_b0 + l0) * d1 + A_b1 + l1];
         }
@@ -202,7 +200,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
         for (long long j_it = j_lo + threadIdx.x; j_it < j_hi; j_it += blockDim.x) {
           const int i = (int)i_it;
           const int j = (int)j_it;
-          B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
+          B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + -1LL - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + 1LL - A_b1)] + A_s[((long long)i + 1LL - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i + -1LL - A_b0) * 76LL + ((long long)j - A_b1)]);
         }
       }
       __syncthreads();
@@ -215,7 +213,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
         for (long long j_it1 = j_lo1 + threadIdx.x; j_it1 < j_hi1; j_it1 += blockDim.x) {
           const int i = (int)i_it1;
           const int j = (int)j_it1;
-          A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
+          A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + -1LL - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + 1LL - B_b1)] + B_s[((long long)i + 1LL - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i + -1LL - B_b0) * 74LL + ((long long)j - B_b1)]);
         }
       }
       __syncthreads();
@@ -229,7 +227,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
           for (long long j_it2 = j_lo2 + threadIdx.x; j_it2 < j_hi2; j_it2 += blockDim.x) {
             const int i = (int)i_it2;
             const int j = (int)j_it2;
-            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
+            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + -1LL - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + 1LL - A_b1)] + A_s[((long long)i + 1LL - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i + -1LL - A_b0) * 76LL + ((long long)j - A_b1)]);
           }
         }
         __syncthreads();
@@ -244,7 +242,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
           for (long long j_it3 = j_lo3 + threadIdx.x; j_it3 < j_hi3; j_it3 += blockDim.x) {
             const int i = (int)i_it3;
             const int j = (int)j_it3;
-            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
+            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + -1LL - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + 1LL - B_b1)] + B_s[((long long)i + 1LL - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i + -1LL - B_b0) * 74LL + ((long long)j - B_b1)]);
           }
         }
         __syncthreads();
@@ -259,7 +257,7 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
           for (long long j_it4 = j_lo4 + threadIdx.x; j_it4 < j_hi4; j_it4 += blockDim.x) {
             const int i = (int)i_it4;
             const int j = (int)j_it4;
-            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(j - 1) - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)(1 + j) - A_b1)] + A_s[((long long)(1 + i) - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)(i - 1) - A_b0) * 76LL + ((long long)j - A_b1)]);
+            B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] = 0.2 * (A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + -1LL - A_b1)] + A_s[((long long)i - A_b0) * 76LL + ((long long)j + 1LL - A_b1)] + A_s[((long long)i + 1LL - A_b0) * 76LL + ((long long)j - A_b1)] + A_s[((long long)i + -1LL - A_b0) * 76LL + ((long long)j - A_b1)]);
           }
         }
         __syncthreads();
@@ -274,19 +272,19 @@ __global__ void __launch_bounds__(256) kernel_jacobi_2d_steps(int n, const doubl
           for (long long j_it5 = j_lo5 + threadIdx.x; j_it5 < j_hi5; j_it5 += blockDim.x) {
             const int i = (int)i_it5;
             const int j = (int)j_it5;
-            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(j - 1) - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)(1 + j) - B_b1)] + B_s[((long long)(1 + i) - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)(i - 1) - B_b0) * 74LL + ((long long)j - B_b1)]);
+            A_s[((long long)i - A_b0) * 76LL + ((long long)j - A_b1)] = 0.2 * (B_s[((long long)i - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + -1LL - B_b1)] + B_s[((long long)i - B_b0) * 74LL + ((long long)j + 1LL - B_b1)] + B_s[((long long)i + 1LL - B_b0) * 74LL + ((long long)j - B_b1)] + B_s[((long long)i + -1LL - B_b0) * 74LL + ((long long)j - B_b1)]);
           }
         }
         __syncthreads();
       }
       // B: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (B_rows - o0 < 16 ? B_rows - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
           B_out[(o0 + l0) * d1 + o1 + l1] = B_s[(l0 + 5) * 74 + l1 + 5];
         }
       }
       // A: the tile into the step's output
-      for (long long l0 = 0LL + threadIdx.y; l0 < (d0 - o0 < 16 ? d0 - o0 : 16LL); l0 += blockDim.y) {
+      for (long long l0 = 0LL + threadIdx.y; l0 < (A_rows - o0 < 16 ? A_rows - o0 : 16LL); l0 += blockDim.y) {
         for (long long l1 = 0LL + threadIdx.x; l1 < (d1 - o1 < 64 ? d1 - o1 : 64LL); l1 += blockDim.x) {
           A_out[(o0 + l0) * d1 + o1 + l1] = A_s[(l0 + 6) * 76 + l1 + 6];
         }
@@ -366,7 +364,7 @@ extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, dou
         const long long t_hi1 = tsteps;
         for (long long t_it = t_lo1; t_it < t_hi1; t_it += 3) {
           const int nsteps = (t_hi1 - t_it + 0) / 1 < 3 ? (int)((t_hi1 - t_it + 0) / 1) : 3;  // this kernel's steps
-          kernel_jacobi_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next, nsteps);
+          kernel_jacobi_2d_steps<<<dim3((unsigned int)((steps_d1 + 63) / 64 < 2147483647LL ? (steps_d1 + 63) / 64 : 2147483647LL), (unsigned int)((steps_d0 + 15) / 16 < 65535LL ? (steps_d0 + 15) / 16 : 65535LL), 1u), dim3(32u, 8u, 1u), 0, stream>>>(n, A_cur, A_next, B_cur, B_next, (long long)n, (long long)n, nsteps);
           err = cudaGetLastError();
           if (err != cudaSuccess) {
             break;
