@@ -27,3 +27,32 @@ def assert_same_results(want_m: ir.Module, got_m: ir.Module, kernel: str, args: 
                 np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, shuffle {shuffle}")
             else:
                 np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0, err_msg=f"{name}, {shuffle}")
+
+
+def sim_library(code: str, out: Any) -> Any:
+    """The emitted CUDA ``code`` built for the simulator under ``out`` (a directory), loaded."""
+    from transpile.sim.build import build
+    from transpile.sim.runner import SimLibrary
+
+    out.mkdir(parents=True, exist_ok=True)
+    cu = out / "k.cu"
+    cu.write_text(code)
+    return SimLibrary(build(cu, out / "sim"))
+
+
+def assert_sim_matches_interpreter(lib: Any, module: ir.Module, args: Mapping[str, Any], order: list[str],
+                                   where: str) -> None:
+    """The drop-in function of ``lib`` called on copies of ``args`` (C parameter ``order``) leaves every array
+    as the interpreter does on ``module`` (to 1e-12 relative); ``where`` names the case in a failure."""
+    fn = module.kernels[0].name
+
+    def fresh() -> dict[str, Any]:
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+
+    want = interp.run(module, fn, fresh())
+    got = fresh()
+    run = lib.run(fn, *(got[k] for k in order), restype=None)
+    assert run.ok, run.diagnostics
+    for a in order:
+        if isinstance(got[a], np.ndarray):
+            np.testing.assert_allclose(got[a], want[a], rtol=1e-12, atol=1e-14, err_msg=f"{a} {where}")

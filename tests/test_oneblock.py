@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tests import polybench
-from transpile import cfront, cuda, cuda_oneblock, interp, ir, pipeline, text
+from tests.interp_check import assert_sim_matches_interpreter, sim_library
+from transpile import cfront, cuda, cuda_oneblock, ir, pipeline, text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 
@@ -104,16 +105,6 @@ def test_an_array_one_launch_reads_and_another_writes_is_not_const() -> None:
     assert "__restrict__" not in head.group(1)  # nvcc may keep values across the barriers otherwise
 
 
-def _build(code: str, out: Path) -> object:
-    from transpile.sim.build import build
-    from transpile.sim.runner import SimLibrary
-
-    out.mkdir(parents=True, exist_ok=True)
-    cu = out / "k.cu"
-    cu.write_text(code)
-    return SimLibrary(build(cu, out / "sim"))
-
-
 @needs_gxx
 @pytest.mark.parametrize("name, sizes", [("trisolv", [1, 2, 7, 100, 300]), ("jacobi-1d", [3, 4, 50, 2500]),
                                          ("durbin", [1, 2, 3, 70, 600])])
@@ -127,8 +118,7 @@ def test_both_paths_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.Mo
     else:
         monkeypatch.delenv(cuda_oneblock.ENV, raising=False)
     module = _module(name)
-    lib = _build(cuda.emit(pipeline.lower(module), source=f"{name}.c"), tmp_path)
-    fn = module.kernels[0].name
+    lib = sim_library(cuda.emit(pipeline.lower(module), source=f"{name}.c"), tmp_path)
     for n in sizes:
         rng = np.random.default_rng(n)
         if name == "trisolv":
@@ -141,13 +131,7 @@ def test_both_paths_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.Mo
         else:
             args = {"tsteps": 5, "n": n, "A": rng.random(n), "B": rng.random(n)}
             order = ["tsteps", "n", "A", "B"]
-        want = interp.run(module, fn, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
-        got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-        run = lib.run(fn, *(got[k] for k in order), restype=None)  # type: ignore[attr-defined]
-        assert run.ok, run.diagnostics
-        for a in order:
-            if isinstance(got[a], np.ndarray):
-                np.testing.assert_allclose(got[a], want[a], rtol=1e-12, atol=1e-14, err_msg=f"{a} at n={n}")
+        assert_sim_matches_interpreter(lib, module, args, order, f"at n={n}")
     assert os.environ.get(cuda_oneblock.ENV, "") == cap
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tests import polybench
-from transpile import cfront, cuda, cuda_oneblock, cuda_steps, interp, ir, pipeline, text
+from tests.interp_check import assert_sim_matches_interpreter, sim_library
+from transpile import cfront, cuda, cuda_oneblock, cuda_steps, ir, pipeline, text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 
@@ -176,16 +177,6 @@ def test_the_code_fuses_a_step_and_keeps_the_launches_as_fallback() -> None:
     assert "kernel_fdtd_2d_steps" not in naive
 
 
-def _build(code: str, out: Path) -> object:
-    from transpile.sim.build import build
-    from transpile.sim.runner import SimLibrary
-
-    out.mkdir(parents=True, exist_ok=True)
-    cu = out / "k.cu"
-    cu.write_text(code)
-    return SimLibrary(build(cu, out / "sim"))
-
-
 def _args(module: ir.Module, sizes: dict[str, int], rng: np.random.Generator) -> tuple[dict[str, object], list[str]]:
     from passes.builders import substitute_vars
 
@@ -233,21 +224,13 @@ def test_fused_and_one_by_one_match_the_interpreter(tmp_path: Path, monkeypatch:
         assert p is None
         return
     assert p is not None and p.steps == steps
-    lib = _build(cuda.emit(pipeline.lower(module), source="k.c"), tmp_path)
-    fn = module.kernels[0].name
+    lib = sim_library(cuda.emit(pipeline.lower(module), source="k.c"), tmp_path)
     monkeypatch.setenv(cuda_oneblock.ENV, "0")  # the small sizes would otherwise run in one block
     for fused in ("1", "0"):
         monkeypatch.setenv(cuda_steps.ENV, fused)
         for n, size in enumerate(sizes):
             args, order = _args(module, size, np.random.default_rng(n))
-            want = interp.run(module, fn, {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()})
-            got = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
-            run = lib.run(fn, *(got[k] for k in order), restype=None)  # type: ignore[attr-defined]
-            assert run.ok, run.diagnostics
-            for a in order:
-                if isinstance(got[a], np.ndarray):
-                    np.testing.assert_allclose(got[a], want[a], rtol=1e-12, atol=1e-14,
-                                               err_msg=f"{a} at {size}, {cuda_steps.ENV}={fused}")
+            assert_sim_matches_interpreter(lib, module, args, order, f"at {size}, {cuda_steps.ENV}={fused}")
 
 
 @needs_gxx
