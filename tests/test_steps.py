@@ -21,9 +21,15 @@ def _polybench(name: str) -> ir.Module:
 
 
 def _plans(module: ir.Module) -> list[cuda_steps.Plan | None]:
+    """The plan of each innermost host loop (a host loop without host loops inside)."""
     lowered = pipeline.lower(module)
     emitter = cuda._KernelEmitter(lowered.kernels[0], set())
-    return [cuda_steps.plan(emitter, s) for s in lowered.kernels[0].body if cuda._is_host_loop(s)]
+
+    def innermost(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
+        loops = [s for s in body if cuda._is_host_loop(s)]
+        return [x for lp in loops for x in (innermost(lp.body) or [lp])]  # type: ignore[attr-defined]
+
+    return [cuda_steps.plan(emitter, s) for s in innermost(lowered.kernels[0].body)]
 
 
 # Three arrays written a step, each launch reading the others at offsets: 9 words a point a step as
@@ -57,6 +63,11 @@ TWO_D = """kernel k2(i32 T, i32 n, i32 m, inout f64 A[n][m], inout f64 B[n][m], 
 TWO_D_DOWN = TWO_D.replace("for t in 0..T {", "for t in 0..T step -2 {").replace(
     "A[i][0] = C[i][1] * 0.5;", "A[i][0] = C[i][1] * 0.5 + t;")
 assert TWO_D_DOWN.count("step -2") == 1 and TWO_D_DOWN.count("+ t;") == 1
+
+# The time loop inside another host loop: the fused loop's scratch is allocated once a call.
+NESTED = TWO_D.replace("  for t in 0..T {", "  for r in 0..2 {\n  for t in 0..T {").replace(
+    "\n  }\n}\n", "\n  }\n  }\n}\n")
+assert NESTED.count("for r in 0..2") == 1
 
 THREE_D = """kernel k3(i32 T, i32 n, inout f64 U[n][n][n], inout f64 V[n][n][n], inout f64 W[n][n][n]) {
   for t in 0..T {
@@ -170,7 +181,9 @@ def test_the_code_fuses_a_step_and_keeps_the_launches_as_fallback() -> None:
     steps = code.index("if (steps_ok) {", one)
     apart = code.index("kernel_fdtd_2d_kernel3<<<", steps)
     assert one < steps < apart
-    assert "cudaMemcpyDeviceToDevice" in code[steps:apart]  # an odd number of steps copies back once
+    assert "cudaMemcpyDeviceToDevice" in code[steps:apart]  # an odd number of kernels copies back once
+    # scratch allocated once a call, also where the loop runs inside another host loop
+    assert code.count("if (steps_ok && ey_steps_scratch == NULL) {") == 1
     # the naive mapping (the benchmark's baseline) launches one by one
     naive = cuda.emit(pipeline.lower(_polybench("fdtd-2d"), naive=True), source="fdtd_2d.c",
                       tiling=__import__("passes.tile", fromlist=["Options"]).Options(enabled=False))
@@ -210,7 +223,8 @@ def _const(e: ir.Expr) -> int:
     (TWO_D, [{"T": 3, "n": 9, "m": 66}, {"T": 2, "n": 18, "m": 129}, {"T": 1, "n": 4, "m": 3}, {"T": 7, "n": 11, "m": 9}]),
     (THREE_D, [{"T": 3, "n": 9}, {"T": 2, "n": 34}, {"T": 1, "n": 2}, {"T": 4, "n": 6}]),
     (TWO_D_DOWN, [{"T": 7, "n": 9, "m": 66}, {"T": 5, "n": 18, "m": 70}, {"T": 1, "n": 4, "m": 3}]),
-], ids=["fdtd-2d", "two-d", "three-d", "two-d-down"])
+    (NESTED, [{"T": 3, "n": 9, "m": 66}, {"T": 2, "n": 17, "m": 5}]),
+], ids=["fdtd-2d", "two-d", "three-d", "two-d-down", "nested"])
 @pytest.mark.parametrize("steps", [1, 3])
 def test_fused_and_one_by_one_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
                                                     sizes: list[dict[str, int]], steps: int) -> None:

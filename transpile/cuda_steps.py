@@ -536,8 +536,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     positive = " && ".join(f"{hd[a]} > 0" for a in range(rank))
     setup.append(f"{pad}bool {ok} = ({env} == NULL || atoi({env}) != 0) && {positive};")
     setup.append(f"{pad}if ({ok}) {{")
-    for n in p.written:
-        setup.append(f"{pad}  if ({ok}) {{")
+    for n in p.written:  # once a call: a loop inside another host loop reuses its scratch
+        setup.append(f"{pad}  if ({ok} && {scratch[n]} == NULL) {{")
         setup.append(f"{pad}    {m('transfer', f'{err} = transpile_scratch((void **)&{scratch[n]}, {nbytes[n]}, {stream});')}")
         setup.append(f"{pad}    if ({err} != cudaSuccess) {{  // no room for the scratch: launch one by one")
         setup.append(f"{pad}      (void)cudaGetLastError();")

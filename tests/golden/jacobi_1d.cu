@@ -534,7 +534,7 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
       const long long steps_d0 = (long long)n;
       bool steps_ok = (steps_env == NULL || atoi(steps_env) != 0) && steps_d0 > 0;
       if (steps_ok) {
-        if (steps_ok) {
+        if (steps_ok && B_steps_scratch == NULL) {
           err = transpile_scratch((void **)&B_steps_scratch, transpile_extent(n) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();
@@ -542,7 +542,7 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
             steps_ok = false;
           }
         }
-        if (steps_ok) {
+        if (steps_ok && A_steps_scratch == NULL) {
           err = transpile_scratch((void **)&A_steps_scratch, transpile_extent(n) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();

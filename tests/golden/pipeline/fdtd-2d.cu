@@ -483,7 +483,7 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
       const long long steps_d1 = (long long)ny;
       bool steps_ok = (steps_env == NULL || atoi(steps_env) != 0) && steps_d0 > 0 && steps_d1 > 0;
       if (steps_ok) {
-        if (steps_ok) {
+        if (steps_ok && ey_steps_scratch == NULL) {
           err = transpile_scratch((void **)&ey_steps_scratch, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();
@@ -491,7 +491,7 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
             steps_ok = false;
           }
         }
-        if (steps_ok) {
+        if (steps_ok && ex_steps_scratch == NULL) {
           err = transpile_scratch((void **)&ex_steps_scratch, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();
@@ -499,7 +499,7 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
             steps_ok = false;
           }
         }
-        if (steps_ok) {
+        if (steps_ok && hz_steps_scratch == NULL) {
           err = transpile_scratch((void **)&hz_steps_scratch, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();

@@ -338,7 +338,7 @@ extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, dou
       const long long steps_d1 = (long long)n;
       bool steps_ok = (steps_env == NULL || atoi(steps_env) != 0) && steps_d0 > 0 && steps_d1 > 0;
       if (steps_ok) {
-        if (steps_ok) {
+        if (steps_ok && B_steps_scratch == NULL) {
           err = transpile_scratch((void **)&B_steps_scratch, transpile_extent(n) * transpile_extent(n) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();
@@ -346,7 +346,7 @@ extern "C" cudaError_t kernel_jacobi_2d_device(int tsteps, int n, double *A, dou
             steps_ok = false;
           }
         }
-        if (steps_ok) {
+        if (steps_ok && A_steps_scratch == NULL) {
           err = transpile_scratch((void **)&A_steps_scratch, transpile_extent(n) * transpile_extent(n) * sizeof(double), stream);
           if (err != cudaSuccess) {  // no room for the scratch: launch one by one
             (void)cudaGetLastError();
