@@ -266,3 +266,19 @@ def test_the_verifier_checks_the_fused_and_the_one_by_one_paths(tmp_path: Path) 
         assert c.status == "fail" and c.check == "launch-by-launch", c.message
         want = "fused steps where" if label == "L" else "TRANSPILE_STEPS=0"
         assert want in c.message, c.message
+
+
+def test_no_fuse_steps_flag_and_the_evolve_knob(tmp_path: Path) -> None:
+    from tests.test_cli import transpile as run_cli
+    from transpile.evolve import Schedule
+
+    src = polybench.spec("fdtd-2d").path
+    out = tmp_path / "off.cu"
+    proc = run_cli(str(src), "--no-fuse-steps", "--no-verify", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "_steps(" not in out.read_text() and "kernel_fdtd_2d_kernel3" in out.read_text()
+    off = Schedule.parse("steps=off")
+    assert off.options().steps is False and off.name() == "steps=off"
+    apart = off.emit(off.lower(_polybench("fdtd-2d")), "fdtd_2d.c")
+    assert "kernel_fdtd_2d_steps" not in apart
+    assert "kernel_fdtd_2d_steps" in Schedule().emit(Schedule().lower(_polybench("fdtd-2d")), "fdtd_2d.c")

@@ -112,6 +112,10 @@ def main() -> None:
                    "(repeatable; defaults 256, 32x8, 32x4x2).")
 @click.option("--no-shared", is_flag=True,
               help="Matmul-like launches: no shared-memory staging (coarsened threads read global memory).")
+@click.option("--no-fuse-steps", is_flag=True,
+              help="Time loops of stencil launches: launch them one by one, not as one kernel per several "
+                   "time steps over tiles with halos (transpile/cuda_steps.py; TRANSPILE_STEPS=0 at run time "
+                   "does the same).")
 @click.option("--no-mma", is_flag=True,
               help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
                    "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
@@ -145,7 +149,8 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 no_mma: bool = False, evolve: bool = False, evolve_rounds: int = 4, evolve_time: float = 900.0,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
-                blocks: tuple[tuple[int, int, int], ...] | None = None, **llm: object) -> None:
+                blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
+                **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         if evolve:
@@ -166,7 +171,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     schedule = Schedule(tile=tile_shape or defaults.tile, coarsen=coarsen or defaults.coarsen, shared=not no_shared,
                         mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
                         rows=rows or defaults.rows, stream=stream or defaults.stream, sweep=sweep or defaults.sweep,
-                        reassociate=not no_reassociate)
+                        steps=not no_fuse_steps, reassociate=not no_reassociate)
     tiling = replace(schedule.options(), enabled=not naive)
     problem = tiling.problem()
     if problem is not None:
@@ -181,7 +186,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
                                     ("mma", no_mma or no_reassociate), ("rows", rows), ("stream", stream),
-                                    ("sweep", sweep),
+                                    ("sweep", sweep), ("steps", no_fuse_steps),
                                     ("block1", 1 in given_blocks), ("block2", 2 in given_blocks),
                                     ("block3", 3 in given_blocks)) if given}
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,

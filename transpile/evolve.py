@@ -63,7 +63,7 @@ STUCK_ROUNDS = 2
 PARENTS = 2
 CHILDREN = 3
 #: Bumped when the knob space or the search changes (part of the cache key).
-SEARCH_VERSION = 4  # 4: the model margin (MODEL_MARGIN) and the cost model of 2026-12-05
+SEARCH_VERSION = 5  # 4: the model margin (MODEL_MARGIN) and the cost model of 2026-12-05; 5: the steps knob
 
 # ---------------------------------------------------------------------------
 # Schedules
@@ -92,6 +92,7 @@ SPACE: dict[str, tuple[Any, ...]] = {
     "sweep": (tiles.DEFAULT_SWEEP, (4, 8, 2, 16), (4, 8, 4, 16), (8, 8, 1, 16), (8, 8, 2, 8), (2, 8, 4, 16),
               (4, 16, 1, 8), (4, 8, 2, 8), (4, 8, 2, 32)),
     "chain": (tiles.DEFAULT_CHAIN, 512, 256),  # chain launches: threads per block
+    "steps": (True, False),  # time loops of stencil launches: fused kernels of several steps, or one by one
 }
 
 
@@ -129,6 +130,7 @@ class Schedule:
     stream: int = 0
     sweep: tuple[int, int, int, int] = tiles.DEFAULT_SWEEP
     chain: int = tiles.DEFAULT_CHAIN
+    steps: bool = True
     reassociate: bool = True  # not searched: --no-reassociate is the user's constraint (it also forbids mma)
 
     def options(self) -> tiles.Options:
@@ -136,7 +138,7 @@ class Schedule:
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
                             mma_inst=self.mma_inst, mma_edge=self.mma_edge, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
-                            stream=self.stream, sweep=self.sweep, chain=self.chain)
+                            stream=self.stream, sweep=self.sweep, chain=self.chain, steps=self.steps)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
