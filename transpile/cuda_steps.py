@@ -260,7 +260,6 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     host lines' indentation."""
     from transpile.cuda import (
         GLOBAL,
-        GRID_CAPS,
         INDEX_TYPE,
         LAUNCH_BOUNDS,
         RESTRICT,
@@ -297,8 +296,9 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     referenced -= pars
     params: list[str] = []
     args: list[str] = []  # host expressions; written arrays' as placeholders filled per step
-    cur: dict[str, str] = {}
-    nxt: dict[str, str] = {}
+    cur: dict[str, str] = {}  # host: the step's input buffer of each written array
+    nxt: dict[str, str] = {}  # host: its output buffer
+    buf: dict[str, tuple[str, str]] = {}  # kernel: the input and output buffer parameters
     candidates: list[tuple[str, ir.Type]] = [(q.name, q.ty) for q in emitter.k.params]
     candidates += [*emitter.allocs.items(), *emitter.host_decls.items(), *scope.items(), (loop.var, loop.ty)]
     seen: set[str] = set()
@@ -309,7 +309,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         if isinstance(ty, ir.ArrayType) and var in uses:
             ident = emitter.ident(var)
             if var in p.written:
-                src, dst = namer.fresh(f"{var}_in"), namer.fresh(f"{var}_out")
+                src, dst = buf[var] = namer.fresh(f"{var}_in"), namer.fresh(f"{var}_out")
                 params += [f"const {ctype(ty.elem)} *{RESTRICT} {src}", f"{ctype(ty.elem)} *{RESTRICT} {dst}"]
                 cur[var], nxt[var] = emitter.host_namer.fresh(f"{var}_cur"), emitter.host_namer.fresh(f"{var}_next")
                 args += [cur[var], nxt[var]]
@@ -396,7 +396,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         src = flat([f"{b[a]} + {ls[a]}" for a in range(rank)], dn[1:])
         dst = flat(ls, [str(x) for x in size[n][1:]])
         body.append(f"{ind}// {n}: the step's input over the tile and its halo")
-        load = nest(ranges, ls, [f"{smem[n]}[{dst}] = {_name(params, n, 'in')}[{m('index', src)}];"], ind)
+        load = nest(ranges, ls, [f"{smem[n]}[{dst}] = {buf[n][0]}[{m('index', src)}];"], ind)
         if n in p.overwritten:  # launch k writes the whole box first where its domain covers it: load elsewhere
             ph = p.phases[p.overwritten[n]]
             assert isinstance(ph.stmt.target, ir.Index)
@@ -497,7 +497,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         dst = flat([f"{org[a]} + {ls[a]}" for a in range(rank)], dn[1:])
         src = flat([f"{ls[a]} + {p.halo[n][a][0]}" for a in range(rank)], [str(x) for x in size[n][1:]])
         body.append(f"{ind}// {n}: the tile into the step's output")
-        body += nest(ranges, ls, [f"{_name(params, n, 'out')}[{m('index', dst)}] = {smem[n]}[{src}];"], ind)
+        body += nest(ranges, ls, [f"{buf[n][1]}[{m('index', dst)}] = {smem[n]}[{src}];"], ind)
     body.append(f"{ind}{m('barrier', '__syncthreads();')}  // the next tile reuses the shared buffers")
     for _ in range(rank):
         pad_k = pad_k[:-2]
@@ -511,7 +511,23 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     kernel: dict[str, object] = {"name": name, "params": params, "body": body, "threads": threads,
                                  "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
 
-    # -- the host side
+    setup, lines, ok = _host(emitter, loop, p, name, args, cur, nxt, loop.var in referenced, pad)
+    return kernel, setup, lines, ok
+
+
+def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[str], cur: dict[str, str],
+          nxt: dict[str, str], reads_var: bool, pad: str) -> tuple[list[str], list[str], str]:
+    """``(setup, loop_lines, ok)`` of :func:`build`: the scratch, then the host loop launching kernel ``name``
+    with ``args`` (``cur``/``nxt``: the host's input and output buffer of each written array, swapped after
+    each kernel; ``reads_var``: the kernel takes the loop's variable)."""
+    from transpile.cuda import GRID_CAPS, INDEX_TYPE, ctype
+
+    arrays = {**emitter.arrays, **emitter.allocs}
+    expr = emitter.expr
+    m = expr.mark
+    rank, tile, block = p.rank, p.tile, BLOCKS[p.rank]
+    dim_of = ["xyz"[rank - 1 - a] for a in range(rank)]
+    shape = arrays[p.written[0]]
     hn = emitter.host_namer
     err, stream = emitter.names["err"], emitter.names["stream"]
     env, ok = hn.fresh("steps_env"), hn.fresh("steps_ok")
@@ -520,8 +536,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     for n in p.written:
         emitter.scratch.append((f"{ctype(arrays[n].elem)} *{scratch[n]}", scratch[n]))
     nbytes = {n: emitter._size(arrays[n]) for n in p.written}
-    setup = [f"{pad}// Fused time steps (transpile/cuda_steps.py): one kernel a step, each block on a tile and its",
-             f"{pad}// halo, input and output buffers alternating with scratch; {ENV}=0 in the environment",
+    setup = [f"{pad}// Fused time steps (transpile/cuda_steps.py): one kernel runs {p.steps} time step(s), each block on a",
+             f"{pad}// tile and its halo, input and output buffers alternating with scratch; {ENV}=0 in the environment",
              f"{pad}// (or scratch that cannot be allocated) launches the loop's kernels one by one.",
              f'{pad}const char *const {env} = getenv("{ENV}");']
     for a in range(rank):
@@ -564,7 +580,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         lines.append(f"{q}for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-stride}) {{")
         left = f"({it} - {lo}) / {-loop.step} + 1"
     vt = ctype(loop.ty)
-    if loop.var in referenced:
+    if reads_var:
         lines.append(f"{q}  const {vt} {expr.ident(loop.var)} = ({vt}){it};")
     if p.steps > 1:
         hsteps = hn.fresh("nsteps")
@@ -595,25 +611,15 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     lines.append(f"{q}}}")
     for n in p.written:
         ident = emitter.ident(n)
-        lines.append(f"{q}if ({err} == cudaSuccess && {cur[n]} != {ident}) {{  // an odd number of steps: the "
+        lines.append(f"{q}if ({err} == cudaSuccess && {cur[n]} != {ident}) {{  // an odd number of kernels: the "
                      "results are in the scratch")
         lines.append(f"{q}  {m('transfer', f'{err} = cudaMemcpyAsync({ident}, {cur[n]}, {nbytes[n]}, cudaMemcpyDeviceToDevice, {stream});')}")
         lines.append(f"{q}}}")
-    return kernel, setup, lines, ok
+    return setup, lines, ok
 
 
 def _is_var(e: ir.Expr, name: str) -> bool:
     return isinstance(e, ir.Var) and e.name == name
-
-
-def _name(params: list[str], array: str, which: str) -> str:
-    """The kernel parameter naming ``array``'s input (``which='in'``) or output buffer."""
-    stem = f"{array}_{which}"
-    for prm in params:
-        last = prm.replace("*", " ").split()[-1]
-        if last == stem or (last.startswith(stem) and last[len(stem):].isdigit()):
-            return last
-    raise AssertionError(f"no {which} buffer parameter for {array}")
 
 
 def _to_shared(stmt: ir.Assign, smem: dict[str, str], base: dict[str, list[str]],

@@ -527,8 +527,8 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
         break;
       }
     } else {
-      // Fused time steps (transpile/cuda_steps.py): one kernel a step, each block on a tile and its
-      // halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
+      // Fused time steps (transpile/cuda_steps.py): one kernel runs 16 time step(s), each block on a
+      // tile and its halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
       // (or scratch that cannot be allocated) launches the loop's kernels one by one.
       const char *const steps_env = getenv("TRANSPILE_STEPS");
       const long long steps_d0 = (long long)n;
@@ -572,10 +572,10 @@ extern "C" cudaError_t jacobi_1d_device(int tsteps, int n, double *A, double *B,
           A_cur = A_next;
           A_next = swap1;
         }
-        if (err == cudaSuccess && B_cur != B) {  // an odd number of steps: the results are in the scratch
+        if (err == cudaSuccess && B_cur != B) {  // an odd number of kernels: the results are in the scratch
           err = cudaMemcpyAsync(B, B_cur, transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
         }
-        if (err == cudaSuccess && A_cur != A) {  // an odd number of steps: the results are in the scratch
+        if (err == cudaSuccess && A_cur != A) {  // an odd number of kernels: the results are in the scratch
           err = cudaMemcpyAsync(A, A_cur, transpile_extent(n) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
         }
       } else {

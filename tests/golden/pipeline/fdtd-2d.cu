@@ -475,8 +475,8 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
         break;
       }
     } else {
-      // Fused time steps (transpile/cuda_steps.py): one kernel a step, each block on a tile and its
-      // halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
+      // Fused time steps (transpile/cuda_steps.py): one kernel runs 3 time step(s), each block on a
+      // tile and its halo, input and output buffers alternating with scratch; TRANSPILE_STEPS=0 in the environment
       // (or scratch that cannot be allocated) launches the loop's kernels one by one.
       const char *const steps_env = getenv("TRANSPILE_STEPS");
       const long long steps_d0 = (long long)nx;
@@ -535,13 +535,13 @@ extern "C" cudaError_t kernel_fdtd_2d_device(int tmax, int nx, int ny, double *e
           hz_cur = hz_next;
           hz_next = swap2;
         }
-        if (err == cudaSuccess && ey_cur != ey) {  // an odd number of steps: the results are in the scratch
+        if (err == cudaSuccess && ey_cur != ey) {  // an odd number of kernels: the results are in the scratch
           err = cudaMemcpyAsync(ey, ey_cur, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
         }
-        if (err == cudaSuccess && ex_cur != ex) {  // an odd number of steps: the results are in the scratch
+        if (err == cudaSuccess && ex_cur != ex) {  // an odd number of kernels: the results are in the scratch
           err = cudaMemcpyAsync(ex, ex_cur, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
         }
-        if (err == cudaSuccess && hz_cur != hz) {  // an odd number of steps: the results are in the scratch
+        if (err == cudaSuccess && hz_cur != hz) {  // an odd number of kernels: the results are in the scratch
           err = cudaMemcpyAsync(hz, hz_cur, transpile_extent(nx) * transpile_extent(ny) * sizeof(double), cudaMemcpyDeviceToDevice, stream);
         }
       } else {
