@@ -191,29 +191,13 @@ def test_the_code_fuses_a_step_and_keeps_the_launches_as_fallback() -> None:
 
 
 def _args(module: ir.Module, sizes: dict[str, int], rng: np.random.Generator) -> tuple[dict[str, object], list[str]]:
-    from passes.builders import substitute_vars
+    """Random arrays of the shapes ``sizes`` give (the verifier's signature), the sizes, and the C order."""
+    from transpile.verify.signature import kernel_sig
 
-    k = module.kernels[0]
-    args: dict[str, object] = {}
-    for prm in k.params:
-        if isinstance(prm.ty, ir.Scalar):
-            args[prm.name] = sizes[prm.name]
-    for prm in k.params:
-        if isinstance(prm.ty, ir.ArrayType):
-            shape = []
-            for d in prm.ty.dims:
-                e = substitute_vars(d, {n: ir.const(v, ir.I32) for n, v in sizes.items()})
-                shape.append(_const(e))
-            args[prm.name] = rng.uniform(-1, 1, shape)
-    return args, [prm.name for prm in k.params]
-
-
-def _const(e: ir.Expr) -> int:
-    if isinstance(e, ir.Const):
-        return int(e.value)
-    assert isinstance(e, ir.Binary) and e.op in "+-*", e
-    a, b = _const(e.lhs), _const(e.rhs)
-    return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+    sig = kernel_sig(module.kernels[0])
+    args: dict[str, object] = {a.name: rng.uniform(-1, 1, sig.shape(a, sizes)) for a in sig.arrays}
+    args.update(sizes)
+    return args, [prm.name for prm in module.kernels[0].params]
 
 
 @needs_gxx

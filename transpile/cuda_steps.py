@@ -52,13 +52,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from typing import TYPE_CHECKING
 
 from transpile import ir
 
 if TYPE_CHECKING:
-    from transpile.cuda import _KernelEmitter
+    from transpile.cuda import ExprPrinter, _KernelEmitter
 
 ENV = "TRANSPILE_STEPS"
 """Set to 0 in the environment to launch a fused loop's launches one by one."""
@@ -117,19 +116,23 @@ class Plan:
 def plan(emitter: _KernelEmitter, loop: ir.For, steps: int | None = None) -> Plan | None:
     """The fused form of host loop ``loop``, ``steps`` time steps a kernel (default :data:`STEPS`, else the
     most up to :data:`MAX_STEPS` whose boxes fit), or None when it does not qualify (module docstring)."""
+    found = _stencil_launches(emitter, loop)
+    if found is None:
+        return None
+    launches, written, rank = found
     steps = STEPS if steps is None else steps
-    if steps is not None:
-        return _plan(emitter, loop, steps)
-    for s in range(max(MAX_STEPS.values()), 0, -1):
-        p = _plan(emitter, loop, s)
-        if p is not None and s <= MAX_STEPS[p.rank]:
+    for s in (steps,) if steps is not None else range(MAX_STEPS[rank], 0, -1):
+        p = _plan(emitter, loop, launches, written, rank, s)
+        if p is not None:
             return p
     return None
 
 
-def _plan(emitter: _KernelEmitter, loop: ir.For, steps: int) -> Plan | None:
-    from passes import accesses
-    from passes.builders import substitute_vars
+def _stencil_launches(emitter: _KernelEmitter, loop: ir.For
+                      ) -> tuple[list[tuple[tuple[ir.For, ...], ir.Assign]], tuple[str, ...], int] | None:
+    """``(launches, written, rank)``: each launch of ``loop``'s body as (par loops, assignment), the arrays
+    they write in first-write order, and those arrays' rank; None where the body is not stencil launches
+    of one array shape (module docstring)."""
     from transpile.cuda import _is_host_loop, _par_chain, _var_names
 
     if len(loop.body) < 2 or loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed):
@@ -166,11 +169,23 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, steps: int) -> Plan | None:
     inner = [emitter.expr(d) for d in shape.dims[1:]]
     if any(len(arrays[n].dims) != rank or [emitter.expr(d) for d in arrays[n].dims[1:]] != inner for n in written):
         return None
+    return launches, written, rank
+
+
+def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.For, ...], ir.Assign]],
+          written: tuple[str, ...], rank: int, steps: int) -> Plan | None:
+    """The plan of :func:`plan` at ``steps`` time steps a kernel, or None (offsets, traffic, shared memory)."""
+    from passes import accesses
+    from passes.builders import substitute_vars
+    from transpile.cuda import _var_names
+
+    arrays = {**emitter.arrays, **emitter.allocs}
+    shape = arrays[written[0]]
 
     # Per launch: which par variable each target subscript follows, and every read of a written array as
     # constant offsets from the target.
     if steps > 1:  # the body again for each later step, the host variable advanced (t + s x stride)
-        base = list(launches)
+        base, launches = launches, list(launches)
         for k in range(1, steps):
             at = {loop.var: ir.binary("+", ir.Var(loop.var, loop.ty), ir.const(k * loop.step, loop.ty))}
             launches += [(tuple(substitute_vars(lp, at) for lp in chain), substitute_vars(stmt, at))
@@ -281,14 +296,12 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     # -- parameters: scalars the launches read (their bounds, bodies, and the arrays' extents), read-only
     # arrays, and each written array's input and output buffers.
     pars = {lp.var for ph in p.phases for lp in ph.chain}
-    uses: dict[str, tuple[bool, bool]] = {}
+    uses = ir.array_uses(tuple(ph.stmt for ph in p.phases))
     referenced: set[str] = set()
     for ph in p.phases:
         referenced |= _var_names(ph.stmt)
         for lp in ph.chain:
             referenced |= _var_names(lp.lo) | _var_names(lp.hi)
-        for a, u in ir.array_uses(ph.stmt).items():
-            uses[a] = (uses.get(a, (False, False))[0] or u[0], uses.get(a, (False, False))[1] or u[1])
     for d in shape.dims[1:]:
         referenced |= _var_names(d)
     for a in uses:
@@ -346,9 +359,10 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             body.append(f"  const {INDEX_TYPE} {dn[a]} = {expr.cast_to(shape.dims[a], INDEX_TYPE)};")
         body.append(f"  const {INDEX_TYPE} {nt[a]} = ({dn[a]} + {tile[a] - 1}) / {tile[a]};")
     tid, nthr = namer.fresh("tid"), namer.fresh("nthreads")
-    tid_line = f"  const int {tid} = (int){m('index', '(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))')};"
-    nthr_line = f"  const int {nthr} = (int){m('index', '(blockDim.x * blockDim.y * blockDim.z)')};"
-    body += [tid_line, nthr_line]
+    if any(None in ph.axis_var for ph in p.phases):  # a launch with fewer par loops than axes: one flat range
+        body.append(f"  const int {tid} = (int)"
+                    f"{m('index', '(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))')};")
+        body.append(f"  const int {nthr} = (int){m('index', '(blockDim.x * blockDim.y * blockDim.z)')};")
     kt = [namer.fresh(f"k{a}") for a in range(rank)]
     org = [namer.fresh(f"o{a}") for a in range(rank)]
     pad_k = "  "
@@ -405,8 +419,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                 v = ph.axis_var[a]
                 assert v is not None
                 lp = next(x for x in ph.chain if x.var == v)
-                ix = ph.stmt.target.indices[a]
-                c0 = "" if _is_var(ix, v) else f" - ({expr(ir.binary('-', ir.cast(ix, ir.I64), ir.Var(v, ir.I64)))})"
+                c0 = _offset(expr, ph.stmt.target.indices[a], v)
+                c0 = f" - ({c0})" if c0 else ""
                 inside.append(f"{b[a]}{c0} >= {expr.cast_to(lp.lo, INDEX_TYPE)} && "
                               f"{b[a]} + {size[n][a]}{c0} <= {expr.cast_to(lp.hi, INDEX_TYPE)}")
             body.append(f"{ind}if ({m('guard', '!(' + ' && '.join(inside) + ')')}) {{  "
@@ -445,11 +459,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                 continue
             lp = lp_of[v]
             # The element's subscript is v + c0 (c0 free of par variables): v's range is the box less c0.
-            if _is_var(ix, v):
-                lo_s, hi_s = lo_e, hi_e
-            else:
-                c0 = expr(ir.binary("-", ir.cast(ix, ir.I64), ir.Var(v, ir.I64)))
-                lo_s, hi_s = f"{lo_e} - ({c0})", f"{hi_e} - ({c0})"
+            c0 = _offset(expr, ix, v)
+            lo_s, hi_s = (f"{lo_e} - ({c0})", f"{hi_e} - ({c0})") if c0 else (lo_e, hi_e)
             lo_v, hi_v = expr.cast_to(lp.lo, INDEX_TYPE), expr.cast_to(lp.hi, INDEX_TYPE)
             lo_n, hi_n = namer.fresh(f"{v}_lo"), namer.fresh(f"{v}_hi")
             par_axes.append((a, v, lo_n, hi_n))
@@ -503,9 +514,6 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         pad_k = pad_k[:-2]
         body.append(f"{pad_k}}}")
 
-    if not any(re.search(rf"\b{tid}\b", x) for x in body[body.index(tid_line) + 2:]):
-        body.remove(tid_line)  # only a launch with fewer par loops than axes spreads its box over a flat range
-        body.remove(nthr_line)
     threads = math.prod(block)
     name = emitter.namer.fresh(f"{emitter.name}_steps")
     kernel: dict[str, object] = {"name": name, "params": params, "body": body, "threads": threads,
@@ -618,8 +626,11 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
     return setup, lines, ok
 
 
-def _is_var(e: ir.Expr, name: str) -> bool:
-    return isinstance(e, ir.Var) and e.name == name
+def _offset(expr: ExprPrinter, ix: ir.Expr, var: str) -> str:
+    """C text of ``ix - var`` (a target subscript less its par variable), or "" where ``ix`` is ``var``."""
+    if isinstance(ix, ir.Var) and ix.name == var:
+        return ""
+    return expr(ir.binary("-", ir.cast(ix, ir.I64), ir.Var(var, ir.I64)))
 
 
 def _to_shared(stmt: ir.Assign, smem: dict[str, str], base: dict[str, list[str]],
