@@ -3,7 +3,10 @@
 :func:`kernel_sig` turns an :class:`ir.Kernel` into a :class:`KernelSig`:
 one :class:`ArgSpec` per C parameter (scalar type or array element type,
 intent, extents as IR expressions), plus which integer scalars are *size
-parameters* (they appear in an extent).  :func:`eval_int` evaluates an extent
+parameters* (they appear in an extent), and which integer input arrays hold
+indices (:class:`IndexUse`: their values subscript another array, directly,
+through a local, or as a loop's bounds) so that the inputs drawn for them keep
+the C program defined (:meth:`KernelSig.index_range`).  :func:`eval_int` evaluates an extent
 for concrete sizes; :func:`estimate_work` bounds the number of statement
 executions (interval arithmetic over loop bounds), which sets the shape
 budget and the reduction depth used by the tolerance.
@@ -15,6 +18,8 @@ wrong signature is a stage (a) failure instead of a crash inside ctypes.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -50,11 +55,51 @@ class ArgSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexUse:
+    """Values of the integer input array ``array``, plus ``offset``, index dimension ``dim`` of
+    ``target``: ``target[..][array[..] + offset]..``, also through a local assigned once
+    (``int j = idx[i]; .. a[j + 1]``).  With ``bound``, the values are the bounds of a loop whose
+    variable, plus ``offset``, is that index (``for k in ptr[i]..ptr[i + 1] { val[k] }``), so a
+    value may also equal the extent (an empty loop at the end)."""
+
+    array: str
+    target: str
+    dim: int
+    offset: int
+    bound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class KernelSig:
-    """The reference kernel's parameters, in C order."""
+    """The reference kernel's parameters, in C order, and the index uses of its integer input arrays."""
 
     name: str
     args: tuple[ArgSpec, ...]
+    indices: tuple[IndexUse, ...] = ()
+    extents: Mapping[str, tuple[ir.Expr, ...]] = dataclasses.field(default_factory=dict)
+    """The extents of every array ``indices`` names as a target (parameters and local arrays)."""
+
+    def index_range(self, array: str, env: Mapping[str, int | float]) -> tuple[int, int, bool] | None:
+        """The values ``array`` may hold for the scalars in ``env`` so that every index use of it
+        stays inside its target's extent: ``(lo, hi, sorted)``, inclusive, ``lo >= 0`` (integer
+        inputs are drawn non-negative), ``sorted`` when the values are loop bounds (drawn in
+        order, so that ``ptr[i]..ptr[i + 1]`` ranges are not empty); None when the array holds no
+        indices or no value keeps every use inside (an empty target)."""
+        uses = [u for u in self.indices if u.array == array]
+        if not uses:
+            return None
+        lo, hi = 0, None
+        for u in uses:
+            try:
+                extent = max(0, eval_int(self.extents[u.target][u.dim], env))
+            except (KeyError, IndexError, ValueError):
+                return None
+            lo = max(lo, -u.offset)
+            top = extent - u.offset - (0 if u.bound else 1)
+            hi = top if hi is None else min(hi, top)
+        if hi is None or lo > hi:
+            return None
+        return lo, hi, any(u.bound for u in uses)
 
     @property
     def arrays(self) -> tuple[ArgSpec, ...]:
@@ -109,7 +154,88 @@ def kernel_sig(k: ir.Kernel) -> KernelSig:
             args.append(ArgSpec(p.name, p.ty, "float"))
         else:
             args.append(ArgSpec(p.name, p.ty, "size" if p.name in in_extents else "int"))
-    return KernelSig(k.name, tuple(args))
+    uses = index_uses(k)
+    extents = {p.name: p.ty.dims for p in k.params if isinstance(p.ty, ir.ArrayType)}
+    extents.update({n.name: n.ty.dims for n in ir.walk(k) if isinstance(n, ir.Alloc)})
+    return KernelSig(k.name, tuple(args), uses, {u.target: extents[u.target] for u in uses if u.target in extents})
+
+
+def _unit(e: ir.Expr) -> tuple[ir.Expr, int]:
+    """``e`` as ``base + offset`` for an integer constant offset (integer casts looked through)."""
+    if isinstance(e, ir.Cast) and e.ty.is_int and e.operand.ty.is_int:
+        return _unit(e.operand)
+    if isinstance(e, ir.Binary) and e.op in ("+", "-") and e.ty.is_int:
+        if isinstance(e.rhs, ir.Const):
+            base, off = _unit(e.lhs)
+            return base, off + (int(e.rhs.value) if e.op == "+" else -int(e.rhs.value))
+        if e.op == "+" and isinstance(e.lhs, ir.Const):
+            base, off = _unit(e.rhs)
+            return base, off + int(e.lhs.value)
+    return e, 0
+
+
+def index_uses(k: ir.Kernel) -> tuple[IndexUse, ...]:
+    """Where the values of ``k``'s integer input arrays are indices (:class:`IndexUse`).
+
+    Recognised: a subscript ``P[..] + c`` (``c`` an integer constant, integer casts allowed),
+    the same through a local scalar declared with that value and never assigned again, and a
+    loop whose bounds have that form and whose variable appears in a subscript as ``v + c``.
+    Other uses (``2 * P[i]``, ``P[i] * n + j``) give no constraint: their inputs are drawn as for
+    any integer array, and the verifier's guard zones still catch an access outside an array."""
+    index_arrays = {p.name for p in k.params
+                    if isinstance(p.ty, ir.ArrayType) and p.ty.elem.is_int and p.intent == "in"}
+    decls = collections.Counter(n.name for n in ir.walk(k) if isinstance(n, ir.Decl))
+    assigned = {n.target.name for n in ir.walk(k) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
+    once = {name for name, count in decls.items() if count == 1 and name not in assigned}
+    found: list[IndexUse] = []
+
+    def source(e: ir.Expr, env: Mapping[str, tuple[str, int]]) -> tuple[str, int] | None:
+        """``(P, c)`` when ``e`` is ``P[..] + c`` or a local holding one."""
+        base, off = _unit(e)
+        if isinstance(base, ir.Index) and base.array in index_arrays:
+            return base.array, off
+        if isinstance(base, ir.Var) and base.name in env:
+            array, inner = env[base.name]
+            return array, inner + off
+        return None
+
+    def visit(node: ir.Node, env: dict[str, tuple[str, int]], loops: dict[str, list[tuple[str, int]]]) -> None:
+        if isinstance(node, ir.Index):
+            for dim, e in enumerate(node.indices):
+                if (src := source(e, env)) is not None:
+                    found.append(IndexUse(src[0], node.array, dim, src[1]))
+                    continue
+                base, off = _unit(e)
+                if isinstance(base, ir.Var) and base.name in loops:
+                    for array, bound_off in loops[base.name]:
+                        found.append(IndexUse(array, node.array, dim, off + bound_off, bound=True))
+        if isinstance(node, ir.For):
+            for e in (node.lo, node.hi):
+                visit(e, env, loops)
+            bounds = [src for e in (node.lo, node.hi) if (src := source(e, env)) is not None]
+            inner = {n: v for n, v in loops.items() if n != node.var}
+            if bounds and node.step > 0:
+                inner[node.var] = bounds
+            block(node.body, {n: v for n, v in env.items() if n != node.var}, inner)
+            return
+        if isinstance(node, ir.If):
+            visit(node.cond, env, loops)
+            for branch in (node.then, node.orelse):
+                block(branch, dict(env), loops)
+            return
+        for child in ir.children(node):
+            visit(child, env, loops)
+        if isinstance(node, ir.Decl) and node.init is not None and node.name in once:
+            if (src := source(node.init, env)) is not None:
+                env[node.name] = src
+
+    def block(stmts: tuple[ir.Stmt, ...], env: dict[str, tuple[str, int]],
+              loops: dict[str, list[tuple[str, int]]]) -> None:
+        for s in stmts:
+            visit(s, env, loops)
+
+    block(k.body, {}, {})
+    return tuple(dict.fromkeys(found))
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,11 @@
   (small whole numbers stored as floats).  Integer arrays always get
   non-negative values (their width depends on the distribution), so integer
   sums and min/max recurrences cannot overflow, which would be undefined
-  behaviour in the C reference.  Floating scalars are U(0.25, 1.25).
+  behaviour in the C reference.  An integer input whose values index another
+  array (a gather's ``idx``, a histogram's bins, CSR's ``col`` and ``rowptr``:
+  :class:`~transpile.verify.signature.IndexUse`) gets values inside that
+  array, loop bounds in order, so the reference is defined.  Floating
+  scalars are U(0.25, 1.25).
 * **Recipes** (:data:`RECIPES`), tried in order until the reference's output is
   finite and well conditioned (see :mod:`transpile.verify.reference`):
   ``random`` (the distribution as drawn), ``spd`` (each square 2-D input
@@ -200,9 +204,20 @@ DISTRIBUTIONS: dict[str, Callable[[np.random.Generator, tuple[int, ...]], np.nda
 _INT_RANGES: dict[str, int] = {"signed": 100, "uniform": 1000, "large": 1 << 16, "tiny": 3, "integers": 10}
 
 
-def _int_array(rng: np.random.Generator, shape: tuple[int, ...], dist: str, dtype: np.dtype) -> np.ndarray:
-    hi = min(_INT_RANGES.get(dist, 100), int(np.iinfo(dtype).max))
-    return rng.integers(0, hi + 1, size=shape).astype(dtype)
+def _int_array(rng: np.random.Generator, shape: tuple[int, ...], dist: str, dtype: np.dtype,
+               index: tuple[int, int, bool] | None = None) -> np.ndarray:
+    """Non-negative integers, as wide as ``dist`` says; for an index array (``index``: its valid
+    ``lo..hi`` and whether its values are loop bounds, :meth:`KernelSig.index_range`), inside
+    ``lo..hi`` (as wide as ``dist`` says from ``lo``: ``tiny`` makes many equal indices) and, for
+    bounds, in non-decreasing order."""
+    width = _INT_RANGES.get(dist, 100)
+    if index is None:
+        return rng.integers(0, min(width, int(np.iinfo(dtype).max)) + 1, size=shape).astype(dtype)
+    lo, hi, ordered = index
+    values = rng.integers(lo, min(hi, lo + width) + 1, size=shape)
+    if ordered:
+        values = np.sort(values, axis=None).reshape(shape)
+    return values.astype(dtype)
 
 
 def poison(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
@@ -230,7 +245,7 @@ def draw(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str) -> I
         elif a.dtype.kind == "f":
             args[a.name] = np.ascontiguousarray(DISTRIBUTIONS[dist](rng, shp), dtype=a.dtype)
         else:
-            args[a.name] = _int_array(rng, shp, dist, a.dtype)
+            args[a.name] = _int_array(rng, shp, dist, a.dtype, sig.index_range(a.name, args))
     return args
 
 
