@@ -673,6 +673,10 @@ def test_missing_file(tmp_path: Path) -> None:
     (b"int x;\n\xff\xfe\xfa junk", "2:1", "not valid UTF-8"),
     (b"@@@ ###\n", "1:1", "syntax error"),
     (b"/* only a comment */\n", "1:1", "no kernel found"),
+    (b"void f(int n, double a[n]) {\n  int i = 0;\n  while (i < n) { a[i] = 0; i++; }\n}\n", "3:3",
+     "no kernel found: 'f' has a while loop, which is not supported"),
+    (b"void f(int n, double a[n]) {\n  int i = 0;\n  do { a[i] = 0; i++; } while (i < n);\n}\n", "3:3",
+     "'f' has a do-while loop"),
     (b"void f(void) { for (;;) ; }\n", "1:16", "without an initialisation"),
     # pycparser says only "Invalid expression" (or nothing) at column 1 here: gcc's message and column
     (b"void f(int n, double A[n]) {\n  int k;\n  for (k = 0; k < n; ++) {\n    A[k] = 0.0;\n  }\n}\n", "3:24",

@@ -255,6 +255,18 @@ def _contains(node: c_ast.Node, pred: type[c_ast.Node], scop: bool = False) -> b
     return False
 
 
+def _find(node: c_ast.Node, kinds: tuple[type[c_ast.Node], ...]) -> list[c_ast.Node]:
+    """The nodes of ``kinds`` under ``node``, in source order."""
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kinds):
+            out.append(n)
+        stack.extend(reversed([child for _, child in n.children()]))
+    return out
+
+
 def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str | None) -> ir.Module:
     unit = Unit(ast, srcmap)
     defs = [ext for ext in ast.ext if isinstance(ext, c_ast.FuncDef)]
@@ -272,8 +284,14 @@ def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str |
         if not chosen:
             chosen = [d for d in own if d.decl.name != "main" and _contains(d.body, c_ast.For)]
         if not chosen:
+            loops = [(d, n) for d in own if d.decl.name != "main" for n in _find(d.body, (c_ast.While, c_ast.DoWhile))]
+            if loops:  # the function the user meant, most likely: say why its loop does not count
+                d, n = loops[0]
+                kind = "while" if isinstance(n, c_ast.While) else "do-while"
+                raise TranspileError(unit.loc(n), f"no kernel found: '{d.decl.name}' has a {kind} loop, which is not "
+                                                  "supported (no provable trip count): rewrite it as a for loop")
             raise TranspileError(where, "no kernel found: no function contains '#pragma scop' or a for "
-                                        "loop (select one with function=NAME)")
+                                        "loop (select one with --function NAME)")
     kernels = []
     for d in chosen:
         unit.call_stack.append(d.decl.name)
