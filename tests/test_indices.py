@@ -124,3 +124,32 @@ def test_a_wrong_gather_still_fails(tmp_path: Path) -> None:
     opts = Options(seed=7, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
     (report,) = verify_module(module, wrong, source=path, options=opts)
     assert report.verdict == "fail" and "mismatch" in report.reason
+
+
+SCATTER = """void scat(int n, int m, int idx[n], double a[n], double b[m]) {
+  for (int i = 0; i < n; i++) b[idx[i]] = a[i];
+}
+"""
+
+
+@needs_gxx
+def test_a_scatter_stays_sequential_and_a_parallel_one_is_refused(tmp_path: Path) -> None:
+    # Two i may write one element of b (the last one wins): the loop is not parallel, and the
+    # compiler keeps it on one thread.  Made parallel by hand, it must fail now that the drawn
+    # indices land inside b and collide (before, the reference itself wrote outside b).
+    path, module = _kernel(SCATTER, tmp_path, "scat")
+    lowered = pipeline.lower(module)
+    cu = cuda.emit(lowered, source=path.name)
+    seq = "  for (int i = 0; i < n; ++i) {\n    b[idx[i]] = a[i];"
+    assert "__launch_bounds__(1) scat_kernel0" in cu and seq in cu
+    opts = Options(seed=7, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
+    (report,) = verify_module(module, cu, source=path, lowered=lowered, options=opts)
+    assert report.verdict == "pass", report.reason
+    par = (cu.replace("__launch_bounds__(1) scat_kernel0", "__launch_bounds__(256) scat_kernel0")
+           .replace(seq, "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {\n"
+                         "    b[idx[i]] = a[i];")
+           .replace("scat_kernel0<<<dim3(1u), dim3(1u), 0, stream>>>",
+                    "scat_kernel0<<<dim3((n + 255) / 256 > 0 ? (n + 255) / 256 : 1), dim3(256u), 0, stream>>>"))
+    assert par.count("blockIdx.x * blockDim.x + threadIdx.x; i < n") == 1 and "dim3(256u), 0, stream" in par
+    (report,) = verify_module(module, par, source=path, options=opts)
+    assert report.verdict == "fail" and ("schedule" in report.reason or "mismatch" in report.reason), report.reason
