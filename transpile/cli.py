@@ -462,6 +462,8 @@ def _guard(action: object) -> None:
     try:
         action()  # type: ignore[operator]
     except TranspileError as e:
+        if e.source is None and e.loc is not None:  # raised past the front end: the caret line still helps
+            e.source = _source_of(e.loc)
         click.echo(str(e), err=True)
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):

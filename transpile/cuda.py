@@ -41,7 +41,7 @@ import numpy as np
 
 from passes import collapse, promote, tile
 from passes.builders import substitute_vars
-from transpile import ir, regions
+from transpile import cuda_names, ir, regions
 from transpile.resources import data_dir
 
 # ---------------------------------------------------------------------------
@@ -1226,6 +1226,7 @@ def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | Non
 
 def _emitted(module: ir.Module, tiling: tile.Options | None) -> list[tuple[_KernelEmitter, dict[str, object]]]:
     """Each kernel's emitter, after it made the kernel's template context, and that context."""
+    cuda_names.check(module)
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
     generated |= {f"{k.name}_kernel{n}" for k in module.kernels
