@@ -282,6 +282,32 @@ def test_pointer_extent_derivation(body: str, extent: ir.Expr) -> None:
     assert_all_located(p)
 
 
+def test_dereferences_of_parameters_are_subscripts() -> None:
+    # *p is p[0] and *(p + e) or *(e + p) is p[e] for a parameter pointing at scalars: the same IR
+    # (extents and intents included) as the subscripts; a local shadowing the name is left alone.
+    from transpile import text
+
+    deref = kernel("""
+        void f(int n, const double *x, double y[n], double *out) {
+          double s = 0;
+          for (int i = 0; i < n; i++) { *(y + i) = 2 * *(x + i); s += *(i + x); }
+          *out = s;
+          *out += *y;
+        }""")
+    subs = kernel("""
+        void f(int n, const double *x, double y[n], double *out) {
+          double s = 0;
+          for (int i = 0; i < n; i++) { y[i] = 2 * x[i]; s += x[i]; }
+          out[0] = s;
+          out[0] += y[0];
+        }""")
+    assert text.show(deref) == text.show(subs)
+    assert [p.ty.dims for p in deref.params[1:]] == [(V("n"),), (V("n"),), (C(1),)]
+    assert_all_located(deref)
+    with pytest.raises(TranspileError, match=r"dereferencing a pointer"):
+        kernel("void f(int n, double *p, double A[n]) { for (int i = 0; i < n; i++) { double p = 1; A[i] = *p; } }")
+
+
 def test_pointer_extent_unknown_sign_coefficient_takes_both() -> None:
     k = kernel("""
         void f(int n, int m, float *A, const float *restrict B) {

@@ -177,3 +177,18 @@ def test_atomic_output_gets_the_mode_a_plain_open_would(tmp_path: Path) -> None:
         assert kept.read_text() == "new" and kept.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(old)
+
+
+def test_a_result_through_a_pointer_compiles_and_verifies(tmp_path: Path) -> None:
+    # `*out = s` and `*(y + i)`: the C idiom for a scalar result and pointer walks, as subscripts.
+    src = tmp_path / "l2.c"
+    src.write_text("#include <math.h>\n"
+                   "void l2(int n, const double *x, double *y, double *out) {\n"
+                   "  double s = 0.0;\n"
+                   "  for (int i = 0; i < n; i++) { *(y + i) = 2.0 * *(x + i); s += *(x + i) * *(x + i); }\n"
+                   "  *out = sqrt(s);\n}\n")
+    out = tmp_path / "l2.cu"
+    proc = transpile(str(src), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "not fully verified" not in proc.stderr
+    assert 'extern "C" void l2(int n, double *x, double *y, double *out)' in out.read_text()

@@ -51,4 +51,4 @@ def test_the_cli_shows_the_function_line() -> None:
     proc = subprocess.run([sys.executable, "-m", "transpile.cli", str(bad), "-o", "-"], capture_output=True, text=True)
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
-    assert lines[0].startswith(f"{bad}:3:6: error: 'norm' is also the name") and lines[1].startswith("void norm(")
+    assert lines[0].startswith(f"{bad}:4:6: error: 'norm' is also the name") and lines[1].startswith("void norm(")

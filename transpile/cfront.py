@@ -60,7 +60,7 @@ from pathlib import Path
 
 from pycparser import c_ast, c_parser
 
-from transpile import ir
+from transpile import cuda_names, ir
 from transpile.cfront_lower import Unit, lower_function
 from transpile.cfront_srcmap import SourceMap
 from transpile.diagnostics import Loc, TranspileError
@@ -267,6 +267,61 @@ def _find(node: c_ast.Node, kinds: tuple[type[c_ast.Node], ...]) -> list[c_ast.N
     return out
 
 
+def _vector_params(fdef: c_ast.FuncDef) -> set[str]:
+    """Parameters of ``fdef`` that point at scalars: ``double *p``, ``double p[]``, ``double p[n]``."""
+    out = set()
+    params = fdef.decl.type.args.params if fdef.decl.type.args is not None else []
+    for p in params:
+        t = getattr(p, "type", None)
+        if isinstance(t, (c_ast.PtrDecl, c_ast.ArrayDecl)) and isinstance(t.type, c_ast.TypeDecl) and p.name:
+            out.add(p.name)
+    return out
+
+
+def _dereferences_as_subscripts(fdef: c_ast.FuncDef) -> None:
+    """Rewrite ``*p`` as ``p[0]`` and ``*(p + e)``, ``*(e + p)`` as ``p[e]`` in ``fdef``'s body, for its
+    parameters that point at scalars (the common C idiom for a scalar result, ``*out = s``); the
+    subscript form is then lowered, checked and given an extent as if it had been written so.
+    Shadowed names are left alone (their ``*`` is refused as before), and so is any other ``*``."""
+    vectors = _vector_params(fdef)
+
+    def target(node: c_ast.Node, hidden: set[str]) -> c_ast.Node | None:
+        if not (isinstance(node, c_ast.UnaryOp) and node.op == "*"):
+            return None
+        e = node.expr
+        if isinstance(e, c_ast.ID) and e.name in vectors - hidden:
+            return c_ast.ArrayRef(c_ast.ID(e.name, coord=e.coord), c_ast.Constant("int", "0", coord=node.coord),
+                                  coord=node.coord)
+        if isinstance(e, c_ast.BinaryOp) and e.op == "+":
+            for ptr, off in ((e.left, e.right), (e.right, e.left)):
+                if isinstance(ptr, c_ast.ID) and ptr.name in vectors - hidden:
+                    return c_ast.ArrayRef(c_ast.ID(ptr.name, coord=ptr.coord), off, coord=node.coord)
+        return None
+
+    def visit(node: c_ast.Node, hidden: set[str]) -> None:
+        if isinstance(node, c_ast.Compound):
+            hidden = set(hidden)
+        for field in node.__slots__:
+            if field in ("coord", "__weakref__"):
+                continue
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for i, child in enumerate(value):
+                    if isinstance(child, c_ast.Node):
+                        if (new := target(child, hidden)) is not None:
+                            value[i] = child = new
+                        visit(child, hidden)
+            elif isinstance(value, c_ast.Node):
+                if (new := target(value, hidden)) is not None:
+                    setattr(node, field, new)
+                    value = new
+                visit(value, hidden)
+        if isinstance(node, c_ast.Decl) and node.name:  # a local of a parameter's name hides it from here on
+            hidden.add(node.name)
+
+    visit(fdef.body, set())
+
+
 def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str | None) -> ir.Module:
     unit = Unit(ast, srcmap)
     defs = [ext for ext in ast.ext if isinstance(ext, c_ast.FuncDef)]
@@ -294,6 +349,7 @@ def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str |
                                         "loop (select one with --function NAME)")
     kernels = []
     for d in chosen:
+        _dereferences_as_subscripts(d)
         unit.call_stack.append(d.decl.name)
         try:
             k = lower_function(unit, d, "kernel")
@@ -301,4 +357,6 @@ def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str |
             unit.call_stack.pop()
         assert isinstance(k, ir.Kernel), k
         kernels.append(k)
-    return ir.Module(tuple(unit.helpers.values()), tuple(kernels), loc=where)
+    module = ir.Module(tuple(unit.helpers.values()), tuple(kernels), loc=where)
+    cuda_names.check(module)  # before any pass runs (the emitter checks again, for IR inputs)
+    return module

@@ -1,3 +1,4 @@
+// ERROR: 4:6: 'norm' is also the name of a function that the CUDA headers declare with C linkage
 /* A C function named like a CUDA math function (norm(int, const double *), C linkage): its
    drop-in could not be compiled by nvcc. */
 void norm(int n, const double *x, double *out)
