@@ -308,6 +308,25 @@ def test_dereferences_of_parameters_are_subscripts() -> None:
         kernel("void f(int n, double *p, double A[n]) { for (int i = 0; i < n; i++) { double p = 1; A[i] = *p; } }")
 
 
+def test_a_kernel_returning_a_value_gets_a_return_slot() -> None:
+    # The value goes to the slot, the last parameter (an out f64[1]), named apart from every C name.
+    k = kernel("""
+        float dot(int n, const double *x, int result) {
+          double s = result;
+          for (int i = 0; i < n; i++) s += x[i];
+          return s * 2;
+        }""")
+    assert k.ret == "result_1" and k.ret_param is k.params[-1]
+    assert k.ret_param.intent == "out" and k.ret_param.ty == ir.ArrayType(F32, (C(1),))
+    last = k.body[-1]
+    assert isinstance(last, ir.Assign) and isinstance(last.target, ir.Index) and last.target.array == "result_1"
+    assert last.value.ty == F32  # the C conversion to the return type
+    ircheck.check(ir.Module((), (k,)))
+    with pytest.raises(TranspileError, match="early 'return'"):
+        kernel("double f(int n, double A[n]) { if (n > 3) return 1.0; for (int i = 0; i < n; i++) A[i] = 0; "
+               "return 2.0; }")
+
+
 def test_pointer_extent_unknown_sign_coefficient_takes_both() -> None:
     k = kernel("""
         void f(int n, int m, float *A, const float *restrict B) {

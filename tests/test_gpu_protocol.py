@@ -22,8 +22,9 @@ except TimeoutError:
     sys.exit(0)
 started = time.monotonic()
 time.sleep(0.05)  # the timed loop
+ended = time.monotonic()  # before the event is sent: the parent may read it at once
 chan.send({"event": "timing-end", "count": 1})
-chan.send({"ok": True, "answer": answer, "loop_s": time.monotonic() - started})
+chan.send({"ok": True, "answer": answer, "loop_s": ended - started})
 chan.recv()  # exit
 '''
 

@@ -154,6 +154,16 @@ class Unit:
         return self.helpers[name]
 
 
+def _nodes(node: c_ast.Node) -> list[c_ast.Node]:
+    """Every node under ``node``, itself included."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(child for _, child in n.children())
+    return out
+
+
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
     first = Lowerer(unit, fdef, kind, plain_used=None)
@@ -179,6 +189,7 @@ class Lowerer(ExprLowerer):
         self.top_level = False  # is the statement being lowered directly in the function body?
         self.param_names: set[str] = set()
         self.hoisted: list[ir.Alloc] = []  # local arrays declared in loops or ifs, moved to the top
+        self.slot: tuple[str, ir.Scalar] | None = None  # a kernel's return slot (name, type), if it returns a value
 
     # ------------------------------------------------------------------ helpers
 
@@ -210,9 +221,11 @@ class Lowerer(ExprLowerer):
             raise self.err(fdef.decl, f"old-style (K&R) definition of '{name}' is not supported")
         ftype = fdef.decl.type
         ret = self.unit.types.resolve(ftype.type)
-        if self.kind == "kernel" and not isinstance(ret, VoidT):
+        if self.kind == "kernel" and not isinstance(ret, (VoidT, ir.Scalar)):
             raise TranspileError(loc, f"kernel '{name}' returns {describe(ret)}, which is not supported: "
-                                      "offloaded functions must return void")
+                                      "offloaded functions return void or a scalar")
+        if self.kind == "kernel" and isinstance(ret, ir.Scalar):
+            self.slot = (self._slot_name(), ret)
         if self.kind == "func":
             if not isinstance(ret, (ir.Scalar, VoidT)):
                 raise TranspileError(loc, f"helper function '{name}' returns {describe(ret)}, which is not "
@@ -245,7 +258,16 @@ class Lowerer(ExprLowerer):
             ty = ir.ArrayType(ap.sym.ty, tuple(dims))  # type: ignore[arg-type]
             intent = ir.intent_of(*uses.get(pname, (False, False)))
             params.append(ir.Param(pname, ty, intent, ap.sym.pointer, loc=ap.loc))
+        if self.slot is not None:  # the return slot, last (see ir.Kernel)
+            slot, ty = self.slot
+            params.append(ir.Param(slot, ir.ArrayType(ty, (ir.Const(1, ir.I32),)), "out", loc=loc))
+            return ir.Kernel(name, tuple(params), body, slot, loc=loc)
         return ir.Kernel(name, tuple(params), body, loc=loc)
+
+    def _slot_name(self) -> str:
+        """A name for the return slot that no identifier of the function uses."""
+        used = {n.name for n in _nodes(self.fdef) if isinstance(n, (c_ast.ID, c_ast.Decl)) and n.name}
+        return self.fresh("result", used)
 
     def derive(self, body: tuple[ir.Stmt, ...], ap: _ArrayParam, dim: int,
                invariant: list[str]) -> ir.Expr:
@@ -350,8 +372,18 @@ class Lowerer(ExprLowerer):
         self.scopes.append({})
         for i, item in enumerate(items):
             if (top and real and i == real[-1] and isinstance(item, c_ast.Return)
-                    and item.expr is None):
+                    and item.expr is None and self.slot is None):
                 continue  # the final 'return;' of a void function
+            if top and real and i == real[-1] and self.slot is not None and self.kind == "kernel":
+                if not isinstance(item, c_ast.Return) or item.expr is None:
+                    raise self.err(item, f"a kernel returning {describe(self.slot[1])} must end with "
+                                         "'return value;' (its only return)")
+                self.stmt_loc = self.unit.loc(item)
+                rloc = self.loc(item)
+                value = ir.cast(self.expr(item.expr), self.slot[1])
+                out.append(ir.Assign(ir.Index(self.slot[0], (ir.Const(0, ir.I32, loc=rloc),), self.slot[1], loc=rloc),
+                                     value, loc=rloc))
+                continue
             self.top_level = top or top_scope
             out.extend(self.stmt(item))
         self.scopes.pop()

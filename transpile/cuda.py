@@ -1092,7 +1092,9 @@ class _KernelEmitter:
             "steps": steps,
             "names": self.names,
             "prototype": self._prototype(),
-            "c_params": [self._c_param(p, device=False) for p in self.k.params],
+            "c_params": [self._c_param(p, device=False) for p in self.k.params if p.name != self.k.ret],
+            "ret": None if self.k.ret_param is None else {
+                "ctype": ctype(self.k.ret_param.ty.elem), "name": self.ident(self.k.ret)},  # type: ignore[union-attr]
             "device_params": [self._c_param(p, device=True) for p in self.k.params]
             + [f"{STREAM_TYPE} {self.names['stream']}"],
             "device_param_names": [self.ident(p.name) for p in self.k.params] + [self.names["stream"]],
@@ -1120,13 +1122,17 @@ class _KernelEmitter:
         """The original C declaration, for a comment."""
         parts = []
         for p in self.k.params:
+            if p.name == self.k.ret:
+                continue
             if isinstance(p.ty, ir.Scalar):
                 parts.append(f"{ctype(p.ty)} {p.name}")
             elif p.pointer:
                 parts.append(f"{ctype(p.ty.elem)} *{p.name}")
             else:
                 parts.append(f"{ctype(p.ty.elem)} {p.name}" + "".join(f"[{self.expr(d)}]" for d in p.ty.dims))
-        return f"void {self.name}({', '.join(parts)});"
+        slot = self.k.ret_param
+        ret = "void" if slot is None else ctype(slot.ty.elem)  # type: ignore[union-attr]
+        return f"{ret} {self.name}({', '.join(parts) or 'void'});"
 
 
 def _func(f: ir.Func) -> dict[str, object]:

@@ -42,8 +42,10 @@ def dropin_signature(kernel: ir.Kernel) -> str:
     from transpile.cuda import ctype
 
     params = [f"{ctype(p.ty)} {p.name}" if isinstance(p.ty, ir.Scalar) else f"{ctype(p.ty.elem)} *{p.name}"
-              for p in kernel.params]
-    return f'extern "C" void {kernel.name}({", ".join(params)})'
+              for p in kernel.params if p.name != kernel.ret]
+    slot = kernel.ret_param
+    ret = "void" if slot is None else ctype(slot.ty.elem)  # type: ignore[union-attr]
+    return f'extern "C" {ret} {kernel.name}({", ".join(params)})'
 
 
 class KernelEnv:

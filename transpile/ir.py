@@ -329,8 +329,12 @@ class Func(Node):
     loc: Loc | None = _loc()
 
 
-# Kernel(name, params, body): an offloaded function; the host stub keeps the
-# C signature (void return).
+# Kernel(name, params, body, ret): an offloaded function; the host stub keeps the
+# C signature.  ``ret`` is None for a void C function; for one returning a
+# scalar it names the *return slot*: the last parameter, an ``out`` array of
+# that scalar type and extent [1], which the body's final statement assigns
+# (``result[0] = s``).  Passes treat the slot as any output array; the drop-in
+# leaves it out of its parameters and returns its element.
 @dataclass(frozen=True, slots=True)
 class Kernel(Node):
     """A function to offload to the GPU."""
@@ -339,6 +343,12 @@ class Kernel(Node):
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     loc: Loc | None = _loc()
+    ret: str | None = None
+
+    @property
+    def ret_param(self) -> Param | None:
+        """The return slot's parameter, or None for a void kernel."""
+        return self.param(self.ret) if self.ret is not None else None
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, if any."""

@@ -173,6 +173,13 @@ class _Checker:
 
     def check_kernel(self, k: ir.Kernel) -> None:
         scope = self._params(k.params)
+        if k.ret is not None:
+            slot = k.ret_param
+            if slot is None or slot is not k.params[-1]:
+                _fail(k, f"the return slot '{k.ret}' of '{k.name}' must be its last parameter")
+            if (not isinstance(slot.ty, ir.ArrayType) or slot.ty.dims != (ir.Const(1, ir.I32),)
+                    or slot.intent == "in"):
+                _fail(slot, f"the return slot '{k.ret}' must be an 'out' array of extent [1]")
         for s in k.body:
             if isinstance(s, ir.Alloc):
                 if s.name in self.declared:

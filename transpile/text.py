@@ -249,7 +249,7 @@ class _Lowerer:
         return ir.Func(name, tuple(params), ret, stmts, loc=self.loc(tree))
 
     def kernel(self, tree: Tree) -> ir.Kernel:
-        name_tok, params_tree, body = tree.children
+        name_tok, params_tree, slot_tok, body = tree.children
         name = str(name_tok)
         self.begin(name, in_func=False, ret=None)
         ptrees = [_tree(p) for p in params_tree.children] if isinstance(params_tree, Tree) else []
@@ -273,7 +273,13 @@ class _Lowerer:
             if p.children[0] is None:
                 a = dataclasses.replace(a, intent=ir.intent_of(*uses.get(a.name, (False, False))))
             params.append(a)
-        return ir.Kernel(name, tuple(params), stmts, loc=self.loc(tree))
+        slot = None
+        if slot_tok is not None:
+            slot = str(slot_tok)
+            if not params or params[-1].name != slot or not isinstance(params[-1].ty, ir.ArrayType):
+                raise self.error(slot_tok, f"the return slot '{slot}' must be the kernel's last parameter, an "
+                                           "array of extent [1]")
+        return ir.Kernel(name, tuple(params), stmts, slot, loc=self.loc(tree))
 
     def array_param(self, p: Tree) -> ir.Param:
         """An array parameter (intent 'in' when none is written: the caller derives it)."""
@@ -748,7 +754,8 @@ def _show_header(prefix: str, params: tuple[ir.Param, ...], suffix: str) -> str:
 
 
 def _show_kernel(k: ir.Kernel) -> str:
-    return _show_header(f"kernel {k.name}", k.params, " " + _show_block(k.body, 0))
+    slot = f" -> {k.ret}" if k.ret is not None else ""
+    return _show_header(f"kernel {k.name}", k.params, f"{slot} {_show_block(k.body, 0)}")
 
 
 def _show_func(f: ir.Func) -> str:

@@ -212,7 +212,7 @@ class Worker:
 
 
 def _params(report_sig: Any) -> list[tuple[str, str, bool, str]]:
-    return [(a.name, a.ty.name, a.is_array, a.intent) for a in report_sig.args]
+    return [(a.name, a.ty.name, a.is_array, "ret" if a.name == report_sig.ret else a.intent) for a in report_sig.args]
 
 
 def _worker_result(res: dict[str, Any]) -> dict[str, Any]:

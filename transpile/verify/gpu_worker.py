@@ -302,13 +302,31 @@ _CT = {
     "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
     "f32": ctypes.c_float, "f64": ctypes.c_double,
 }
-Params = list[tuple[str, str, bool, str]]  # (name, scalar type, is array, intent)
+Params = list[tuple[str, str, bool, str]]  # (name, scalar type, is array, intent; 'ret': the return slot)
 
 
-def _args(params: Params, inputs: dict[str, Any], ptrs: dict[str, int]) -> tuple[list[Any], list[Any]]:
+def _dropin(fn: Any, params: Params) -> Any:
+    """``fn`` set up as the drop-in (C signature); returns a function of the call's result that stores a
+    returned value in the return slot's host array (given its address), or does nothing."""
+    slot = next(((n, ty) for n, ty, _, intent in params if intent == "ret"), None)
+    fn.argtypes = _args(params, {n: 0 for n, *_ in params}, {n: 0 for n, *_ in params}, dropin=True)[0]
+    fn.restype = None if slot is None else _CT[slot[1]]
+
+    def store(value: Any, ptrs: dict[str, int]) -> None:
+        if slot is not None:
+            ctypes.cast(ctypes.c_void_p(ptrs[slot[0]]), ctypes.POINTER(fn.restype))[0] = value
+
+    return store
+
+
+def _args(params: Params, inputs: dict[str, Any], ptrs: dict[str, int], *, dropin: bool = False
+          ) -> tuple[list[Any], list[Any]]:
+    """argtypes and values; ``dropin``: the C signature, without a return slot (intent ``ret``)."""
     types: list[Any] = []
     values: list[Any] = []
-    for name, ty, is_array, _ in params:
+    for name, ty, is_array, intent in params:
+        if dropin and intent == "ret":
+            continue
         if is_array:
             types.append(ctypes.c_void_p)
             values.append(ctypes.c_void_p(ptrs[name]))
@@ -387,11 +405,12 @@ class Worker:
         self.dirty(int(min(2 << 30, max(64 << 20, 4 * sum(a.nbytes for a in arrays.values())))))
         if not req.get("device"):
             bufs = HostBuffers(arrays, pattern_seed=req.get("pattern", 0))
-            types, values = _args(self.params, inputs, {n: bufs.address(n) for n in arrays})
+            addresses = {n: bufs.address(n) for n in arrays}
+            _, values = _args(self.params, inputs, addresses, dropin=True)
             fn = self.lib[self.name]
-            fn.restype, fn.argtypes = None, types
+            store = _dropin(fn, self.params)
             t0 = time.perf_counter()
-            fn(*values)
+            store(fn(*values), addresses)
             err = self._error_after()
             secs = time.perf_counter() - t0
             return {"arrays": bufs.arrays(), "host_guard": bufs.violations(), "error": err, "seconds": secs}
@@ -473,12 +492,11 @@ class Worker:
                 for p in ptrs.values():
                     self.rt.free(p)
         # The drop-in, host arrays in and out (copies included): what a C caller sees.
-        types, _ = _args(self.params, inputs, dict.fromkeys(arrays, 0))
         fn = self.lib[self.name]
-        fn.restype, fn.argtypes = None, types
+        _dropin(fn, self.params)
         for _ in range(int(req.get("dropin_iters", 3))):
             mine = {n: a.copy() for n, a in arrays.items()}
-            _, values = _args(self.params, inputs, {n: a.ctypes.data for n, a in mine.items()})
+            _, values = _args(self.params, inputs, {n: a.ctypes.data for n, a in mine.items()}, dropin=True)
             self.rt.device_sync()
             h0 = time.perf_counter()
             fn(*values)

@@ -79,11 +79,15 @@ def cache_file(sub: str, stem: str, text: str, suffix: str = ".cu") -> Path:
     return path
 
 
-def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """ctypes ``argtypes`` and values for calling a C function with ``sig`` (arrays by address in ``arrays``)."""
+def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any], *, dropin: bool = False
+               ) -> tuple[list[Any], list[Any]]:
+    """ctypes ``argtypes`` and values for calling a C function with ``sig`` (arrays by address in ``arrays``);
+    ``dropin``: the C signature, without the return slot (see :func:`call_dropin`)."""
     types: list[Any] = []
     values: list[Any] = []
     for a in sig.args:
+        if dropin and a.name == sig.ret:
+            continue
         if a.is_array:
             types.append(ctypes.c_void_p)
             values.append(arrays[a.name])
@@ -92,6 +96,17 @@ def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any]) -> tuple[li
             types.append(ct)
             values.append(ct(args[a.name].item() if hasattr(args[a.name], "item") else args[a.name]))
     return types, values
+
+
+def call_dropin(fn: Any, sig: KernelSig, args: Inputs, ptrs: dict[str, Any]) -> None:
+    """Call ``fn``, a function with the C signature of ``sig`` (a drop-in), on the arrays at ``ptrs``
+    (``ctypes.c_void_p``); the value a returning function gives back goes into its return slot's array."""
+    slot = next((a for a in sig.args if a.name == sig.ret), None)
+    fn.argtypes = ctype_args(sig, args, ptrs, dropin=True)[0]
+    fn.restype = None if slot is None else _CTYPES[slot.ty.name]
+    value = fn(*ctype_args(sig, args, ptrs, dropin=True)[1])
+    if slot is not None:
+        ctypes.cast(ptrs[slot.name], ctypes.POINTER(fn.restype))[0] = value
 
 
 def _fma_flags() -> tuple[str, ...] | None:
@@ -170,10 +185,14 @@ class GccReference(Reference):
     def _wrapper(self) -> str:
         params = ", ".join(f"void *{a.name}" if a.is_array else f"{_C_TYPES[a.ty.name]} {a.name}"
                            for a in self.sig.args) or "void"
-        call = ", ".join(a.name for a in self.sig.args)
+        call = ", ".join(a.name for a in self.sig.args if a.name != self.sig.ret)
         quoted = str(self.source).replace("\\", "\\\\").replace('"', '\\"')
+        body = f"{self.function}({call});"
+        if self.sig.ret is not None:  # a C function returning a value: the entry stores it in the slot
+            slot = next(a for a in self.sig.args if a.name == self.sig.ret)
+            body = f"*({_C_TYPES[slot.ty.name]} *){slot.name} = {body}"
         return (f'#include "{quoted}"\n'
-                f"void __transpile_ref_entry({params}) {{ {self.function}({call}); }}\n")
+                f"void __transpile_ref_entry({params}) {{ {body} }}\n")
 
     def run_contracted(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray] | None:
         if self._contracted is False:

@@ -76,6 +76,9 @@ class KernelSig:
     name: str
     args: tuple[ArgSpec, ...]
     indices: tuple[IndexUse, ...] = ()
+    ret: str | None = None
+    """The return slot (``ir.Kernel.ret``): the last array of ``args``, which the C function and the
+    drop-in return instead of taking (:func:`call_c`)."""
     extents: Mapping[str, tuple[ir.Expr, ...]] = dataclasses.field(default_factory=dict)
     """The extents of every array ``indices`` names as a target (parameters and local arrays)."""
 
@@ -157,7 +160,8 @@ def kernel_sig(k: ir.Kernel) -> KernelSig:
     uses = index_uses(k)
     extents = {p.name: p.ty.dims for p in k.params if isinstance(p.ty, ir.ArrayType)}
     extents.update({n.name: n.ty.dims for n in ir.walk(k) if isinstance(n, ir.Alloc)})
-    return KernelSig(k.name, tuple(args), uses, {u.target: extents[u.target] for u in uses if u.target in extents})
+    return KernelSig(k.name, tuple(args), uses, ret=k.ret,
+                     extents={u.target: extents[u.target] for u in uses if u.target in extents})
 
 
 def _unit(e: ir.Expr) -> tuple[ir.Expr, int]:
@@ -423,6 +427,19 @@ def find_dropin(text: str, name: str) -> tuple[list[CParam] | None, bool]:
 
     Returns ``(None, False)`` when no definition with a body is found.
     """
+    found = _definition(text, name)
+    return (None, False) if found is None else (found[0], found[1])
+
+
+def dropin_returns(text: str, name: str) -> str | None:
+    """The scalar type name (``f64``, ``void``, ``?``) that the definition of ``name`` in ``text``
+    returns, or None when there is no definition."""
+    found = _definition(text, name)
+    return None if found is None else found[2]
+
+
+def _definition(text: str, name: str) -> tuple[list[CParam], bool, str] | None:
+    """Parameters, ``extern "C"``-ness and return type of the definition of ``name`` in ``text``."""
     m = _mask(text)
     blocks = [(b.end(), _close(m, b.end() - 1)) for b in re.finditer(r'\bextern\s*"\s*"\s*\{', m)]
     for d in re.finditer(rf"\b{re.escape(name)}\s*\(", m):
@@ -438,8 +455,11 @@ def find_dropin(text: str, name: str) -> tuple[list[CParam] | None, bool]:
         params = _split_params(text[open_paren + 1:close])
         if params == ["void"]:
             params = []
-        return [_parse_param(p) for p in params], extern_c
-    return None, False
+        words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r'"[^"]*"', " ", head))
+                 if w not in _QUALIFIERS and w not in ("extern", "static", "inline", "__host__")]
+        returns = _TYPE_WORDS.get(" ".join(words), "?") if "*" not in head else "?"
+        return [_parse_param(p) for p in params], extern_c, returns
+    return None
 
 
 def _close(m: str, i: int) -> int:
@@ -454,12 +474,23 @@ def _close(m: str, i: int) -> int:
     return -1
 
 
-def check_dropin(sig: KernelSig, params: list[CParam]) -> list[str]:
-    """Differences between the candidate's drop-in parameters and the reference's (empty: compatible)."""
+def check_dropin(sig: KernelSig, params: list[CParam], returns: str | None = None) -> list[str]:
+    """Differences between the candidate's drop-in parameters and the reference's (empty: compatible).
+
+    The drop-in of a C function that returns a value (``sig.ret``) takes every parameter but the
+    return slot and returns the slot's type (``returns``, from :func:`dropin_returns`); the
+    device entry ``NAME_device`` takes the slot too, as a pointer (pass ``returns=None`` for it)."""
     problems = []
-    if len(params) != len(sig.args):
-        return [f"{sig.name} takes {len(params)} parameter(s); the reference takes {len(sig.args)}"]
-    for i, (a, p) in enumerate(zip(sig.args, params), start=1):
+    args = sig.args
+    if sig.ret is not None and returns is not None:
+        slot = next(a for a in sig.args if a.name == sig.ret)
+        args = tuple(a for a in sig.args if a.name != sig.ret)
+        if returns != "?" and (returns == "void" or DTYPES[returns].itemsize != slot.dtype.itemsize
+                               or (returns[0] == "f") != slot.ty.is_float):
+            problems.append(f"{sig.name} must return {slot.ty.name} (the C function's result), found {returns}")
+    if len(params) != len(args):
+        return [*problems, f"{sig.name} takes {len(params)} parameter(s); the reference takes {len(args)}"]
+    for i, (a, p) in enumerate(zip(args, params), start=1):
         want = f"{a.ty.name}{'*' if a.is_array else ''}"
         if a.is_array != p.pointer:
             problems.append(f"parameter {i} ('{a.name}'): expected {'a pointer' if a.is_array else 'a scalar'} "

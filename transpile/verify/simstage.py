@@ -50,7 +50,7 @@ from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too
 from transpile.verify.checks import HostBuffers, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream
-from transpile.verify.reference import cache_dir, ctype_args
+from transpile.verify.reference import cache_dir, call_dropin, ctype_args
 from transpile.verify.report import FAIL, INCONCLUSIVE, NA, PASS, Report, Stage
 from transpile.verify.signature import KernelSig, check_dropin, find_dropin
 from transpile.verify.synth import Inputs, seed_for, shapes
@@ -148,15 +148,13 @@ def _findings(lib: Any, api: _Audit | None) -> dict[str, Any]:
 def _dropin_call(lib: Any, api: _Audit | None, sig: KernelSig, call: Call) -> dict[str, Any]:
     bufs = HostBuffers({a.name: call.inputs[a.name] for a in sig.arrays}, pattern_seed=call.seed + 7)
     ptrs = {a.name: ctypes.c_void_p(bufs.address(a.name)) for a in sig.arrays}
-    types, values = ctype_args(sig, call.inputs, ptrs)
     fn = lib.lib[sig.name]
-    fn.restype, fn.argtypes = None, types
     lib.reset()
     lib.set_schedule(call.seed)
     if api:
         api.reset()
         api.begin(0, None)
-    fn(*values)
+    call_dropin(fn, sig, call.inputs, ptrs)
     if api:
         api.end()
     return {"arrays": bufs.arrays(), "host_guard": bufs.violations(), **_findings(lib, api)}

@@ -38,7 +38,7 @@ from transpile.verify.reference import (
     cache_file,
 )
 from transpile.verify.report import FAIL, NOT_RUN, PASS, SKIP, Progress, Report, Stage
-from transpile.verify.signature import KernelSig, check_dropin, find_dropin, kernel_sig
+from transpile.verify.signature import KernelSig, check_dropin, dropin_returns, find_dropin, kernel_sig
 
 
 @dataclass
@@ -126,7 +126,7 @@ def _check_candidate(stage: Stage, cu: Path, sig: KernelSig) -> bool:
         stage.status, stage.check = FAIL, "signature"
         stage.message = f"'{sig.name}' is not extern \"C\": its C++-mangled name cannot replace the C function"
         return False
-    problems = check_dropin(sig, params)
+    problems = check_dropin(sig, params, dropin_returns(text, sig.name) if sig.ret is not None else None)
     if problems:
         stage.status, stage.check, stage.message = FAIL, "signature", "; ".join(problems)
         return False
@@ -163,7 +163,9 @@ def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_pat
     if not ok:
         return None
     stage.status = PASS
-    stage.message = (f"reference {sig.name}({', '.join(a.name for a in sig.args)}) and the candidate's drop-in "
+    shown = ", ".join(a.name for a in sig.args if a.name != sig.ret)
+    returns = "" if sig.ret is None else f" (its result compared as '{sig.ret}')"
+    stage.message = (f"reference {sig.name}({shown}){returns} and the candidate's drop-in "
                      f"agree; sizes: {', '.join(sig.size_params) or 'none'}")
     return Target(cu, sig, kernel, module, reference, lowered)
 
