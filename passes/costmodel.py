@@ -403,12 +403,13 @@ class _Model:
         x_var = next((loop.var for loop, _ in chain if loop.par == "x"), None)
         coop = 1  # threads cooperating on one reduction loop
         red_var = None
-        if shape in ("block", "rows", "cols"):
+        if shape in ("block", "rows", "cols", "grid"):
             red = next((s for s in ir.walk(lp) if isinstance(s, ir.For) and s.reduce), None)
             if red is not None:
                 red_var = red.var
-                coop = {"block": math.prod(block), "rows": WARP, "cols": block[1] if len(block) > 1 else WARP}[shape]
-                if shape in ("block", "rows"):
+                coop = {"block": math.prod(block), "rows": WARP, "cols": block[1] if len(block) > 1 else WARP,
+                        "grid": math.prod(block) * _grid_blocks(trips(red, inner_env))}[shape]
+                if shape in ("block", "rows", "grid"):
                     x_var = red.var
         work = self._work(body, inner_env, x_var, red_var, coop)
         tpb = math.prod(block)
@@ -427,17 +428,19 @@ class _Model:
                 w0 = _Work()
                 self._access(x, w0, inner_env, x_var)
                 work.sectors = max(0.0, work.sectors - w0.sectors * share)
-        blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols") else (
+        blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols", "grid") else (
             _padded_blocks(chain, block, rows, stream))
         launched = blocks * tpb
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(launched, occ * d.threads_per_sm * d.sms))
         waves = max(1.0, launched / resident)
-        flops = work.flops * threads
-        cache = work.sectors * threads * SECTOR
-        dram = sum(min(n * threads, self._elements(a, env)) * self._esize(a) for a, n in work.per_array.items())
+        # ``work`` is one thread's; a grid reduction's threads are its ``coop`` cooperating ones.
+        workers = threads * (coop if shape == "grid" else 1)
+        flops = work.flops * workers
+        cache = work.sectors * workers * SECTOR
+        dram = sum(min(n * workers, self._elements(a, env)) * self._esize(a) for a, n in work.per_array.items())
         for a, n in work.per_array.items():
-            self.touched[a] = max(self.touched.get(a, 0.0), min(n * threads, self._elements(a, env)) * self._esize(a))
+            self.touched[a] = max(self.touched.get(a, 0.0), min(n * workers, self._elements(a, env)) * self._esize(a))
         # Few threads cannot use every fp64 lane; few threads' memory traffic is priced by the
         # latency term (their serial chains), not by the bandwidth terms.
         dram_s = dram / d.dram_bw
@@ -449,6 +452,8 @@ class _Model:
         latency_s = waves * chain_s
         if shape in ("block", "rows", "cols") and coop > 1:
             latency_s += math.log2(coop) * d.access_s  # the tree combine
+        if shape == "grid":  # a block's tree, then the fold's serial pass over the blocks' partials
+            latency_s += math.log2(tpb) * d.access_s + blocks * (d.iter_s + d.access_s)
         # The busiest SM: a launch of few blocks leaves SMs idle, and each busy SM's share of the
         # traffic and flops goes through that SM alone (its slice of the L2 bandwidth, however
         # many SMs are idle, is at most sm_share times the fair one).
@@ -782,6 +787,13 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     while block % 64 == 0 and math.ceil(n / block) < sms:
         block //= 2
     return block
+
+
+def _grid_blocks(n: float) -> int:
+    """Blocks of a grid reduction of ``n`` iterations (transpile/cuda_reduce.grid_launch's rule)."""
+    from transpile import cuda_reduce
+
+    return int(min(max(1, math.ceil(n / cuda_reduce.GRID_CHUNK)), cuda_reduce.GRID_MAX_BLOCKS))
 
 
 def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1,

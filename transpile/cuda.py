@@ -970,6 +970,9 @@ class _KernelEmitter:
             from transpile import cuda_chain
 
             return cuda_chain.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
+        if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
+            # a reduction outside host loops: the whole GPU, partials and a fold (one block in host loops)
+            return cuda_reduce.grid_launch(self, launch, name, params, args, loads, stores, namer)
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row

@@ -46,6 +46,7 @@ from transpile.cuda import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
+    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     UINDEX_TYPE,
@@ -125,6 +126,123 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
     config["shape"] = kind
     quals = f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"
     return quals, printer.shared + loads + body, config
+
+
+GRID_CHUNK = 2048
+"""Iterations a block of a grid reduction takes at least (8 a thread)."""
+GRID_MAX_BLOCKS = 1024
+"""Blocks of a grid reduction at most: the fold adds this many partials, one after another."""
+
+
+def grid_ready(lp: ir.Launch) -> bool:
+    """Whether a ``block`` launch may run as a grid reduction (:func:`grid_launch`): its loop's bounds
+    and terms read nothing that thread 0's statements before it write, so the partials can be
+    computed before those statements run (in the fold)."""
+    (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
+    before = lp.body[:lp.body.index(loop)]
+    written = set()
+    for st in before:
+        written |= ir.scalars_written(st) | {name for name, (_r, w) in ir.array_uses(st).items() if w}
+    reads = ir.identifiers(ir.Launch((ir.For(loop.var, loop.ty, loop.lo, loop.hi, loop.step,
+                                             tuple(ir.Assign(ir.Var("_", a.term.ty), a.term) for a in _accumulations(loop))),)))
+    return not (reads & written)
+
+
+def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], args: list[str], loads: list[str],
+                stores: list[str], namer: Namer) -> tuple[dict[str, object], dict[str, object]]:
+    """A top-level ``block`` launch over the whole GPU: the partials kernel ``name`` (blocks of 256
+    threads, block ``b`` taking iterations ``b * 256 + t`` with stride ``blocks * 256``, each block's
+    tree folded by thread 0 into ``part[b]``) and a fold kernel of one thread (thread 0's statements
+    before the loop, the partials added in block order and applied, the statements after).  The
+    number of blocks depends on the trip count alone (one per ``GRID_CHUNK`` iterations, at most
+    ``GRID_MAX_BLOCKS``), so results do not depend on the device.  One block of 256 threads, the
+    form inside host loops, streams a large reduction through one SM."""
+    e = emitter  # a transpile.cuda._KernelEmitter
+    (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
+    at = lp.body.index(loop)
+    threads = THREADS["block"]
+    nblocks = namer.fresh("blocks")
+    parts = []
+    for a in _accumulations(loop):
+        ptr = e.namer.fresh(f"{a.name}_part")  # type: ignore[attr-defined]
+        e.scratch.append((f"{ctype(a.target.ty)} *{ptr}", ptr))  # type: ignore[attr-defined]
+        namer.taken.add(ptr)
+        e.host_namer.taken.add(ptr)  # type: ignore[attr-defined]
+        parts.append((a, ptr))
+    # The partials kernel: no statement of thread 0, no scalar stored; the scalars it loads are read only.
+    ro_loads = [line.replace(line.strip(), "[[maybe_unused]] const " + line.strip().removeprefix("const "), 1)
+                for line in loads]
+    printer = _ReducePrinter(e.expr, namer, threads)  # type: ignore[attr-defined]
+    tid = printer._tid()
+    sums = printer._partials(loop, f"{BLOCK_IDX}.x * {threads} + {printer.expr(tid)}",
+                             f"({INDEX_TYPE}){GRID_DIM}.x * {threads}")
+    bufs = []
+    for a, _op, _p in sums:
+        buf = namer.fresh(f"{a.name}_warps")
+        printer.shared.append("  " + printer.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{threads // WARP}];"))
+        bufs.append(buf)
+    lane, warp = namer.fresh("lane"), namer.fresh("warp")
+    printer.line(printer.mark("index", f"const int {lane} = {printer.expr(tid)} % {WARP};"))
+    printer.line(printer.mark("index", f"const int {warp} = {printer.expr(tid)} / {WARP};"))
+    printer._shuffle_tree(sums)
+    printer.line(f"if ({lane} == 0) {{")
+    for (_a, _op, p), buf in zip(sums, bufs):
+        printer.line("  " + printer.mark("shared", f"{buf}[{warp}] = {p.name};"))
+    printer.line("}")
+    printer.line(printer.mark("barrier", BARRIER))
+    printer.line(f"if ({printer.expr(tid)} == 0) {{")
+    w = namer.fresh("w")
+    for (a, op, _p), buf, (_a2, ptr) in zip(sums, bufs, parts):
+        total = namer.fresh(f"{a.name}_total")
+        printer.line("  " + printer.mark("reduce", f"{ctype(a.target.ty)} {total} = {buf}[0];"))
+        with printer.region("reduce"):
+            printer.line(f"  for (int {w} = 1; {w} < {threads // WARP}; ++{w}) {{")
+            printer.line(f"    {total} = {printer.expr(accum.combine(a, op, ir.Var(total, a.target.ty), ir.Index(buf, (ir.Var(w, ir.I32),), a.target.ty)))};")
+            printer.line("  }")
+        printer.line("  " + printer.mark("reduce", f"{ptr}[{BLOCK_IDX}.x] = {total};"))
+    printer.line("}")
+    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts]
+    kernel: dict[str, object] = {"name": name, "params": kparams, "body": printer.shared + ro_loads + printer.lines,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
+    # The fold: one thread, the launch's statements in order with the reduction's total in its place.
+    fold = _ReducePrinter(e.expr, namer.child(), 1)  # type: ignore[attr-defined]
+    for st in lp.body[:at]:
+        fold.visit(st)
+    fold._fold_parts([(a, op, ptr) for (a, op, _p), (_a2, ptr) in zip(sums, parts)], "0", "1", nblocks)
+    for st in lp.body[at + 1:]:
+        fold.visit(st)
+    fold_name = e.namer.fresh(f"{name}_fold")  # type: ignore[attr-defined]
+    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts] + [f"{INDEX_TYPE} {nblocks}"]
+    e.folds[name] = [{"name": fold_name, "params": fparams, "body": loads + fold.lines + stores,  # type: ignore[attr-defined]
+                      "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}(1)"}]
+    # Host side: the block count from the trip count, the scratch, the two launches.
+    err, stream = e.names["err"], e.names["stream"]  # type: ignore[attr-defined]
+    m = e.expr.mark  # type: ignore[attr-defined]
+    hn = e.host_namer  # type: ignore[attr-defined]
+    n, g = hn.fresh(f"{loop.var}_n"), hn.fresh("blocks")
+    lo, hi = e.expr(loop.lo), e.expr(loop.hi)  # type: ignore[attr-defined]
+    p4, p6 = "    ", "      "
+    lines = [p4 + m("launch", f"const {INDEX_TYPE} {n} = ({INDEX_TYPE})({hi}) - ({INDEX_TYPE})({lo});"),
+             p4 + m("launch", f"{INDEX_TYPE} {g} = {n} > 0 ? ({n} + {GRID_CHUNK - 1}) / {GRID_CHUNK} : 1;"),
+             p4 + m("launch", f"if ({g} > {GRID_MAX_BLOCKS}) {g} = {GRID_MAX_BLOCKS};"),
+             f"{p4}{{"]
+    for a, ptr in parts:
+        lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){g} * "
+                                        f"sizeof({ctype(a.target.ty)}), {stream});"))
+        lines += break_on_error(err, p6)
+    ptrs = [ptr for _a, ptr in parts]
+    lines.append(p6 + m("launch", f"{name}<<<dim3((unsigned int){g}, 1u, 1u), dim3({threads}u, 1u, 1u), 0, "
+                                  f"{stream}>>>({', '.join(args + ptrs)});"))
+    lines.append(f"{p6}{err} = cudaGetLastError();")
+    lines += break_on_error(err, p6)
+    lines.append(p6 + m("launch", f"{fold_name}<<<dim3(1u, 1u, 1u), dim3(1u, 1u, 1u), 0, {stream}>>>"
+                                  f"({', '.join(args + ptrs + [g])});"))
+    lines.append(f"{p6}{err} = cudaGetLastError();")
+    lines += break_on_error(err, p6)
+    lines.append(f"{p4}}}")
+    step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "grid",
+                               "block": [f"{threads}u", "1u", "1u"], "kernel": name, "args": args}
+    return kernel, step
 
 
 def break_on_error(err: str, pad: str) -> list[str]:
