@@ -29,15 +29,16 @@ def assert_same_results(want_m: ir.Module, got_m: ir.Module, kernel: str, args: 
                 np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=0, err_msg=f"{name}, {shuffle}")
 
 
-def sim_library(code: str, out: Any) -> Any:
-    """The emitted CUDA ``code`` built for the simulator under ``out`` (a directory), loaded."""
+def sim_library(code: str, out: Any, flags: tuple[str, ...] = ()) -> Any:
+    """The emitted CUDA ``code`` built for the simulator under ``out`` (a directory), loaded; ``flags``:
+    extra compiler flags (``-D`` switches)."""
     from transpile.sim.build import build
     from transpile.sim.runner import SimLibrary
 
     out.mkdir(parents=True, exist_ok=True)
     cu = out / "k.cu"
     cu.write_text(code)
-    return SimLibrary(build(cu, out / "sim"))
+    return SimLibrary(build(cu, out / "sim", extra_flags=flags))
 
 
 def assert_sim_matches_interpreter(lib: Any, module: ir.Module, args: Mapping[str, Any], order: list[str],

@@ -70,7 +70,8 @@ def test_top_level_reductions_become_grid_launches(src: str) -> None:
     code, module = _emit(src)
     name = module.kernels[0].name  # type: ignore[attr-defined]
     assert f"{name}_kernel0_fold<<<dim3(1u, 1u, 1u), dim3(1u, 1u, 1u)" in code
-    assert f"if (blocks > {cuda_reduce.GRID_MAX_BLOCKS}) blocks = {cuda_reduce.GRID_MAX_BLOCKS};" in code
+    assert f"#define TRANSPILE_GRID_MAX_BLOCKS {cuda_reduce.GRID_MAX_BLOCKS}" in code
+    assert "if (blocks > TRANSPILE_GRID_MAX_BLOCKS) blocks = TRANSPILE_GRID_MAX_BLOCKS;" in code
 
 
 def test_terms_reading_what_thread_0_writes_first_keep_one_block() -> None:
@@ -111,3 +112,14 @@ def test_grid_reductions_match_the_interpreter(tmp_path: Path, monkeypatch: pyte
     for n in sizes:
         args, order = _args(module, n, rng)
         assert_sim_matches_interpreter(lib, module, args, order, f"n={n}, small={small}")
+
+
+@needs_gxx
+def test_one_block_by_switch_matches_the_interpreter(tmp_path: Path) -> None:
+    # -DTRANSPILE_GRID_MAX_BLOCKS=1: one block strides over everything (the form timed against).
+    code, module = _emit(MOMENTS)
+    lib = sim_library(code, tmp_path, ("-DTRANSPILE_GRID_MAX_BLOCKS=1",))
+    rng = np.random.default_rng(9)
+    for n in (3, 5003):
+        args, order = _args(module, n, rng)
+        assert_sim_matches_interpreter(lib, module, args, order, f"n={n}, one block")

@@ -222,9 +222,12 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     n, g = hn.fresh(f"{loop.var}_n"), hn.fresh("blocks")
     lo, hi = e.expr(loop.lo), e.expr(loop.hi)  # type: ignore[attr-defined]
     p4, p6 = "    ", "      "
-    lines = [p4 + m("launch", f"const {INDEX_TYPE} {n} = ({INDEX_TYPE})({hi}) - ({INDEX_TYPE})({lo});"),
+    lines = ["#ifndef TRANSPILE_GRID_MAX_BLOCKS  // -D to cap a grid reduction's blocks (1: one block, as in host loops)",
+             f"#define TRANSPILE_GRID_MAX_BLOCKS {GRID_MAX_BLOCKS}",
+             "#endif",
+             p4 + m("launch", f"const {INDEX_TYPE} {n} = ({INDEX_TYPE})({hi}) - ({INDEX_TYPE})({lo});"),
              p4 + m("launch", f"{INDEX_TYPE} {g} = {n} > 0 ? ({n} + {GRID_CHUNK - 1}) / {GRID_CHUNK} : 1;"),
-             p4 + m("launch", f"if ({g} > {GRID_MAX_BLOCKS}) {g} = {GRID_MAX_BLOCKS};"),
+             p4 + m("launch", f"if ({g} > TRANSPILE_GRID_MAX_BLOCKS) {g} = TRANSPILE_GRID_MAX_BLOCKS;"),
              f"{p4}{{"]
     for a, ptr in parts:
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){g} * "

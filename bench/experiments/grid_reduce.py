@@ -1,0 +1,110 @@
+"""Time grid reductions on a GPU: a dot product, a sum of squares and a float max, each transpiled
+(``transpile/cuda_reduce.grid_launch``) and built twice, as emitted and with
+``-DTRANSPILE_GRID_MAX_BLOCKS=1`` (one block of 256 threads, the form before grid reductions and
+the one kept inside host loops); CUDA events around ``NAME_device`` on cupy arrays, median of 20
+after 3 warm-up calls, against a device-to-device copy of the same bytes measured in the same run.
+Prints one table; checks each result against numpy (float64 sums to 1e-9 relative).
+
+    python bench/experiments/grid_reduce.py --generate DIR      # here: transpile (needs the front end)
+    python3 bench/experiments/grid_reduce.py --run DIR          # on the GPU machine: nvcc, cupy
+
+Not yet run on a GPU (written 2026-12-05, no machine lent that session).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import subprocess
+import sys
+from pathlib import Path
+
+KERNELS = {
+    "dot": ("double dot(int n, const double x[n], const double y[n]) {\n  double s = 0.0;\n"
+            "  for (int i = 0; i < n; i++)\n    s += x[i] * y[i];\n  return s;\n}\n", ("x", "y"), "f8"),
+    "sumsq": ("double sumsq(int n, const double x[n]) {\n  double s = 0.0;\n"
+              "  for (int i = 0; i < n; i++)\n    s += x[i] * x[i];\n  return s;\n}\n", ("x",), "f8"),
+    "maxf": ("#include <math.h>\nfloat maxf(int n, const float x[n]) {\n  float m = -INFINITY;\n"
+             "  for (int i = 0; i < n; i++)\n    m = fmaxf(m, x[i]);\n  return m;\n}\n", ("x",), "f4"),
+}
+SIZES = (1 << 20, 1 << 24, 1 << 27)
+
+
+def generate(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (src, _arrays, _dt) in KERNELS.items():
+        c = out / f"{name}.c"
+        c.write_text(src)
+        subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / f"{name}.cu")], check=True)
+        print(out / f"{name}.cu")
+
+
+def run(out: Path) -> None:
+    import cupy as cp
+    import numpy as np
+
+    rows = []
+    for name, (_src, arrays, dt) in KERNELS.items():
+        libs = {}
+        for label, flags in (("grid", []), ("one block", ["-DTRANSPILE_GRID_MAX_BLOCKS=1"])):
+            so = out / f"lib{name}-{label.replace(' ', '_')}.so"
+            subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", *flags,
+                            "-o", str(so), str(out / f"{name}.cu")], check=True)
+            libs[label] = ctypes.CDLL(str(so))
+        for n in SIZES:
+            rng = np.random.default_rng(n)
+            host = [rng.uniform(-1, 1, n).astype(dt) for _ in arrays]
+            dev = [cp.asarray(h) for h in host]
+            slot = cp.zeros(1, dtype=dt)
+            want = {"dot": lambda: float(np.dot(host[0].astype(np.float64), host[1])),
+                    "sumsq": lambda: float(np.dot(host[0], host[0])),
+                    "maxf": lambda: float(host[0].max())}[name]()
+            nbytes = sum(h.nbytes for h in host)
+            src, dst = cp.empty(nbytes // 8, dtype=np.float64), cp.empty(nbytes // 8, dtype=np.float64)
+            copy_ms = _median_ms(lambda: cp.copyto(dst, src))
+            for label, lib in libs.items():
+                fn = getattr(lib, f"{name}_device")
+                fn.restype = ctypes.c_int
+                ptrs = [ctypes.c_void_p(d.data.ptr) for d in dev] + [ctypes.c_void_p(slot.data.ptr)]
+                stream = ctypes.c_void_p(cp.cuda.get_current_stream().ptr)
+
+                def call() -> None:
+                    assert fn(ctypes.c_int(n), *ptrs, stream) == 0  # noqa: B023
+
+                ms = _median_ms(call)
+                got = float(slot.get()[0])
+                ok = abs(got - want) <= 1e-9 * max(1.0, abs(want)) if dt == "f8" else got == want
+                rows.append((name, n, label, ms, nbytes / ms / 1e6, 2 * nbytes / copy_ms / 1e6, ok))
+    print("| kernel | n | build | ms | GB/s read | copy GB/s (read+write) | % of copy | correct |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, n, label, ms, gbs, copy, ok in rows:
+        print(f"| {name} | {n} | {label} | {ms:.4g} | {gbs:.0f} | {copy:.0f} | {100 * gbs / copy:.1f}% | {ok} |")
+
+
+def _median_ms(fn: object, warm: int = 3, reps: int = 20) -> float:
+    import cupy as cp
+
+    for _ in range(warm):
+        fn()  # type: ignore[operator]
+    times = []
+    for _ in range(reps):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn()  # type: ignore[operator]
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b))
+    return sorted(times)[len(times) // 2]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--generate", type=Path)
+    g.add_argument("--run", type=Path)
+    args = ap.parse_args()
+    generate(args.generate) if args.generate else run(args.run)
+
+
+if __name__ == "__main__":
+    main()
