@@ -61,6 +61,9 @@ Rules of the language (the grammar below is authoritative):
   no while, no break/continue, no ++/--. Braces are always required.
 - Locals: `f64 acc = 0.0;` (each name declared once per kernel). Literals: 1 (i32), 1.0 (f64), 1.0f (f32).
 - Math functions are C's: sqrt/sqrtf, exp/expf, fmax/fmaxf, fabs/fabsf, ...
+- A function that returns a value (a dot product, a maximum): the result is the last parameter,
+  `out f64 result[1]`, the body ends with `result[0] = ...;`, and the header names it after the
+  parameters: `kernel dot(i32 n, in f64 x[n], in f64 y[n], out f64 result[1]) -> result {`.
 - Write plain sequential loops; the compiler finds the parallelism. Do not write `launch` or `par`.
 - Use exactly the kernel name, parameter names, parameter order and types the description gives."""
 
