@@ -153,3 +153,17 @@ def test_a_scatter_stays_sequential_and_a_parallel_one_is_refused(tmp_path: Path
     assert par.count("blockIdx.x * blockDim.x + threadIdx.x; i < n") == 1 and "dim3(256u), 0, stream" in par
     (report,) = verify_module(module, par, source=path, options=opts)
     assert report.verdict == "fail" and ("schedule" in report.reason or "mismatch" in report.reason), report.reason
+
+
+@needs_gxx
+def test_a_shape_with_no_room_for_the_indices_is_skipped(tmp_path: Path) -> None:
+    # a[j + 1] with m = 1: no index value is in bounds, so the C program is undefined at n = m = 1
+    # (it was failed there with a mismatch); the other shapes are tested.
+    path, module = _kernel(GATHER, tmp_path, "gather")
+    lowered = pipeline.lower(module)
+    cu = cuda.emit(lowered, source=path.name)
+    opts = Options(seed=7, stages="abc", gpu=False, mode="full", sim_work=200_000)  # type: ignore[arg-type]
+    (report,) = verify_module(module, cu, source=path, lowered=lowered, options=opts)
+    assert report.verdict == "pass", report.reason
+    assert any("n=1" in n and "'idx' holds indices into 'a'" in n for n in report.notes), report.notes
+    assert "n=1" not in [s["shape"] for s in report.shapes if s["stage"] == "c"]

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from transpile import ir
-from transpile.verify.signature import KernelSig, estimate_work
+from transpile.verify.signature import KernelSig, estimate_work, kernel_sig
 
 Inputs = dict[str, Any]
 """Arguments by parameter name: numpy scalars of the parameter's type, C-contiguous arrays."""
@@ -139,7 +139,23 @@ def undefined_at(kernel: ir.Kernel, scalars: Mapping[str, int]) -> str | None:
                         "the C program's behaviour is undefined")
         except KeyError:  # a parameter the shape does not give: not decidable here
             continue
+    sig = _signature(kernel)
+    for name in dict.fromkeys(u.array for u in sig.indices):
+        arg = next(a for a in sig.arrays if a.name == name)
+        try:
+            empty = math.prod(sig.shape(arg, scalars)) == 0
+        except ValueError:
+            continue
+        if not empty and sig.index_range(name, scalars) is None:
+            targets = sorted({u.target for u in sig.indices if u.array == name})
+            return (f"'{name}' holds indices into {', '.join(repr(t) for t in targets)}, which leave(s) no room for "
+                    "them there: every value would be out of bounds")
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _signature(kernel: ir.Kernel) -> KernelSig:
+    return kernel_sig(kernel)
 
 
 def _defined_shape(shape: Callable[[str, Mapping[str, int]], Shape], sizes: tuple[str, ...] | list[str],
