@@ -173,34 +173,7 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     ro_loads = [line.replace(line.strip(), "[[maybe_unused]] const " + line.strip().removeprefix("const "), 1)
                 for line in loads]
     printer = _ReducePrinter(e.expr, namer, threads)  # type: ignore[attr-defined]
-    tid = printer._tid()
-    sums = printer._partials(loop, f"{BLOCK_IDX}.x * {threads} + {printer.expr(tid)}",
-                             f"({INDEX_TYPE}){GRID_DIM}.x * {threads}")
-    bufs = []
-    for a, _op, _p in sums:
-        buf = namer.fresh(f"{a.name}_warps")
-        printer.shared.append("  " + printer.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{threads // WARP}];"))
-        bufs.append(buf)
-    lane, warp = namer.fresh("lane"), namer.fresh("warp")
-    printer.line(printer.mark("index", f"const int {lane} = {printer.expr(tid)} % {WARP};"))
-    printer.line(printer.mark("index", f"const int {warp} = {printer.expr(tid)} / {WARP};"))
-    printer._shuffle_tree(sums)
-    printer.line(f"if ({lane} == 0) {{")
-    for (_a, _op, p), buf in zip(sums, bufs):
-        printer.line("  " + printer.mark("shared", f"{buf}[{warp}] = {p.name};"))
-    printer.line("}")
-    printer.line(printer.mark("barrier", BARRIER))
-    printer.line(f"if ({printer.expr(tid)} == 0) {{")
-    w = namer.fresh("w")
-    for (a, op, _p), buf, (_a2, ptr) in zip(sums, bufs, parts):
-        total = namer.fresh(f"{a.name}_total")
-        printer.line("  " + printer.mark("reduce", f"{ctype(a.target.ty)} {total} = {buf}[0];"))
-        with printer.region("reduce"):
-            printer.line(f"  for (int {w} = 1; {w} < {threads // WARP}; ++{w}) {{")
-            printer.line(f"    {total} = {printer.expr(accum.combine(a, op, ir.Var(total, a.target.ty), ir.Index(buf, (ir.Var(w, ir.I32),), a.target.ty)))};")
-            printer.line("  }")
-        printer.line("  " + printer.mark("reduce", f"{ptr}[{BLOCK_IDX}.x] = {total};"))
-    printer.line("}")
+    printer._reduce(loop, [ptr for _a, ptr in parts])
     kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts]
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": printer.shared + ro_loads + printer.lines,
                                  "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
@@ -208,7 +181,7 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     fold = _ReducePrinter(e.expr, namer.child(), 1)  # type: ignore[attr-defined]
     for st in lp.body[:at]:
         fold.visit(st)
-    fold._fold_parts([(a, op, ptr) for (a, op, _p), (_a2, ptr) in zip(sums, parts)], "0", "1", nblocks)
+    fold._fold_parts([(a, op, ptr) for (a, ptr), op in zip(parts, loop.reduce)], "0", "1", nblocks)
     for st in lp.body[at + 1:]:
         fold.visit(st)
     fold_name = e.namer.fresh(f"{name}_fold")  # type: ignore[attr-defined]
@@ -413,10 +386,12 @@ class _ReducePrinter(StmtPrinter):
             self.line("}")
 
     def _fold_warps(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], bufs: list[str], tid: str,
-                    lane: str, warp: str) -> None:
+                    lane: str, warp: str, store: list[str] | None = None) -> None:
         """The block's per-thread ``parts`` folded and applied by thread 0: a shuffle tree per warp, lane 0
         stores its warp's partial in ``bufs[i][warp]`` (shared, one slot a warp), a barrier, then thread 0
-        folds the warps' partials in warp order and applies each total (a fixed shape: deterministic)."""
+        folds the warps' partials in warp order and applies each total (a fixed shape: deterministic);
+        with ``store``, thread 0 stores each total in ``store[i][blockIdx.x]`` instead (a grid reduction's
+        partial)."""
         self._shuffle_tree(parts)
         self.line(f"if ({lane} == 0) {{")
         for (_a, _op, p), buf in zip(parts, bufs):
@@ -426,14 +401,17 @@ class _ReducePrinter(StmtPrinter):
         self.line(f"if ({tid} == 0) {{")
         self.depth += 1
         w = ir.Var(self.namer.fresh("w"), ir.I32)
-        for (a, op, _p), buf in zip(parts, bufs):
+        for i, ((a, op, _p), buf) in enumerate(zip(parts, bufs)):
             total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
             self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[0];"))
             with self.region("reduce"):
                 self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
                 self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(buf, (w,), total.ty)))};")
                 self.line("}")
-                self.visit(accum.apply(a, total))
+                if store is None:
+                    self.visit(accum.apply(a, total))
+                else:
+                    self.line(f"{store[i]}[{BLOCK_IDX}.x] = {total.name};")
         self.depth -= 1
         self.line("}")
 
@@ -449,14 +427,20 @@ class _ReducePrinter(StmtPrinter):
         self.line("}")
         self.line(self.mark("barrier", SYNCWARP))
 
-    def _reduce(self, s: ir.For) -> None:
+    def _reduce(self, s: ir.For, store: list[str] | None = None) -> None:
         """One block reduces ``s``: each thread accumulates every ``threads``-th term, each warp folds its
         threads' partials with a shuffle tree, thread 0 folds the warps' in warp order and applies the total.
-        A fixed shape, so deterministic; reassociated, as the ``reduce`` mark permits."""
+        A fixed shape, so deterministic; reassociated, as the ``reduce`` mark permits.  With ``store`` (a
+        grid reduction's partials kernel), every block takes every ``gridDim.x * threads``-th term from its
+        own start and thread 0 stores the block's totals in ``store[i][blockIdx.x]``."""
         tid = self._tid()
         lane, warp = self.namer.fresh("lane"), self.namer.fresh("warp")
-        self.line(self.mark("barrier", BARRIER))  # earlier writes (thread 0's statements before) are visible
-        parts = self._partials(s, self.expr(tid), str(self.threads))
+        if store is None:
+            self.line(self.mark("barrier", BARRIER))  # earlier writes (thread 0's statements before) are visible
+            parts = self._partials(s, self.expr(tid), str(self.threads))
+        else:
+            parts = self._partials(s, f"{BLOCK_IDX}.x * {self.threads} + {self.expr(tid)}",
+                                   f"({INDEX_TYPE}){GRID_DIM}.x * {self.threads}")
         bufs = []
         for a, _op, _p in parts:
             buf = self.namer.fresh(f"{a.name}_warps")
@@ -464,5 +448,6 @@ class _ReducePrinter(StmtPrinter):
             bufs.append(buf)
         self.line(self.mark("index", f"const int {lane} = {self.expr(tid)} % {WARP};"))
         self.line(self.mark("index", f"const int {warp} = {self.expr(tid)} / {WARP};"))
-        self._fold_warps(parts, bufs, self.expr(tid), lane, warp)
-        self.line(self.mark("barrier", BARRIER))
+        self._fold_warps(parts, bufs, self.expr(tid), lane, warp, store)
+        if store is None:
+            self.line(self.mark("barrier", BARRIER))
