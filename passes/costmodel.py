@@ -403,13 +403,14 @@ class _Model:
         x_var = next((loop.var for loop, _ in chain if loop.par == "x"), None)
         coop = 1  # threads cooperating on one reduction loop
         red_var = None
-        if shape in ("block", "rows", "cols", "grid"):
+        if shape in ("block", "rows", "rowprog", "cols", "grid"):
             red = next((s for s in ir.walk(lp) if isinstance(s, ir.For) and s.reduce), None)
             if red is not None:
                 red_var = red.var
-                coop = {"block": math.prod(block), "rows": WARP, "cols": block[1] if len(block) > 1 else WARP,
+                coop = {"block": math.prod(block), "rows": WARP, "rowprog": WARP,
+                        "cols": block[1] if len(block) > 1 else WARP,
                         "grid": math.prod(block) * _grid_blocks(trips(red, inner_env))}[shape]
-                if shape in ("block", "rows", "grid"):
+                if shape in ("block", "rows", "rowprog", "grid"):
                     x_var = red.var
         work = self._work(body, inner_env, x_var, red_var, coop)
         tpb = math.prod(block)
@@ -428,7 +429,7 @@ class _Model:
                 w0 = _Work()
                 self._access(x, w0, inner_env, x_var)
                 work.sectors = max(0.0, work.sectors - w0.sectors * share)
-        blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "cols", "grid") else (
+        blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "rowprog", "cols", "grid") else (
             _padded_blocks(chain, block, rows, stream))
         launched = blocks * tpb
         occ = self._occupancy(name, tpb)
@@ -450,7 +451,7 @@ class _Model:
         warps_per_sm = min(math.ceil(blocks / d.sms) * math.ceil(tpb / WARP), occ * d.threads_per_sm / WARP)
         chain_s = rows * stream * (work.iters * d.iter_s + work.accesses * d.access_s * (1 + warps_per_sm / d.contention_warps))
         latency_s = waves * chain_s
-        if shape in ("block", "rows", "cols") and coop > 1:
+        if shape in ("block", "rows", "rowprog", "cols") and coop > 1:
             latency_s += math.log2(coop) * d.access_s  # the tree combine
         if shape == "grid":  # a block's tree, then the fold's serial pass over the blocks' partials
             latency_s += math.log2(tpb) * d.access_s + blocks * (d.iter_s + d.access_s)

@@ -414,7 +414,16 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         body = loop.body if level == depth - 1 else (mark(loop.body[0], level + 1),)  # type: ignore[arg-type]
         return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level])
 
-    return mark(nest, 0)
+    marked = mark(nest, 0)
+    if depth == 1 and any(isinstance(c, ir.For) and c.reduce for c in nest.body):
+        # Row reductions (reduce-gpu's rule (b)): the maps between them run over the row's warp.
+        from passes.reduce_gpu import row_map
+
+        body = tuple(dataclasses.replace(c, par="lane")
+                     if isinstance(c, ir.For) and not c.reduce and independent(c) and row_map(c, nest.var, True)
+                     else c for c in marked.body)
+        marked = dataclasses.replace(marked, body=body)
+    return marked
 
 
 def triangular(loop: ir.For, outer: Sequence[ir.For], host_scalars: frozenset[str]) -> bool:

@@ -215,8 +215,6 @@ def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callabl
     """Rule (b) for the parallel loop ``par``: its reduction loops to mark, or {}."""
     if not is_parallel(par) or not all(isinstance(p, ir.For) and not is_parallel(p) for p in path):
         return {}
-    written = {n.target.name for n in ir.walk(par) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
-    written |= {n.name for n in ir.walk(par) if isinstance(n, ir.Decl)}
     out: dict[int, tuple[str, ...]] = {}
     for s in par.body:
         if not isinstance(s, ir.For):
@@ -224,13 +222,35 @@ def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callabl
                 return {}
             continue
         ops = ops_of(s)
-        if ops is None or not _uncoalesced_rows(s, par.var):
-            return {}
-        terms = [accum.accumulation(c).term for c in s.body]  # type: ignore[union-attr]
-        if any(isinstance(n, ir.Var) and n.name in written for e in (s.lo, s.hi, *terms) for n in ir.walk(e)):
+        if ops is None:
+            if not row_map(s, par.var, is_parallel(s)):
+                return {}
+            continue  # a map over the row, between the reductions (softmax's exp and scaling)
+        if not _uncoalesced_rows(s, par.var):
             return {}
         out[id(s)] = ops
     return out
+
+
+def row_map(loop: ir.For, par_var: str, parallel: bool) -> bool:
+    """Rule (b)'s map loop: ``loop`` carries no dependence (``parallel``), has step +-1 and a loop-free
+    body that writes no scalar declared outside it, and reads or writes a matrix along its last
+    dimension with the loop's variable and never with ``par_var`` there (its lanes' accesses are
+    coalesced).  map-gpu runs it over the lanes of the row's warp (``par(lane)``)."""
+    if not parallel or loop.step not in (1, -1) or any(isinstance(n, ir.For) for n in ir.walk(ir.If(
+            ir.Const(1, ir.I32), loop.body))):
+        return False
+    local = {n.name for n in ir.walk(loop) if isinstance(n, ir.Decl)}
+    if ir.scalars_written(loop) - local:
+        return False
+    hot = False
+    for n in ir.walk(loop):
+        if isinstance(n, ir.Index) and len(n.indices) >= 2:
+            last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
+            if par_var in last:
+                return False
+            hot = hot or loop.var in last
+    return hot
 
 
 def _column_reduction(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool],

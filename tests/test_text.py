@@ -445,7 +445,7 @@ SEMANTIC_ERRORS = [
     ("kernel k(i32 n) {\n  for i in 0..n step n {}\n}", "e.ir:2:22: error: loop step must be an integer constant"),
     ("kernel k(i32 n) {\n  for i in 0..n step 0 {}\n}", "e.ir:2:22: error: loop step must not be 0"),
     ("kernel k(i32 n) {\n  for i in 0..n par(x) {}\n}", "e.ir:2:21: error: 'par' loops are only allowed inside 'launch'"),
-    ("kernel k(i32 n) {\n  launch { for i in 0..n par(w) {} }\n}", "e.ir:2:30: error: par dimension must be x, y or z"),
+    ("kernel k(i32 n) {\n  launch { for i in 0..n par(w) {} }\n}", "e.ir:2:30: error: par dimension must be x, y, z or lane"),
     ("kernel k(i32 n) {\n  if (n > 0) { launch {} }\n}", "e.ir:2:16: error: 'launch' is only allowed at the top level"),
     ("kernel k(i32 n) {\n  n = 99999999999999999999;\n}", "e.ir:2:7: error: integer literal 99999999999999999999 is too large"),
     ("kernel k(i32 n) {\n  n = 09;\n}", "e.ir:2:7: error: invalid octal literal 09"),

@@ -58,11 +58,26 @@ from transpile.cuda import (
 )
 
 #: Threads per block of a reduction launch by shape (powers of two: the tree halves them).
-THREADS = {"block": 256, "rows": 256}
+THREADS = {"block": 256, "rows": 256, "rowprog": 256}
 WARP = 32
 FULL_MASK = ir.Const(0xFFFFFFFF, ir.U32)
 SYNCWARP = "__syncwarp();"
 SHFL_DOWN = "__shfl_down_sync"
+SHFL_XOR = "__shfl_xor_sync"
+SHFL = "__shfl_sync"
+#: Scalar types ``__shfl_sync`` moves (a ``rowprog`` row broadcasts lane 0's scalars of these types).
+SHUFFLED = (ir.I32, ir.U32, ir.I64, ir.U64, ir.F32, ir.F64)
+
+
+def broadcasts(stmt: ir.Stmt) -> list[tuple[str, ir.Scalar]]:
+    """The scalars declared outside ``stmt`` that it writes, with their types (lane 0 runs it in a
+    ``rowprog`` row; every lane needs the values after it)."""
+    local = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Decl)}
+    out: dict[str, ir.Scalar] = {}
+    for n in ir.walk(stmt):
+        if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var) and n.target.name not in local:
+            out[n.target.name] = n.target.ty
+    return list(out.items())
 
 
 def shape(launch: ir.Launch) -> str | None:
@@ -82,15 +97,24 @@ def shape(launch: ir.Launch) -> str | None:
     from passes.reduce_gpu import column_shape
     if column_shape(f) is not None:
         return "cols"  # transpile.cuda_cols
-    # Thread 0 owns the scalars the body writes: no reduction may read one.
+    # rows: lane 0 owns the scalars the body writes, so no reduction may read one, and there are no
+    # par(lane) loops; else rowprog, which keeps every scalar the same in all lanes (lane 0's
+    # statements' scalars broadcast: of the types __shfl_sync moves).
     written = {n.target.name for n in ir.walk(f) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
     written |= {n.name for n in ir.walk(f) if isinstance(n, ir.Decl)}
+    program = any(isinstance(c, ir.For) and c.par == "lane" for c in f.body)
     for c in f.body:
         if isinstance(c, ir.For) and c.reduce:
             terms = [a.term for a in _accumulations(c)]
             if any(isinstance(n, ir.Var) and n.name in written for e in (c.lo, c.hi, *terms) for n in ir.walk(e)):
-                return None
-    return "rows"
+                program = True
+    if not program:
+        return "rows"
+    lane0 = [c for c in f.body if not (isinstance(c, ir.For) and (c.reduce or c.par == "lane"))
+             and any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(c))]
+    if any(ty not in SHUFFLED for c in lane0 for _n, ty in broadcasts(c)):
+        return None  # a plain launch: one thread a row
+    return "rowprog"
 
 
 def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: list[str], stores: list[str],
@@ -113,12 +137,12 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
     else:
         (loop,) = lp.body
         assert isinstance(loop, ir.For), loop
-        printer._rows(loop)
+        printer._rows(loop, program=kind == "rowprog")
     body = printer.lines
     if stores:  # only thread 0 holds the final value of a device scalar
         body = body + [f"  if ({printer.mark('index', THREAD_IDX + '.x')} == 0) {{", *("  " + s for s in stores), "  }"]
     config = dict(config)
-    if kind == "rows":
+    if kind in ("rows", "rowprog"):
         trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
         assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
         config["grid"] = [f"{GRID_FN}({trips[0]['name']}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
@@ -264,8 +288,9 @@ class _ReducePrinter(StmtPrinter):
             self.block(stmts)
             self.line("}")
 
-    def _rows(self, s: ir.For) -> None:
-        """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0."""
+    def _rows(self, s: ir.For, program: bool = False) -> None:
+        """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0; with
+        ``program`` (a ``rowprog`` launch), :meth:`_row_program`'s forms of its statements."""
         lane = ir.Var(self.namer.fresh("lane"), ir.I32)
         warp = self.namer.fresh("warp")
         self.shared.append("  " + self.mark("index", f"const int {lane.name} = (int){THREAD_IDX}.x % {WARP};"))
@@ -283,6 +308,11 @@ class _ReducePrinter(StmtPrinter):
         self.depth += 1
         if counter != v:
             self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
+        if program:
+            self._row_program(s.body, lane)
+            self.depth -= 1
+            self.line("}")
+            return
         group: list[ir.Stmt] = []
         for c in (*s.body, None):
             if c is None or (isinstance(c, ir.For) and c.reduce):
@@ -294,6 +324,68 @@ class _ReducePrinter(StmtPrinter):
                 group.append(c)
         self.depth -= 1
         self.line("}")
+
+    def _syncwarp(self) -> None:
+        """``__syncwarp()`` unless the last line is one: orders the lanes' memory accesses."""
+        if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
+            self.line(self.mark("barrier", SYNCWARP))
+
+    def _row_program(self, body: tuple[ir.Stmt, ...], lane: ir.Var) -> None:
+        """A ``rowprog`` row's statements with every scalar the same in all 32 lanes: statements that
+        write no memory run on every lane; those that do run on lane 0 between ``__syncwarp()``s, and
+        the scalars they write are then broadcast from lane 0; a reduction's total reaches every lane
+        through a butterfly of ``__shfl_xor_sync`` (exact commutativity: every lane holds the same
+        bits) and every lane applies it to a scalar accumulator (lane 0 to an array element); a
+        ``par(lane)`` loop's iterations are spread over the lanes."""
+        for c in body:
+            if isinstance(c, ir.For) and c.reduce:
+                self._syncwarp()
+                parts = self._partials(c, lane.name, str(WARP))
+                off = ir.Var(self.namer.fresh("off"), ir.I32)
+                with self.region("reduce"):
+                    self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
+                    self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_XOR, (FULL_MASK, p, off), p.ty)))
+                                for a, op, p in parts])
+                    self.line("}")
+                arrays = [(a, p) for a, _op, p in parts if isinstance(a.target, ir.Index)]
+                with self.region("reduce"):
+                    self.block_here([accum.apply(a, p) for a, _op, p in parts if not isinstance(a.target, ir.Index)])
+                if arrays:
+                    self.line(f"if ({self.expr(lane)} == 0) {{")
+                    with self.region("reduce"):
+                        self.block([accum.apply(a, p) for a, p in arrays])
+                    self.line("}")
+                    self.line(self.mark("barrier", SYNCWARP))
+            elif isinstance(c, ir.For) and c.par == "lane":
+                self._syncwarp()
+                counter_t = UINDEX_TYPE if c.ty == ir.U64 else INDEX_TYPE
+                counter = self.namer.fresh(f"{c.var}_l")
+                hi = self.bound(c.hi, f"{c.var}_hi")
+                first = f"({counter_t}){self.expr(lane)}"
+                if not (isinstance(c.lo, ir.Const) and c.lo.value == 0):
+                    first = f"{self.expr.cast_to(c.lo, counter_t)} + {first}"
+                self.line(self._strided(counter_t, counter, first, hi, str(WARP)))
+                self.line("  " + self.mark("index", f"const {ctype(c.ty)} {self.expr.ident(c.var)} = "
+                                                    f"({ctype(c.ty)}){counter};"))
+                self.block(c.body)
+                self.line("}")
+                self.line(self.mark("barrier", SYNCWARP))
+            elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(c)):
+                self._syncwarp()
+                self.line(f"if ({self.expr(lane)} == 0) {{")
+                self.block([c])
+                self.line("}")
+                self.line(self.mark("barrier", SYNCWARP))
+                for name, ty in broadcasts(c):
+                    v = ir.Var(name, ty)
+                    self.line(f"{self.expr(v)} = {self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))};")
+            else:
+                self.visit(c)
+
+    def block_here(self, stmts: Iterable[ir.Stmt]) -> None:
+        """``stmts`` at the current depth (no braces, no indentation of their own)."""
+        for st in stmts:
+            self.visit(st)
 
     def _var(self, loop: ir.For, t: str) -> None:
         """``const T v = lo + t;``: ``loop``'s variable at trip ``t`` (a step-1 loop)."""

@@ -262,7 +262,7 @@ class _Checker:
             _fail(s, f"unknown statement {type(s).__name__}")
 
     def _for(self, s: ir.For, scope: _Scope, *, in_launch: bool, par_ok: bool = False,
-             host: bool = False) -> None:
+             host: bool = False, lane_ok: bool = False) -> None:
         if s.var in scope.scalars:
             _fail(s, f"loop variable '{s.var}' shadows a visible variable")
         if not s.ty.is_int:
@@ -273,7 +273,13 @@ class _Checker:
             self.expr(bound, scope)
             if not bound.ty.is_int:
                 _fail(bound, f"loop bound must be an integer, got {bound.ty}")
-        if s.par is not None and not par_ok:
+        if s.par == "lane":
+            if not lane_ok:
+                _fail(s, "a 'par(lane)' loop must sit directly in the body of a launch's 'par(x)' loop that "
+                         "holds 'reduce' loops (a warp per row)")
+            if s.step not in (1, -1) or any(isinstance(n, ir.For) for st in s.body for n in ir.walk(st)):
+                _fail(s, "a 'par(lane)' loop must have step 1 or -1 and no loop inside")
+        elif s.par is not None and not par_ok:
             _fail(s, "a 'par' loop must be part of the leading loop nest of a 'launch'")
         if s.reduce:
             _reduce_shape(s)
@@ -288,16 +294,20 @@ class _Checker:
         inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
         inner.scalars[s.var] = s.ty
         inner.loop_vars.add(s.var)
-        if par_ok and len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par is not None:
+        if par_ok and len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par not in (None, "lane"):
             self._for(s.body[0], inner, in_launch=in_launch, par_ok=True)
             return
+        rows = s.par == "x" and any(isinstance(c, ir.For) and c.reduce for c in s.body)
         for c in s.body:
-            self.stmt(c, inner, in_launch=in_launch, top=False, host=host and s.par is None)
+            if isinstance(c, ir.For) and c.par == "lane":
+                self._for(c, inner, in_launch=in_launch, lane_ok=rows)
+            else:
+                self.stmt(c, inner, in_launch=in_launch, top=False, host=host and s.par is None)
 
     def _launch(self, s: ir.Launch, scope: _Scope) -> None:
         dims: list[str] = []
         node: ir.Stmt | None = s.body[0] if len(s.body) == 1 else None
-        while isinstance(node, ir.For) and node.par is not None:
+        while isinstance(node, ir.For) and node.par not in (None, "lane"):
             if node.par not in _PAR_DIMS or node.par in dims:
                 _fail(node, f"bad or repeated par dimension {node.par!r}")
             if node.step != 1:

@@ -409,8 +409,8 @@ class _Lowerer:
                 if str(t) not in accum.OPS:
                     raise self.error(t, f"reduction operator must be +, *, min or max, not '{t}'")
         if par is not None:
-            if str(par) not in ("x", "y", "z"):
-                raise self.error(par, f"par dimension must be x, y or z, not '{par}'")
+            if str(par) not in ("x", "y", "z", "lane"):
+                raise self.error(par, f"par dimension must be x, y, z or lane, not '{par}'")
             if not self.in_launch:
                 raise self.error(par, "'par' loops are only allowed inside 'launch'")
         self.scopes.append({})

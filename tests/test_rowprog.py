@@ -1,0 +1,162 @@
+"""Row programs (reduce-gpu rule (b) with maps, ``par(lane)``, the ``rowprog`` launch of
+transpile/cuda_reduce.py): a row's reductions and the maps between them (softmax, layer norm) run on
+one warp per row, every scalar the same in all lanes; before, any map loop in the row (or a reduction
+reading a scalar the row computed) left one thread per row, reading each row with a stride."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.interp_check import assert_sim_matches_interpreter, sim_library
+from transpile import cuda, frontend, ir, ircheck, pipeline, text
+from transpile.diagnostics import TranspileError
+from transpile.verify import Options, verify_module
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
+                               reason="the simulator and the reference need g++ and gcc")
+
+SOFTMAX = """#include <math.h>
+void softmax(int n, int m, float X[n][m], float Y[n][m]) {
+  for (int i = 0; i < n; i++) {
+    float mx = X[i][0];
+    for (int j = 1; j < m; j++) mx = fmaxf(mx, X[i][j]);
+    float s = 0.0f;
+    for (int j = 0; j < m; j++) { Y[i][j] = expf(X[i][j] - mx); s += Y[i][j]; }
+    for (int j = 0; j < m; j++) Y[i][j] /= s;
+  }
+}
+"""
+# Mean, then the variance reading it, then a map reading both; a row statistic stored per row.
+LAYERNORM = """kernel layernorm(i32 n, i32 m, in f64 X[n][m], out f64 Y[n][m], out f64 var[n]) {
+  for i in 0..n {
+    f64 mu = 0.0;
+    for j in 0..m {
+      mu += X[i][j];
+    }
+    mu = mu / f64(m);
+    f64 v = 0.0;
+    for j in 0..m {
+      v += (X[i][j] - mu) * (X[i][j] - mu);
+    }
+    var[i] = v;
+    for j in 0..m {
+      Y[i][j] = (X[i][j] - mu) / sqrt(v / f64(m) + 1e-5);
+    }
+  }
+}
+"""
+# An array accumulator, a lane-0 statement that writes memory and a scalar (broadcast), a map
+# counting down, and a reduction over part of the row.
+MIXED = """kernel mixed(i32 n, i32 m, in f64 X[n][m], inout f64 Z[n], inout f64 Y[n][m]) {
+  for i in 0..n {
+    f64 t = 1.0;
+    Z[i] = 0.0;
+    for j in 0..m {
+      Z[i] += X[i][j];
+    }
+    if (m > 1) {
+      t = X[i][1] + Z[i];
+      Z[i] = Z[i] * 2.0;
+    }
+    for j in 0..m step -1 {
+      Y[i][j] = X[i][j] * t - Z[i];
+    }
+    f64 q = 0.0;
+    for j in 1..m - 1 {
+      q = fmax(q, Y[i][j]);
+    }
+    Z[i] += q;
+  }
+}
+"""
+# A prefix sum along the row is not a map: the row keeps one thread.
+PREFIX = """kernel prefix(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 s[n]) {
+  for i in 0..n {
+    s[i] = 0.0;
+    for j in 0..m {
+      s[i] += X[i][j];
+    }
+    Y[i][0] = X[i][0];
+    for j in 1..m {
+      Y[i][j] = Y[i][j - 1] + X[i][j];
+    }
+  }
+}
+"""
+
+
+def _lower(src: str) -> tuple[ir.Module, ir.Module]:
+    module = text.parse(src)
+    return module, pipeline.lower(module)
+
+
+def _lanes(m: ir.Module) -> list[ir.For]:
+    return [n for n in ir.walk(m) if isinstance(n, ir.For) and n.par == "lane"]
+
+
+def test_maps_between_row_reductions_run_on_the_lanes() -> None:
+    _, low = _lower(LAYERNORM)
+    assert len(_lanes(low)) == 1 and sum(1 for n in ir.walk(low) if isinstance(n, ir.For) and n.reduce) == 2
+    assert [li.shape for li in cuda.launches(low)] == ["rowprog"]
+    code = cuda.emit(low, source="k.ir")
+    assert "__shfl_xor_sync" in code and "j_l = (long long)lane; j_l < m; j_l += 32" in code
+    assert "par(lane)" in text.show(low) and text.parse(text.show(low)) == low
+
+
+def test_a_row_loop_that_carries_a_dependence_keeps_one_thread_a_row() -> None:
+    _, low = _lower(PREFIX)
+    assert not _lanes(low)  # distribution gives the sum its own rows launch; the scan stays plain
+    assert [li.shape for li in cuda.launches(low)] == ["rows", "plain"]
+
+
+def test_lane_loops_are_checked() -> None:
+    _, low = _lower(LAYERNORM)
+    shown = text.show(low)
+    # Outside a row of reductions (the reductions unmarked), a lane loop is refused.
+    with pytest.raises(TranspileError, match=r"par\(lane\)' loop must sit directly in the body"):
+        ircheck.check(text.parse(shown.replace(" reduce(+)", "")))
+    lane = next(line for line in shown.splitlines() if "par(lane)" in line)
+    nested = shown.replace(lane, lane + "\n        for q in 0..1 {\n        }")
+    assert nested != shown
+    with pytest.raises(TranspileError, match=r"no loop inside"):
+        ircheck.check(text.parse(nested))
+
+
+@needs_gxx
+@pytest.mark.parametrize("src", [LAYERNORM, MIXED])
+def test_row_programs_match_the_interpreter(tmp_path: Path, src: str) -> None:
+    module, low = _lower(src)
+    assert _lanes(low) and [li.shape for li in cuda.launches(low)] == ["rowprog"]
+    lib = sim_library(cuda.emit(low, source="k.ir"), tmp_path)
+    k = module.kernels[0]
+    rng = np.random.default_rng(3)
+    for n, m in ((1, 1), (3, 2), (5, 31), (9, 33), (4, 100)):
+        args: dict[str, object] = {"n": np.int32(n), "m": np.int32(m)}
+        for p in k.params:
+            if isinstance(p.ty, ir.ArrayType):
+                shape = (n, m) if len(p.ty.dims) == 2 else (n,)
+                args[p.name] = rng.uniform(-1, 1, shape) if p.intent != "out" else np.full(shape, np.nan)
+        assert_sim_matches_interpreter(lib, module, args, [p.name for p in k.params], f"n={n}, m={m}")
+
+
+@needs_gxx
+def test_softmax_is_a_row_program_and_passes_stage_c(tmp_path: Path) -> None:
+    path = tmp_path / "softmax.c"
+    path.write_text(SOFTMAX)
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    assert [li.shape for li in cuda.launches(lowered)] == ["rowprog"] and len(_lanes(lowered)) == 2
+    code = cuda.emit(lowered, source=path.name)
+    opts = Options(seed=5, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
+    (report,) = verify_module(module, code, source=path, lowered=lowered, options=opts)
+    assert report.verdict == "pass", report.reason
+    # The broadcast is what keeps the lanes in step: without the butterfly, lanes 1..31 scale by
+    # their own partial sums and stage (c) must refuse the result.
+    broken = code.replace("__shfl_xor_sync(4294967295u, s_part, off1)", "0.0f")
+    assert broken != code
+    (report,) = verify_module(module, broken, source=path, options=opts)
+    assert report.verdict == "fail", report.reason
