@@ -1,9 +1,10 @@
-"""Time grid reductions on a GPU: a dot product, a sum of squares and a float max, each transpiled
+"""Time grid reductions and row programs on a GPU: a dot product, a sum of squares and a float max, each transpiled
 (``transpile/cuda_reduce.grid_launch``) and built twice, as emitted and with
 ``-DTRANSPILE_GRID_MAX_BLOCKS=1`` (one block of 256 threads, the form before grid reductions and
 the one kept inside host loops); CUDA events around ``NAME_device`` on cupy arrays, median of 20
 after 3 warm-up calls, against a device-to-device copy of the same bytes measured in the same run.
-Prints one table; checks each result against numpy (float64 sums to 1e-9 relative).
+Prints one table; checks each result against numpy (float64 sums to 1e-9 relative).  Then softmax
+over rows (``rowprog``: a warp per row) against ``--naive`` (a thread per row), checked against cupy.
 
     python bench/experiments/grid_reduce.py --generate DIR      # here: transpile (needs the front end)
     python3 bench/experiments/grid_reduce.py --run DIR          # on the GPU machine: nvcc, cupy
@@ -28,6 +29,18 @@ KERNELS = {
              "  for (int i = 0; i < n; i++)\n    m = fmaxf(m, x[i]);\n  return m;\n}\n", ("x",), "f4"),
 }
 SIZES = (1 << 20, 1 << 24, 1 << 27)
+SOFTMAX = """#include <math.h>
+void softmax(int n, int m, const float X[n][m], float Y[n][m]) {
+  for (int i = 0; i < n; i++) {
+    float mx = X[i][0];
+    for (int j = 1; j < m; j++) mx = fmaxf(mx, X[i][j]);
+    float s = 0.0f;
+    for (int j = 0; j < m; j++) { Y[i][j] = expf(X[i][j] - mx); s += Y[i][j]; }
+    for (int j = 0; j < m; j++) Y[i][j] /= s;
+  }
+}
+"""
+ROWS = ((4096, 4096), (65536, 1024), (1024, 32768), (256, 4096))
 
 
 def generate(out: Path) -> None:
@@ -37,6 +50,40 @@ def generate(out: Path) -> None:
         c.write_text(src)
         subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / f"{name}.cu")], check=True)
         print(out / f"{name}.cu")
+    c = out / "softmax.c"
+    c.write_text(SOFTMAX)
+    for label, extra in (("", []), (".naive", ["--naive"])):  # a warp per row (rowprog); a thread per row
+        subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / f"softmax{label}.cu"), *extra],
+                       check=True)
+        print(out / f"softmax{label}.cu")
+
+
+def run_softmax(out: Path) -> None:
+    """Softmax over rows: the row program (a warp per row) against one thread per row (--naive)."""
+    import cupy as cp
+    import numpy as np
+
+    libs = {}
+    for label in ("", ".naive"):
+        so = out / f"libsoftmax{label}.so"
+        subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so),
+                        str(out / f"softmax{label}.cu")], check=True)
+        libs["warp a row" if not label else "thread a row"] = ctypes.CDLL(str(so))
+    print("| softmax n x m | build | ms | GB/s (X read, Y written once) | correct |")
+    print("|---|---|---|---|---|")
+    for n, m in ROWS:
+        x = cp.asarray(np.random.default_rng(n).uniform(-4, 4, (n, m)).astype(np.float32))
+        want = cp.exp(x - x.max(axis=1, keepdims=True))
+        want /= want.sum(axis=1, keepdims=True)
+        for label, lib in libs.items():
+            y = cp.empty_like(x)
+            fn = lib.softmax_device
+            fn.restype = ctypes.c_int
+            stream = ctypes.c_void_p(cp.cuda.get_current_stream().ptr)
+            args = (ctypes.c_int(n), ctypes.c_int(m), ctypes.c_void_p(x.data.ptr), ctypes.c_void_p(y.data.ptr), stream)
+            ms = _median_ms(lambda: fn(*args))  # noqa: B023
+            ok = bool(cp.allclose(y, want, rtol=1e-4, atol=1e-7))
+            print(f"| {n} x {m} | {label} | {ms:.4g} | {2 * x.nbytes / ms / 1e6:.0f} | {ok} |")
 
 
 def run(out: Path) -> None:
@@ -56,12 +103,15 @@ def run(out: Path) -> None:
             host = [rng.uniform(-1, 1, n).astype(dt) for _ in arrays]
             dev = [cp.asarray(h) for h in host]
             slot = cp.zeros(1, dtype=dt)
-            want = {"dot": lambda: float(np.dot(host[0].astype(np.float64), host[1])),
-                    "sumsq": lambda: float(np.dot(host[0], host[0])),
-                    "maxf": lambda: float(host[0].max())}[name]()
+            if name == "dot":
+                want = float(np.dot(host[0], host[1]))
+            elif name == "sumsq":
+                want = float(np.dot(host[0], host[0]))
+            else:
+                want = float(host[0].max())
             nbytes = sum(h.nbytes for h in host)
             src, dst = cp.empty(nbytes // 8, dtype=np.float64), cp.empty(nbytes // 8, dtype=np.float64)
-            copy_ms = _median_ms(lambda: cp.copyto(dst, src))
+            copy_ms = _median_ms(lambda: cp.copyto(dst, src))  # noqa: B023 (called here)
             for label, lib in libs.items():
                 fn = getattr(lib, f"{name}_device")
                 fn.restype = ctypes.c_int
@@ -103,7 +153,11 @@ def main() -> None:
     g.add_argument("--generate", type=Path)
     g.add_argument("--run", type=Path)
     args = ap.parse_args()
-    generate(args.generate) if args.generate else run(args.run)
+    if args.generate:
+        generate(args.generate)
+    else:
+        run(args.run)
+        run_softmax(args.run)
 
 
 if __name__ == "__main__":
