@@ -435,8 +435,8 @@ class _Model:
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(launched, occ * d.threads_per_sm * d.sms))
         waves = max(1.0, launched / resident)
-        # ``work`` is one thread's; a grid reduction's threads are its ``coop`` cooperating ones.
-        workers = threads * (coop if shape == "grid" else 1)
+        # ``work`` is one thread's: a reduction launch has ``coop`` threads on each of its ``threads`` items.
+        workers = threads * (coop if shape in ("block", "rows", "rowprog", "cols", "grid") else 1)
         flops = work.flops * workers
         cache = work.sectors * workers * SECTOR
         dram = sum(min(n * workers, self._elements(a, env)) * self._esize(a) for a, n in work.per_array.items())
@@ -675,7 +675,7 @@ class _Model:
                    red_var: str | None = None, coop: int = 1) -> None:
         if isinstance(s, ir.For):
             n = trips(s, env)
-            if s.var == red_var and coop > 1:
+            if (s.var == red_var or s.reduce or s.par == "lane") and coop > 1:  # split over the cooperating threads
                 n = math.ceil(n / coop)
             inner_env = dict(env)
             inner_env[s.var] = _mid(s, env)

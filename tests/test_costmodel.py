@@ -210,3 +210,13 @@ def test_row_coarsening_prices_the_rows_a_stencil_shares() -> None:
     sizes = {"tsteps": 10, "n": 2800}
     cache = [sum(c.cache_bytes for c in estimate(m, sizes, opts=tile.Options(rows=r)).launches) for r in (1, 2, 8)]
     assert cache[0] > cache[1] > cache[2]
+
+
+def test_reduction_launches_are_priced_for_all_their_bytes() -> None:
+    # A warp-per-row launch reads its matrix once: the bytes of every lane, not of one thread a row
+    # (it was priced at 1/32 of them).
+    src = ("kernel rowsum(i32 n, in f64 X[n][n], out f64 y[n]) {\n  for i in 0..n {\n    f64 s = 0.0;\n"
+           "    for j in 0..n {\n      s += X[i][j];\n    }\n    y[i] = s;\n  }\n}\n")
+    est = estimate(text.parse(src), {"n": 4096})
+    assert [c.shape for c in est.launches] == ["rows"]
+    assert est.launches[0].dram_bytes >= 8 * 4096 ** 2
