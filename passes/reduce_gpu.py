@@ -98,7 +98,7 @@ After::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -237,19 +237,24 @@ def row_map(loop: ir.For, par_var: str, parallel: bool) -> bool:
     body that writes no scalar declared outside it, and reads or writes a matrix along its last
     dimension with the loop's variable and never with ``par_var`` there (its lanes' accesses are
     coalesced).  map-gpu runs it over the lanes of the row's warp (``par(lane)``)."""
-    if not parallel or loop.step not in (1, -1) or any(isinstance(n, ir.For) for n in ir.walk(ir.If(
-            ir.Const(1, ir.I32), loop.body))):
+    if not parallel or loop.step not in (1, -1) or any(isinstance(n, ir.For) for st in loop.body for n in ir.walk(st)):
         return False
     local = {n.name for n in ir.walk(loop) if isinstance(n, ir.Decl)}
     if ir.scalars_written(loop) - local:
         return False
+    return _along_rows(ir.walk(loop), loop.var, par_var)
+
+
+def _along_rows(nodes: Iterable[ir.Node], var: str, par_var: str) -> bool:
+    """Some matrix access among ``nodes`` has ``var`` in its last (contiguous) subscript, and none has
+    ``par_var`` there: consecutive values of ``var`` read consecutive addresses of each row."""
     hot = False
-    for n in ir.walk(loop):
+    for n in nodes:
         if isinstance(n, ir.Index) and len(n.indices) >= 2:
             last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
             if par_var in last:
                 return False
-            hot = hot or loop.var in last
+            hot = hot or var in last
     return hot
 
 
@@ -525,17 +530,12 @@ def chain_shape(loop: ir.For) -> Chain | None:
 
 def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:
     """Some matrix read's last subscript uses ``loop``'s variable, none uses ``par_var``."""
-    hot = False
+    terms = []
     for s in loop.body:
         a = accum.accumulation(s)
         assert a is not None, s
-        for n in ir.walk(a.term):
-            if isinstance(n, ir.Index) and len(n.indices) >= 2:
-                last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
-                if par_var in last:
-                    return False
-                hot = hot or loop.var in last
-    return hot
+        terms.append(a.term)
+    return _along_rows((n for t in terms for n in ir.walk(t)), loop.var, par_var)
 
 
 def _mark(body: tuple[ir.Stmt, ...], chosen: dict[int, tuple[str, ...]]) -> tuple[ir.Stmt, ...]:

@@ -19,17 +19,7 @@ from transpile.verify import Options, verify_module
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
 
-SOFTMAX = """#include <math.h>
-void softmax(int n, int m, float X[n][m], float Y[n][m]) {
-  for (int i = 0; i < n; i++) {
-    float mx = X[i][0];
-    for (int j = 1; j < m; j++) mx = fmaxf(mx, X[i][j]);
-    float s = 0.0f;
-    for (int j = 0; j < m; j++) { Y[i][j] = expf(X[i][j] - mx); s += Y[i][j]; }
-    for (int j = 0; j < m; j++) Y[i][j] /= s;
-  }
-}
-"""
+SOFTMAX = (Path(__file__).resolve().parent.parent / "examples" / "softmax.c").read_text()
 # Mean, then the variance reading it, then a map reading both; a row statistic stored per row.
 LAYERNORM = """kernel layernorm(i32 n, i32 m, in f64 X[n][m], out f64 Y[n][m], out f64 var[n]) {
   for i in 0..n {

@@ -341,12 +341,7 @@ class _ReducePrinter(StmtPrinter):
             if isinstance(c, ir.For) and c.reduce:
                 self._syncwarp()
                 parts = self._partials(c, lane.name, str(WARP))
-                off = ir.Var(self.namer.fresh("off"), ir.I32)
-                with self.region("reduce"):
-                    self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-                    self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_XOR, (FULL_MASK, p, off), p.ty)))
-                                for a, op, p in parts])
-                    self.line("}")
+                self._shuffle_tree(parts, SHFL_XOR)
                 arrays = [(a, p) for a, _op, p in parts if isinstance(a.target, ir.Index)]
                 with self.region("reduce"):
                     self.block_here([accum.apply(a, p) for a, _op, p in parts if not isinstance(a.target, ir.Index)])
@@ -468,12 +463,13 @@ class _ReducePrinter(StmtPrinter):
             self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
         self.line("}")
 
-    def _shuffle_tree(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> None:
-        """Each warp folds its lanes' ``parts`` into lane 0's with ``__shfl_down_sync`` (16, 8, 4, 2, 1)."""
+    def _shuffle_tree(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], shuffle: str = SHFL_DOWN) -> None:
+        """Each warp folds its lanes' ``parts`` into lane 0's with ``__shfl_down_sync`` (16, 8, 4, 2, 1);
+        with ``__shfl_xor_sync`` (a butterfly) into every lane's, the same bits in each."""
         off = ir.Var(self.namer.fresh("off"), ir.I32)
         with self.region("reduce"):
             self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, off), p.ty)))
+            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(shuffle, (FULL_MASK, p, off), p.ty)))
                         for a, op, p in parts])
             self.line("}")
 

@@ -29,17 +29,7 @@ KERNELS = {
              "  for (int i = 0; i < n; i++)\n    m = fmaxf(m, x[i]);\n  return m;\n}\n", ("x",), "f4"),
 }
 SIZES = (1 << 20, 1 << 24, 1 << 27)
-SOFTMAX = """#include <math.h>
-void softmax(int n, int m, const float X[n][m], float Y[n][m]) {
-  for (int i = 0; i < n; i++) {
-    float mx = X[i][0];
-    for (int j = 1; j < m; j++) mx = fmaxf(mx, X[i][j]);
-    float s = 0.0f;
-    for (int j = 0; j < m; j++) { Y[i][j] = expf(X[i][j] - mx); s += Y[i][j]; }
-    for (int j = 0; j < m; j++) Y[i][j] /= s;
-  }
-}
-"""
+SOFTMAX = (Path(__file__).resolve().parents[2] / "examples" / "softmax.c").read_text()
 ROWS = ((4096, 4096), (65536, 1024), (1024, 32768), (256, 4096))
 
 
