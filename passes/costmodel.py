@@ -403,7 +403,7 @@ class _Model:
         x_var = next((loop.var for loop, _ in chain if loop.par == "x"), None)
         coop = 1  # threads cooperating on one reduction loop
         red_var = None
-        if shape in ("block", "rows", "rowprog", "cols", "grid"):
+        if shape in _COOP_SHAPES:
             red = next((s for s in ir.walk(lp) if isinstance(s, ir.For) and s.reduce), None)
             if red is not None:
                 red_var = red.var
@@ -429,14 +429,14 @@ class _Model:
                 w0 = _Work()
                 self._access(x, w0, inner_env, x_var)
                 work.sectors = max(0.0, work.sectors - w0.sectors * share)
-        blocks = math.ceil(threads / (tpb / coop)) if shape in ("block", "rows", "rowprog", "cols", "grid") else (
+        blocks = math.ceil(threads / (tpb / coop)) if shape in _COOP_SHAPES else (
             _padded_blocks(chain, block, rows, stream))
         launched = blocks * tpb
         occ = self._occupancy(name, tpb)
         resident = max(1.0, min(launched, occ * d.threads_per_sm * d.sms))
         waves = max(1.0, launched / resident)
         # ``work`` is one thread's: a reduction launch has ``coop`` threads on each of its ``threads`` items.
-        workers = threads * (coop if shape in ("block", "rows", "rowprog", "cols", "grid") else 1)
+        workers = threads * (coop if shape in _COOP_SHAPES else 1)
         flops = work.flops * workers
         cache = work.sectors * workers * SECTOR
         dram = sum(min(n * workers, self._elements(a, env)) * self._esize(a) for a, n in work.per_array.items())
@@ -788,6 +788,10 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     while block % 64 == 0 and math.ceil(n / block) < sms:
         block //= 2
     return block
+
+
+_COOP_SHAPES = ("block", "rows", "rowprog", "cols", "grid")
+"""Launch shapes whose threads cooperate on each reduction (docs/parallelism.md, codegen)."""
 
 
 def _grid_blocks(n: float) -> int:

@@ -61,7 +61,7 @@ from pathlib import Path
 from pycparser import c_ast, c_parser
 
 from transpile import cuda_names, ir
-from transpile.cfront_lower import Unit, lower_function
+from transpile.cfront_lower import Unit, c_nodes, lower_function
 from transpile.cfront_srcmap import SourceMap
 from transpile.diagnostics import Loc, TranspileError
 
@@ -246,25 +246,7 @@ def _parse(pp: str, filename: str, srcmap: SourceMap) -> c_ast.FileAST:
 
 
 def _contains(node: c_ast.Node, pred: type[c_ast.Node], scop: bool = False) -> bool:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, pred) and (not scop or n.string.strip().split()[:1] == ["scop"]):
-            return True
-        stack.extend(child for _, child in n.children())
-    return False
-
-
-def _find(node: c_ast.Node, kinds: tuple[type[c_ast.Node], ...]) -> list[c_ast.Node]:
-    """The nodes of ``kinds`` under ``node``, in source order."""
-    out = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kinds):
-            out.append(n)
-        stack.extend(reversed([child for _, child in n.children()]))
-    return out
+    return any(isinstance(n, pred) and (not scop or n.string.strip().split()[:1] == ["scop"]) for n in c_nodes(node))
 
 
 def _vector_params(fdef: c_ast.FuncDef) -> set[str]:
@@ -339,7 +321,8 @@ def _lower(ast: c_ast.FileAST, filename: str, srcmap: SourceMap, function: str |
         if not chosen:
             chosen = [d for d in own if d.decl.name != "main" and _contains(d.body, c_ast.For)]
         if not chosen:
-            loops = [(d, n) for d in own if d.decl.name != "main" for n in _find(d.body, (c_ast.While, c_ast.DoWhile))]
+            loops = [(d, n) for d in own if d.decl.name != "main" for n in c_nodes(d.body)
+                     if isinstance(n, (c_ast.While, c_ast.DoWhile))]
             if loops:  # the function the user meant, most likely: say why its loop does not count
                 d, n = loops[0]
                 kind = "while" if isinstance(n, c_ast.While) else "do-while"

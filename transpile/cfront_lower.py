@@ -154,13 +154,13 @@ class Unit:
         return self.helpers[name]
 
 
-def _nodes(node: c_ast.Node) -> list[c_ast.Node]:
-    """Every node under ``node``, itself included."""
+def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
+    """Every node under ``node``, itself included, in source order (pre-order)."""
     out, stack = [], [node]
     while stack:
         n = stack.pop()
         out.append(n)
-        stack.extend(child for _, child in n.children())
+        stack.extend(reversed([child for _, child in n.children()]))
     return out
 
 
@@ -266,7 +266,7 @@ class Lowerer(ExprLowerer):
 
     def _slot_name(self) -> str:
         """A name for the return slot that no identifier of the function uses."""
-        used = {n.name for n in _nodes(self.fdef) if isinstance(n, (c_ast.ID, c_ast.Decl)) and n.name}
+        used = {n.name for n in c_nodes(self.fdef) if isinstance(n, (c_ast.ID, c_ast.Decl)) and n.name}
         return self.fresh("result", used)
 
     def derive(self, body: tuple[ir.Stmt, ...], ap: _ArrayParam, dim: int,

@@ -1095,9 +1095,8 @@ class _KernelEmitter:
             "steps": steps,
             "names": self.names,
             "prototype": self._prototype(),
-            "c_params": [self._c_param(p, device=False) for p in self.k.params if p.name != self.k.ret],
-            "ret": None if self.k.ret_param is None else {
-                "ctype": ctype(self.k.ret_param.ty.elem), "name": self.ident(self.k.ret)},  # type: ignore[union-attr]
+            "c_params": [self._c_param(p, device=False) for p in self.k.c_params],
+            "ret": None if self.k.ret is None else {"ctype": return_ctype(self.k), "name": self.ident(self.k.ret)},
             "device_params": [self._c_param(p, device=True) for p in self.k.params]
             + [f"{STREAM_TYPE} {self.names['stream']}"],
             "device_param_names": [self.ident(p.name) for p in self.k.params] + [self.names["stream"]],
@@ -1124,18 +1123,20 @@ class _KernelEmitter:
     def _prototype(self) -> str:
         """The original C declaration, for a comment."""
         parts = []
-        for p in self.k.params:
-            if p.name == self.k.ret:
-                continue
+        for p in self.k.c_params:
             if isinstance(p.ty, ir.Scalar):
                 parts.append(f"{ctype(p.ty)} {p.name}")
             elif p.pointer:
                 parts.append(f"{ctype(p.ty.elem)} *{p.name}")
             else:
                 parts.append(f"{ctype(p.ty.elem)} {p.name}" + "".join(f"[{self.expr(d)}]" for d in p.ty.dims))
-        slot = self.k.ret_param
-        ret = "void" if slot is None else ctype(slot.ty.elem)  # type: ignore[union-attr]
-        return f"{ret} {self.name}({', '.join(parts) or 'void'});"
+        return f"{return_ctype(self.k)} {self.name}({', '.join(parts) or 'void'});"
+
+
+def return_ctype(k: ir.Kernel) -> str:
+    """The C return type of ``k``'s function: ``void``, or its return slot's element type."""
+    slot = k.ret_param
+    return "void" if slot is None else ctype(slot.ty.elem)  # type: ignore[union-attr]
 
 
 def _func(f: ir.Func) -> dict[str, object]:

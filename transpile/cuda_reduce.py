@@ -69,6 +69,11 @@ SHFL = "__shfl_sync"
 SHUFFLED = (ir.I32, ir.U32, ir.I64, ir.U64, ir.F32, ir.F64)
 
 
+def _stores(stmt: ir.Stmt) -> bool:
+    """Whether ``stmt`` writes memory (an array element): in a ``rowprog`` row, lane 0 runs it."""
+    return any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(stmt))
+
+
 def broadcasts(stmt: ir.Stmt) -> list[tuple[str, ir.Scalar]]:
     """The scalars declared outside ``stmt`` that it writes, with their types (lane 0 runs it in a
     ``rowprog`` row; every lane needs the values after it)."""
@@ -110,8 +115,7 @@ def shape(launch: ir.Launch) -> str | None:
                 program = True
     if not program:
         return "rows"
-    lane0 = [c for c in f.body if not (isinstance(c, ir.For) and (c.reduce or c.par == "lane"))
-             and any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(c))]
+    lane0 = [c for c in f.body if not (isinstance(c, ir.For) and (c.reduce or c.par == "lane")) and _stores(c)]
     if any(ty not in SHUFFLED for c in lane0 for _n, ty in broadcasts(c)):
         return None  # a plain launch: one thread a row
     return "rowprog"
@@ -167,8 +171,9 @@ def grid_ready(lp: ir.Launch) -> bool:
     written = set()
     for st in before:
         written |= ir.scalars_written(st) | {name for name, (_r, w) in ir.array_uses(st).items() if w}
-    reads = ir.identifiers(ir.Launch((ir.For(loop.var, loop.ty, loop.lo, loop.hi, loop.step,
-                                             tuple(ir.Assign(ir.Var("_", a.term.ty), a.term) for a in _accumulations(loop))),)))
+    reads = {n.name if isinstance(n, ir.Var) else n.array
+             for e in (loop.lo, loop.hi, *(a.term for a in _accumulations(loop)))
+             for n in ir.walk(e) if isinstance(n, (ir.Var, ir.Index))}
     return not (reads & written)
 
 
@@ -344,7 +349,9 @@ class _ReducePrinter(StmtPrinter):
                 self._shuffle_tree(parts, SHFL_XOR)
                 arrays = [(a, p) for a, _op, p in parts if isinstance(a.target, ir.Index)]
                 with self.region("reduce"):
-                    self.block_here([accum.apply(a, p) for a, _op, p in parts if not isinstance(a.target, ir.Index)])
+                    for a, _op, p in parts:
+                        if not isinstance(a.target, ir.Index):
+                            self.visit(accum.apply(a, p))
                 if arrays:
                     self.line(f"if ({self.expr(lane)} == 0) {{")
                     with self.region("reduce"):
@@ -353,19 +360,11 @@ class _ReducePrinter(StmtPrinter):
                     self.line(self.mark("barrier", SYNCWARP))
             elif isinstance(c, ir.For) and c.par == "lane":
                 self._syncwarp()
-                counter_t = UINDEX_TYPE if c.ty == ir.U64 else INDEX_TYPE
-                counter = self.namer.fresh(f"{c.var}_l")
-                hi = self.bound(c.hi, f"{c.var}_hi")
-                first = f"({counter_t}){self.expr(lane)}"
-                if not (isinstance(c.lo, ir.Const) and c.lo.value == 0):
-                    first = f"{self.expr.cast_to(c.lo, counter_t)} + {first}"
-                self.line(self._strided(counter_t, counter, first, hi, str(WARP)))
-                self.line("  " + self.mark("index", f"const {ctype(c.ty)} {self.expr.ident(c.var)} = "
-                                                    f"({ctype(c.ty)}){counter};"))
+                self._strided_header(c, self.expr(lane), str(WARP), "l")
                 self.block(c.body)
                 self.line("}")
                 self.line(self.mark("barrier", SYNCWARP))
-            elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(c)):
+            elif _stores(c):
                 self._syncwarp()
                 self.line(f"if ({self.expr(lane)} == 0) {{")
                 self.block([c])
@@ -376,11 +375,6 @@ class _ReducePrinter(StmtPrinter):
                     self.line(f"{self.expr(v)} = {self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))};")
             else:
                 self.visit(c)
-
-    def block_here(self, stmts: Iterable[ir.Stmt]) -> None:
-        """``stmts`` at the current depth (no braces, no indentation of their own)."""
-        for st in stmts:
-            self.visit(st)
 
     def _var(self, loop: ir.For, t: str) -> None:
         """``const T v = lo + t;``: ``loop``'s variable at trip ``t`` (a step-1 loop)."""
@@ -449,19 +443,24 @@ class _ReducePrinter(StmtPrinter):
     def _strided_partials(self, s: ir.For, parts: list[tuple[accum.Accumulation, str, ir.Var]], start: str,
                           stride: str) -> None:
         """``s``'s terms at iterations ``start, start + stride, ...`` of [lo, hi) accumulated into ``parts``."""
-        # Every iteration of [lo, hi) once, whatever the step's sign: the order does not matter.
+        self._strided_header(s, start, stride, "t")
+        with self.region("reduce"):
+            self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
+        self.line("}")
+
+    def _strided_header(self, s: ir.For, start: str, stride: str, suffix: str) -> None:
+        """The header of a loop over ``s``'s iterations ``lo + start, lo + start + stride, ...`` below
+        ``hi`` (its counter ``VAR_suffix``) and the declaration of ``s``'s variable; the caller emits the
+        body and the closing brace.  Every iteration of [lo, hi) once, whatever the step's sign: the
+        loops it serves (reductions, lane maps) may run in any order."""
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
-        v = self.expr.ident(s.var)
-        counter = self.namer.fresh(f"{s.var}_t")
+        counter = self.namer.fresh(f"{s.var}_{suffix}")
         hi = self.bound(s.hi, f"{s.var}_hi")
         first = f"({counter_t}){start}"
         if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
             first = f"{self.expr.cast_to(s.lo, counter_t)} + {first}"
         self.line(self._strided(counter_t, counter, first, hi, stride))
-        self.line("  " + self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
-        with self.region("reduce"):
-            self.block([ir.Assign(p, accum.combine(a, op, p, a.term)) for a, op, p in parts])
-        self.line("}")
+        self.line("  " + self.mark("index", f"const {ctype(s.ty)} {self.expr.ident(s.var)} = ({ctype(s.ty)}){counter};"))
 
     def _shuffle_tree(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], shuffle: str = SHFL_DOWN) -> None:
         """Each warp folds its lanes' ``parts`` into lane 0's with ``__shfl_down_sync`` (16, 8, 4, 2, 1);
@@ -505,8 +504,7 @@ class _ReducePrinter(StmtPrinter):
 
     def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
         """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
-        if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
-            self.line(self.mark("barrier", SYNCWARP))  # lane 0's earlier writes become visible to every term
+        self._syncwarp()  # lane 0's earlier writes become visible to every term
         parts = self._partials(s, lane.name, str(WARP))
         self._shuffle_tree(parts)
         self.line(f"if ({self.expr(lane)} == 0) {{")

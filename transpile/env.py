@@ -39,13 +39,11 @@ _RETRY = "\n\nFix the CUDA file and answer with the whole corrected file."
 
 def dropin_signature(kernel: ir.Kernel) -> str:
     """``extern "C" void NAME(double *A, int n, ...)``: the declaration a submission must define."""
-    from transpile.cuda import ctype
+    from transpile.cuda import ctype, return_ctype
 
     params = [f"{ctype(p.ty)} {p.name}" if isinstance(p.ty, ir.Scalar) else f"{ctype(p.ty.elem)} *{p.name}"
-              for p in kernel.params if p.name != kernel.ret]
-    slot = kernel.ret_param
-    ret = "void" if slot is None else ctype(slot.ty.elem)  # type: ignore[union-attr]
-    return f'extern "C" {ret} {kernel.name}({", ".join(params)})'
+              for p in kernel.c_params]
+    return f'extern "C" {return_ctype(kernel)} {kernel.name}({", ".join(params)})'
 
 
 class KernelEnv:

@@ -350,6 +350,11 @@ class Kernel(Node):
         """The return slot's parameter, or None for a void kernel."""
         return self.param(self.ret) if self.ret is not None else None
 
+    @property
+    def c_params(self) -> tuple[Param, ...]:
+        """The C function's parameters: all but the return slot."""
+        return tuple(p for p in self.params if p.name != self.ret)
+
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, if any."""
         for p in self.params:

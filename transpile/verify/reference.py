@@ -102,9 +102,9 @@ def call_dropin(fn: Any, sig: KernelSig, args: Inputs, ptrs: dict[str, Any]) -> 
     """Call ``fn``, a function with the C signature of ``sig`` (a drop-in), on the arrays at ``ptrs``
     (``ctypes.c_void_p``); the value a returning function gives back goes into its return slot's array."""
     slot = next((a for a in sig.args if a.name == sig.ret), None)
-    fn.argtypes = ctype_args(sig, args, ptrs, dropin=True)[0]
+    fn.argtypes, values = ctype_args(sig, args, ptrs, dropin=True)
     fn.restype = None if slot is None else _CTYPES[slot.ty.name]
-    value = fn(*ctype_args(sig, args, ptrs, dropin=True)[1])
+    value = fn(*values)
     if slot is not None:
         ctypes.cast(ptrs[slot.name], ctypes.POINTER(fn.restype))[0] = value
 

@@ -78,7 +78,7 @@ class KernelSig:
     indices: tuple[IndexUse, ...] = ()
     ret: str | None = None
     """The return slot (``ir.Kernel.ret``): the last array of ``args``, which the C function and the
-    drop-in return instead of taking (:func:`call_c`)."""
+    drop-in return instead of taking (:func:`transpile.verify.reference.call_dropin`)."""
     extents: Mapping[str, tuple[ir.Expr, ...]] = dataclasses.field(default_factory=dict)
     """The extents of every array ``indices`` names as a target (parameters and local arrays)."""
 
