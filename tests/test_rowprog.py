@@ -63,6 +63,40 @@ MIXED = """kernel mixed(i32 n, i32 m, in f64 X[n][m], inout f64 Z[n], inout f64 
   }
 }
 """
+# A map and the reductions after it: the first reads what its iteration stored (one loop, the
+# stored value forwarded), the second its neighbour's element (two loops: a lane reads what another
+# lane stored), the third only X (one loop).
+FUSED = """kernel fused(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 Z[n]) {
+  for i in 0..n {
+    f64 a = 0.0;
+    for j in 0..m {
+      a += X[i][j];
+    }
+    for j in 0..m - 1 {
+      Y[i][j] = X[i][j] * a + 1.0;
+    }
+    f64 b = 0.0;
+    for k in 0..m - 1 {
+      b += Y[i][k] * X[i][k];
+    }
+    for j in 0..m - 1 {
+      Y[i][j] = Y[i][j] * b;
+    }
+    f64 c = -1e300;
+    for j in 0..m - 1 {
+      c = fmax(c, Y[i][j + 1]);
+    }
+    for j in 0..m - 1 {
+      Y[i][j] = Y[i][j] - c;
+    }
+    f64 d = 0.0;
+    for j in 0..m - 1 {
+      d += X[i][j] * X[i][j];
+    }
+    Z[i] = a + b + c + d;
+  }
+}
+"""
 # A prefix sum along the row is not a map: the row keeps one thread.
 PREFIX = """kernel prefix(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 s[n]) {
   for i in 0..n {
@@ -117,7 +151,7 @@ def test_lane_loops_are_checked() -> None:
 
 
 @needs_gxx
-@pytest.mark.parametrize("src", [LAYERNORM, MIXED])
+@pytest.mark.parametrize("src", [LAYERNORM, MIXED, FUSED])
 def test_row_programs_match_the_interpreter(tmp_path: Path, src: str) -> None:
     module, low = _lower(src)
     assert _lanes(low) and [li.shape for li in cuda.launches(low)] == ["rowprog"]
@@ -150,6 +184,21 @@ def test_softmax_is_a_row_program_and_passes_stage_c(tmp_path: Path) -> None:
     assert broken != code
     (report,) = verify_module(module, broken, source=path, options=opts)
     assert report.verdict == "fail", report.reason
+
+
+def test_a_map_and_the_reduction_reading_its_stores_are_one_loop(tmp_path: Path) -> None:
+    _, low = _lower(FUSED)
+    assert [li.shape for li in cuda.launches(low)] == ["rowprog"]
+    code = cuda.emit(low, source="k.ir")
+    # b's terms read the element the same iteration stored: the stored value, not memory.
+    assert "b_part += Y_v * X[" in code and "b_part += Y[" not in code
+    # c reads the next element, which another lane stores: its own loop after the map's.
+    assert "c_part = fmax(c_part, Y[(long long)i * m + j + 1LL]);" in code
+    # d reads only X: joined to the map before it, which stores Y (nothing to forward).
+    assert "Y_v1" not in code and code.count("for (long long j_") == 5  # 7 loops unfused
+    (tmp_path / "softmax.c").write_text(SOFTMAX)
+    softmax = cuda.emit(pipeline.lower(frontend.load(tmp_path / "softmax.c")), source="softmax.c")
+    assert "s_part += Y_v;" in softmax and "s_part += Y[" not in softmax
 
 
 def _random_row_program(rng: np.random.Generator) -> str:

@@ -34,7 +34,8 @@ loop (the mark permits reassociation, it does not require it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from transpile import accum, ir, regions
 from transpile.cuda import (
@@ -264,6 +265,88 @@ def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
     return out
 
 
+@dataclass(frozen=True)
+class MapReduce:
+    """A row program's ``par(lane)`` loop ``map`` and the reduction ``reduce`` after it, run as one
+    loop: ``decls`` (between the two, no array reads) first, then per iteration ``body`` (the map's,
+    each forwarded store through a fresh local) and the reduction's ``terms`` (over ``map``'s variable,
+    forwarded reads replaced by those locals)."""
+
+    map: ir.For
+    reduce: ir.For
+    decls: tuple[ir.Decl, ...]
+    body: tuple[ir.Stmt, ...]
+    terms: tuple[ir.Expr, ...]
+
+
+def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable[[str], str]) -> MapReduce | None:
+    """``m`` (a ``par(lane)`` loop), ``decls`` and ``r`` (a reduction) as one loop, or None.
+
+    Legal when both cover the same range and every read in ``r``'s terms of an array ``m`` writes is
+    an element ``m``'s same iteration writes (the same subscripts, ``r``'s variable renamed to
+    ``m``'s), the accumulators are scalars ``m`` does not touch, and what lies between is
+    declarations without array reads: then iteration ``j`` of ``r`` sees exactly what it saw after
+    the whole of ``m`` (no other iteration writes that element: ``m`` is parallel), and the order of
+    ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
+    nowhere else in ``m`` is forwarded: its value is kept in a local (named by ``fresh``) and the
+    terms read the local instead of memory."""
+    from passes.builders import substitute_vars
+    from passes.tile import substitute
+
+    if m.par != "lane" or not r.reduce or r.par is not None or (m.lo, m.hi, m.ty) != (r.lo, r.hi, r.ty):
+        return None
+    if not all(isinstance(d, ir.Decl) and (d.init is None or not any(isinstance(n, ir.Index) for n in ir.walk(d.init)))
+               and d.name not in ir.identifiers(m) for d in decls):
+        return None
+    if m.var != r.var and m.var in ir.identifiers(r):
+        return None
+    accs = _accumulations(r)
+    if any(not isinstance(a.target, ir.Var) or a.target.name in ir.identifiers(m) for a in accs):
+        return None
+    rename = {r.var: ir.Var(m.var, m.ty)}
+    terms = [substitute_vars(a.term, rename) for a in accs]
+    writes = [n for n in ir.walk(m) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)]
+    written = {w.target.array for w in writes}
+    targets = {w.target for w in writes}
+    for t in terms:
+        if any(isinstance(n, ir.Index) and n.array in written and n not in targets for n in ir.walk(t)):
+            return None
+    body: list[ir.Stmt] = []
+    table: dict[ir.Index, ir.Expr] = {}
+    for c in m.body:
+        if (isinstance(c, ir.Assign) and isinstance(c.target, ir.Index)
+                and sum(w.target.array == c.target.array for w in writes) == 1
+                and any(isinstance(n, ir.Index) and n == c.target for t in terms for n in ir.walk(t))):
+            v = ir.Var(fresh(f"{c.target.array}_v"), c.target.ty)
+            body += [ir.Decl(v.name, v.ty, c.value), ir.Assign(c.target, v)]
+            table[c.target] = v
+        else:
+            body.append(c)
+    return MapReduce(m, r, tuple(decls), tuple(body), tuple(substitute(t, table) for t in terms))  # type: ignore[arg-type]
+
+
+def _fuse_map_reduce(body: tuple[ir.Stmt, ...], fresh: Callable[[str], str]) -> list[ir.Stmt | MapReduce]:
+    """``body`` with each fusable ``par(lane)`` loop, the declarations after it and the reduction
+    after those (:func:`map_reduce`) replaced by one :class:`MapReduce`."""
+    out: list[ir.Stmt | MapReduce] = []
+    k = 0
+    while k < len(body):
+        c = body[k]
+        if isinstance(c, ir.For) and c.par == "lane":
+            e = k + 1
+            while e < len(body) and isinstance(body[e], ir.Decl):
+                e += 1
+            nxt = body[e] if e < len(body) else None
+            mr = map_reduce(c, body[k + 1:e], nxt, fresh) if isinstance(nxt, ir.For) else None
+            if mr is not None:
+                out.append(mr)
+                k = e + 1
+                continue
+        out.append(c)
+        k += 1
+    return out
+
+
 class _ReducePrinter(StmtPrinter):
     """Renders a reduction launch's body; ``shared`` collects its ``__shared__`` buffers."""
 
@@ -341,9 +424,13 @@ class _ReducePrinter(StmtPrinter):
         the scalars they write are then broadcast from lane 0; a reduction's total reaches every lane
         through a butterfly of ``__shfl_xor_sync`` (exact commutativity: every lane holds the same
         bits) and every lane applies it to a scalar accumulator (lane 0 to an array element); a
-        ``par(lane)`` loop's iterations are spread over the lanes."""
-        for c in body:
-            if isinstance(c, ir.For) and c.reduce:
+        ``par(lane)`` loop's iterations are spread over the lanes.  A ``par(lane)`` loop followed by a
+        reduction over the same range that reads only what the loop's own iteration wrote is one loop
+        (:func:`map_reduce`): the row is read once for both."""
+        for c in _fuse_map_reduce(body, self.namer.fresh):
+            if isinstance(c, MapReduce):
+                self._map_reduce(c, lane)
+            elif isinstance(c, ir.For) and c.reduce:
                 self._syncwarp()
                 parts = self._partials(c, lane.name, str(WARP))
                 self._shuffle_tree(parts, SHFL_XOR)
@@ -375,6 +462,24 @@ class _ReducePrinter(StmtPrinter):
                     self.line(f"{self.expr(v)} = {self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))};")
             else:
                 self.visit(c)
+
+    def _map_reduce(self, mr: MapReduce, lane: ir.Var) -> None:
+        """One strided loop over the lanes: the map's body, then the reduction's terms (reads of
+        elements the map's iteration stored replaced by the stored values), then the butterfly."""
+        self._syncwarp()
+        for d in mr.decls:
+            self.visit(d)
+        parts = self._declare_partials(mr.reduce)
+        self._strided_header(mr.map, self.expr(lane), str(WARP), "l")
+        self.block(mr.body)
+        with self.region("reduce"):
+            self.block([ir.Assign(p, accum.combine(a, op, p, t)) for (a, op, p), t in zip(parts, mr.terms)])
+        self.line("}")
+        self.line(self.mark("barrier", SYNCWARP))
+        self._shuffle_tree(parts, SHFL_XOR)
+        with self.region("reduce"):
+            for a, _op, p in parts:
+                self.visit(accum.apply(a, p))
 
     def _var(self, loop: ir.For, t: str) -> None:
         """``const T v = lo + t;``: ``loop``'s variable at trip ``t`` (a step-1 loop)."""

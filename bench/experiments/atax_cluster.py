@@ -1,4 +1,4 @@
-"""atax with thread-block clusters: candidates for bench/gpu.py (an experiment, not yet run on a GPU).
+"""atax with thread-block clusters: candidates for bench/gpu.py (an experiment; run 62 on an H100: correct, all slower).
 
     python bench/gpu.py --generate bench/cu-atax --kernels atax
     python bench/experiments/atax_cluster.py bench/cu-atax/atax.cu bench/cu-atax

@@ -9,13 +9,14 @@ over rows (``rowprog``: a warp per row) against ``--naive`` (a thread per row), 
     python bench/experiments/grid_reduce.py --generate DIR      # here: transpile (needs the front end)
     python3 bench/experiments/grid_reduce.py --run DIR          # on the GPU machine: nvcc, cupy
 
-Not yet run on a GPU (written 2026-12-05, no machine lent that session).
+First run: H100, 2026-12-05, `bench/results/h100_run62_grid_reduce.md`.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,34 +47,60 @@ def generate(out: Path) -> None:
         subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / f"softmax{label}.cu"), *extra],
                        check=True)
         print(out / f"softmax{label}.cu")
+    code = (out / "softmax.cu").read_text()
+    unrolled = re.sub(r"^( *)(for \(long long j_[lt])", r"\1#pragma unroll 4\n\1\2", code, flags=re.M)
+    assert unrolled != code
+    (out / "softmax.unroll4.cu").write_text(unrolled)
+    print(out / "softmax.unroll4.cu")
+
+
+SOFTMAX_BUILDS = {"": "warp a row", ".unroll4": "warp a row, lane loops unrolled by 4",
+                  ".before": "warp a row (before the map-reduce fusion)", ".naive": "thread a row"}
+"""Softmax builds timed when present: ``softmax<suffix>.cu``.  ``.unroll4`` is the emitted file with
+``#pragma unroll 4`` before each lane loop (a candidate, not emitted by the compiler); ``.before``
+one generated before the row program's map and sum were one loop (copy it in by hand)."""
 
 
 def run_softmax(out: Path) -> None:
-    """Softmax over rows: the row program (a warp per row) against one thread per row (--naive)."""
+    """Softmax over rows: the row program builds against one thread per row (--naive) and, when
+    torch is importable, ``torch.softmax`` on the same device array (what a user would call)."""
     import cupy as cp
     import numpy as np
 
-    libs = {}
-    for label in ("", ".naive"):
-        so = out / f"libsoftmax{label}.so"
-        subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so),
-                        str(out / f"softmax{label}.cu")], check=True)
-        libs["warp a row" if not label else "thread a row"] = ctypes.CDLL(str(so))
+    calls: dict[str, object] = {}
+    for suffix, label in SOFTMAX_BUILDS.items():
+        cu = out / f"softmax{suffix}.cu"
+        if not cu.exists():
+            continue
+        so = out / f"libsoftmax{suffix}.so"
+        subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so), str(cu)],
+                       check=True)
+        calls[label] = ctypes.CDLL(str(so)).softmax_device
+    try:
+        import torch
+    except ImportError:
+        torch = None
     print("| softmax n x m | build | ms | GB/s (X read, Y written once) | correct |")
     print("|---|---|---|---|---|")
     for n, m in ROWS:
         x = cp.asarray(np.random.default_rng(n).uniform(-4, 4, (n, m)).astype(np.float32))
         want = cp.exp(x - x.max(axis=1, keepdims=True))
         want /= want.sum(axis=1, keepdims=True)
-        for label, lib in libs.items():
+        for label, fn in calls.items():
             y = cp.empty_like(x)
-            fn = lib.softmax_device
-            fn.restype = ctypes.c_int
+            fn.restype = ctypes.c_int  # type: ignore[attr-defined]
             stream = ctypes.c_void_p(cp.cuda.get_current_stream().ptr)
             args = (ctypes.c_int(n), ctypes.c_int(m), ctypes.c_void_p(x.data.ptr), ctypes.c_void_p(y.data.ptr), stream)
-            ms = _median_ms(lambda: fn(*args))  # noqa: B023
+            ms = _median_ms(lambda: fn(*args))  # type: ignore[operator]  # noqa: B023
             ok = bool(cp.allclose(y, want, rtol=1e-4, atol=1e-7))
             print(f"| {n} x {m} | {label} | {ms:.4g} | {2 * x.nbytes / ms / 1e6:.0f} | {ok} |")
+        if torch is not None:
+            tx = torch.from_dlpack(x)
+            box: list[object] = []
+            ms = _median_ms(lambda: box.append(torch.softmax(tx, dim=1)))  # noqa: B023
+            ok = bool(cp.allclose(cp.from_dlpack(box[-1]), want, rtol=1e-4, atol=1e-7))
+            box.clear()
+            print(f"| {n} x {m} | torch.softmax {torch.__version__} | {ms:.4g} | {2 * x.nbytes / ms / 1e6:.0f} | {ok} |")
 
 
 def run(out: Path) -> None:
@@ -142,11 +169,13 @@ def main() -> None:
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--generate", type=Path)
     g.add_argument("--run", type=Path)
+    ap.add_argument("--softmax-only", action="store_true", help="with --run: only the softmax builds")
     args = ap.parse_args()
     if args.generate:
         generate(args.generate)
     else:
-        run(args.run)
+        if not args.softmax_only:
+            run(args.run)
         run_softmax(args.run)
 
 
