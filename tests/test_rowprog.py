@@ -186,19 +186,51 @@ def test_softmax_is_a_row_program_and_passes_stage_c(tmp_path: Path) -> None:
     assert report.verdict == "fail", report.reason
 
 
+def _forms(code: str) -> tuple[str, str]:
+    """A rowprog kernel's two forms: (a warp a row, a block a row)."""
+    warp, block = code.split("} else {  // a block a row", 1)
+    return warp.split("if (group == 32) {  // a warp a row", 1)[1], block.split("\n}\n", 1)[0]
+
+
 def test_a_map_and_the_reduction_reading_its_stores_are_one_loop(tmp_path: Path) -> None:
     _, low = _lower(FUSED)
     assert [li.shape for li in cuda.launches(low)] == ["rowprog"]
-    code = cuda.emit(low, source="k.ir")
-    # b's terms read the element the same iteration stored: the stored value, not memory.
-    assert "b_part += Y_v * X[" in code and "b_part += Y[" not in code
-    # c reads the next element, which another lane stores: its own loop after the map's.
-    assert "c_part = fmax(c_part, Y[(long long)i * m + j + 1LL]);" in code
-    # d reads only X: joined to the map before it, which stores Y (nothing to forward).
-    assert "Y_v1" not in code and code.count("for (long long j_") == 5  # 7 loops unfused
+    for form, (b, c, y) in zip(_forms(cuda.emit(low, source="k.ir")), (("b_part", "c_part", "Y_v"),
+                                                                        ("b_part1", "c_part1", "Y_v1"))):
+        # b's terms read the element the same iteration stored: the stored value, not memory.
+        assert f"{b} += {y} * X[" in form and f"{b} += Y[" not in form
+        # c reads the next element, which another thread stores: its own loop after the map's.
+        assert f"{c} = fmax({c}, Y[(long long)i * m + j + 1LL]);" in form
+        # d reads only X: joined to the map before it, which stores Y (nothing to forward).
+        assert form.count(" = expf(") == 0 and form.count("for (long long j_") == 5  # 7 loops unfused
+        assert form.count("_v") == form.count(f"{y} ") + form.count(f"{y};")  # one forwarded value
     (tmp_path / "softmax.c").write_text(SOFTMAX)
     softmax = cuda.emit(pipeline.lower(frontend.load(tmp_path / "softmax.c")), source="softmax.c")
-    assert "s_part += Y_v;" in softmax and "s_part += Y[" not in softmax
+    warp, block = _forms(softmax)
+    assert "s_part += Y_v;" in warp and "s_part1 += Y_v1;" in block and "_part += Y[" not in softmax
+
+
+def test_few_rows_run_a_block_a_row_and_many_a_warp_a_row(tmp_path: Path) -> None:
+    # The host picks the form from the row count (TRANSPILE_ROWPROG_BLOCK_ROWS, else 16 rows an SM);
+    # the simulator's small shapes take the block form, and stage (c)'s run W the warp form, so a
+    # fault in either is found (the butterfly of the warp form is tested above).
+    path = tmp_path / "softmax.c"
+    path.write_text(SOFTMAX)
+    module = frontend.load(path)
+    lowered = pipeline.lower(module)
+    code = cuda.emit(lowered, source=path.name)
+    assert 'getenv("TRANSPILE_ROWPROG_BLOCK_ROWS")' in code and "16LL * transpile_sm_count()" in code
+    opts = Options(seed=9, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
+    broken = code.replace("s_part1 = s_part1 + s_warps[w1];", "s_part1 = s_part1;")  # the block form's fold
+    assert broken != code
+    (report,) = verify_module(module, broken, source=path, options=opts)
+    assert report.verdict == "fail" and report.stage("c").check != "launch-by-launch", report.reason
+    # The block form's barrier after the warps' slots are written: without it, a race.
+    raced = code.replace("        s_warps[warp] = s_part1;\n      }\n      __syncthreads();\n",
+                         "        s_warps[warp] = s_part1;\n      }\n")
+    assert raced != code
+    (report,) = verify_module(module, raced, source=path, options=opts)
+    assert report.verdict == "fail", report.reason
 
 
 def _random_row_program(rng: np.random.Generator) -> str:

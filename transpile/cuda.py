@@ -976,11 +976,13 @@ class _KernelEmitter:
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
-            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain))
+            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
+                                        self.host_namer)
         if shaped is not None:
             quals, body, config = shaped
-            return ({"name": name, "params": params, "body": body, "qualifiers": quals},
-                    {"kind": "launch", "kernel": name, "args": args, **config})
+            more_params, more_args = config.pop("params", []), config.pop("args", [])
+            return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
+                    {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
         printer = StmtPrinter(self.expr, namer)
         printer.rows = self._rows(chain)
         printer.stream = tile.launch_stream(self.tiling, chain)

@@ -123,16 +123,20 @@ def shape(launch: ir.Launch) -> str | None:
 
 
 def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: list[str], stores: list[str],
-           config: dict[str, object]) -> tuple[str, list[str], dict[str, object]]:
+           config: dict[str, object], host_namer: Namer | None = None) -> tuple[str, list[str], dict[str, object]]:
     """(qualifiers, body lines, host launch config) of reduction launch ``lp`` of shape ``kind``.
 
-    ``config``: the host configuration of the launch's par chain (trip counts, guard).
+    ``config``: the host configuration of the launch's par chain (trip counts, guard).  A ``rowprog``
+    launch adds a kernel parameter and its argument (``config["params"]``, ``config["args"]``: the
+    threads a row, chosen on the host by :data:`ROWPROG_ENV`; named by ``host_namer``).
     """
     if kind == "cols":
         from transpile import cuda_cols
         return cuda_cols.launch(lp, expr, namer, loads, stores, config)
     threads = THREADS[kind]
     printer = _ReducePrinter(expr, namer, threads)
+    if kind == "rowprog":
+        printer.group_param = namer.fresh("group")
     if kind == "block":
         (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
         at = lp.body.index(loop)
@@ -150,12 +154,31 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
     if kind in ("rows", "rowprog"):
         trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
         assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
-        config["grid"] = [f"{GRID_FN}({trips[0]['name']}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
+        rows = trips[0]["name"]
+        if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
+            assert host_namer is not None
+            env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
+            config["trips"] = [*trips, {"name": group, "expr": (
+                f'[&] {{ const char *{env} = getenv("{ROWPROG_ENV}"); return {rows} < ({env} != NULL ? atoll({env}) : '
+                f"{ROWPROG_SM_ROWS}LL * transpile_sm_count()) ? {threads}LL : {WARP}LL; }}()")}]
+            config["grid"] = [f"{GRID_FN}({rows}, (unsigned int)({threads} / {group}), {GRID_CAPS[0]}u)", "1u", "1u"]
+            config["params"] = [f"int {printer.group_param}"]
+            config["args"] = [f"(int){group}"]
+        else:
+            config["grid"] = [f"{GRID_FN}({rows}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
     config["block"] = [f"{threads}u", "1u", "1u"]
     config["shape"] = kind
     quals = f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"
     return quals, printer.shared + loads + body, config
 
+
+ROWPROG_ENV = "TRANSPILE_ROWPROG_BLOCK_ROWS"
+"""A ``rowprog`` launch of fewer rows than this (from the environment, read at each launch; 0: never)
+runs a block of 256 threads a row, else a warp a row.  Unset: :data:`ROWPROG_SM_ROWS` rows a
+multiprocessor.  The verifier's stage (c) runs each shape both ways."""
+ROWPROG_SM_ROWS = 16
+"""Rows a multiprocessor below which a row program runs a block a row (16: a warp a row then fills at
+most 16 of the 64 warps an SM holds; 2112 rows on an H100's 132 SMs)."""
 
 GRID_CHUNK = 2048
 """Iterations a block of a grid reduction takes at least (8 a thread)."""
@@ -355,6 +378,9 @@ class _ReducePrinter(StmtPrinter):
         self.threads = threads
         self.shared: list[str] = []
         self.tid = ""
+        self.group_param = ""  # a rowprog kernel's parameter: threads a row (32 or ``threads``)
+        self._group = WARP  # threads running the row being printed
+        self._row_warp = ("", "")  # (lane in the warp, warp in the block) of a block-a-row form
 
     def _tid(self) -> ir.Var:
         if not self.tid:
@@ -385,22 +411,20 @@ class _ReducePrinter(StmtPrinter):
         self.shared.append("  " + self.mark("index", f"const int {warp} = (int){THREAD_IDX}.x / {WARP};"))
         warps = self.threads // WARP
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
-        v = self.expr.ident(s.var)
-        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
         hi = self.bound(s.hi, f"{s.var}_hi")
         start = f"({counter_t}){BLOCK_IDX}.x * {warps} + {warp}"
         if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
             start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
         stride = f"({counter_t}){GRID_DIM}.x * {warps}"
+        if program:
+            self._row_programs(s, lane.name, warp, start, stride, hi)
+            return
+        v = self.expr.ident(s.var)
+        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
         self.line(self._strided(counter_t, counter, start, hi, stride))
         self.depth += 1
         if counter != v:
             self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
-        if program:
-            self._row_program(s.body, lane)
-            self.depth -= 1
-            self.line("}")
-            return
         group: list[ir.Stmt] = []
         for c in (*s.body, None):
             if c is None or (isinstance(c, ir.For) and c.reduce):
@@ -418,68 +442,153 @@ class _ReducePrinter(StmtPrinter):
         if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
             self.line(self.mark("barrier", SYNCWARP))
 
+    def _row_programs(self, s: ir.For, lane: str, warp: str, start: str, stride: str, hi: str) -> None:
+        """A ``rowprog`` launch's par loop ``s``, twice: a warp per row (``group == 32``: 8 rows a block)
+        and a block per row (``group == 256``, for few rows: see :data:`ROWPROG_ENV`); the host passes
+        ``group`` (the kernel parameter ``self.group_param``) and sizes the grid to match.  ``start`` /
+        ``stride``: the warp form's row counter."""
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
+        lo = "" if isinstance(s.lo, ir.Const) and s.lo.value == 0 else f"{self.expr.cast_to(s.lo, counter_t)} + "
+        group = self.group_param
+        self.line(f"if ({group} == {WARP}) {{  // a warp a row")
+        self.depth += 1
+        self._row_loop(s, counter_t, start, stride, hi, ir.Var(lane, ir.I32), WARP)
+        self.depth -= 1
+        self.line(f"}} else {{  // a block a row ({group} == {self.threads})")
+        self.depth += 1
+        tid = ir.Var(self.namer.fresh("t"), ir.I32)
+        self.line(self.mark("index", f"const int {tid.name} = (int){THREAD_IDX}.x;"))
+        self._row_warp = (lane, warp)
+        self._row_loop(s, counter_t, f"{lo}({counter_t}){BLOCK_IDX}.x", f"({counter_t}){GRID_DIM}.x", hi, tid,
+                       self.threads)
+        self.depth -= 1
+        self.line("}")
+
+    def _row_loop(self, s: ir.For, counter_t: str, start: str, stride: str, hi: str, lane: ir.Var,
+                  group: int) -> None:
+        """Rows ``start, start + stride, ...`` below ``hi``, each run by ``group`` threads (:meth:`_row_program`)."""
+        v = self.expr.ident(s.var)
+        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
+        self.line(self._strided(counter_t, counter, start, hi, stride))
+        self.depth += 1
+        if counter != v:
+            self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
+        self._group = group
+        self._row_program(s.body, lane)
+        if group > WARP:  # the row's shared slots are written again by the next row
+            self._row_sync()
+        self.depth -= 1
+        self.line("}")
+
+    def _row_sync(self) -> None:
+        """The row's threads' barrier (``__syncwarp()`` or ``__syncthreads()``), unless the last line is one."""
+        bar = SYNCWARP if self._group == WARP else BARRIER
+        if not self.lines or regions.clean(self.lines[-1]).strip() != bar:
+            self.line(self.mark("barrier", bar))
+
+    def _row_total(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> None:
+        """Every thread of the row ends with the same total in each of ``parts``: a butterfly in each
+        warp, then (a block a row) the warps' totals through shared memory, folded in warp order by
+        every thread."""
+        self._shuffle_tree(parts, SHFL_XOR)
+        if self._group == WARP:
+            return
+        lane, warp = self._row_warp
+        bufs = []
+        for a, _op, _p in parts:
+            buf = self.namer.fresh(f"{a.name}_warps")
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads // WARP}];"))
+            bufs.append(buf)
+        self.line(f"if ({lane} == 0) {{")
+        for (_a, _op, p), buf in zip(parts, bufs):
+            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
+        self.line("}")
+        self.line(self.mark("barrier", BARRIER))
+        w = ir.Var(self.namer.fresh("w"), ir.I32)
+        with self.region("reduce"):
+            for (a, op, p), buf in zip(parts, bufs):
+                self.line(f"{p.name} = {buf}[0];")
+                self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
+                self.line(f"  {p.name} = {self.expr(accum.combine(a, op, p, ir.Index(buf, (w,), p.ty)))};")
+                self.line("}")
+
     def _row_program(self, body: tuple[ir.Stmt, ...], lane: ir.Var) -> None:
-        """A ``rowprog`` row's statements with every scalar the same in all 32 lanes: statements that
-        write no memory run on every lane; those that do run on lane 0 between ``__syncwarp()``s, and
-        the scalars they write are then broadcast from lane 0; a reduction's total reaches every lane
-        through a butterfly of ``__shfl_xor_sync`` (exact commutativity: every lane holds the same
-        bits) and every lane applies it to a scalar accumulator (lane 0 to an array element); a
-        ``par(lane)`` loop's iterations are spread over the lanes.  A ``par(lane)`` loop followed by a
-        reduction over the same range that reads only what the loop's own iteration wrote is one loop
-        (:func:`map_reduce`): the row is read once for both."""
+        """A ``rowprog`` row's statements, run by its ``self._group`` threads (``lane``: the thread's
+        number in the row) with every scalar the same in all of them: statements that write no
+        memory run on every thread; those that do run on thread 0 between barriers, and the scalars
+        they write are then broadcast (``__shfl_sync`` in a warp, shared memory in a block); a
+        reduction's total reaches every thread through :meth:`_row_total` (exact commutativity:
+        every thread holds the same bits) and every thread applies it to a scalar accumulator
+        (thread 0 to an array element); a ``par(lane)`` loop's iterations are spread over the
+        threads.  A ``par(lane)`` loop followed by a reduction over the same range that reads only
+        what the loop's own iteration wrote is one loop (:func:`map_reduce`): the row is read once
+        for both."""
+        group = str(self._group)
         for c in _fuse_map_reduce(body, self.namer.fresh):
             if isinstance(c, MapReduce):
                 self._map_reduce(c, lane)
             elif isinstance(c, ir.For) and c.reduce:
-                self._syncwarp()
-                parts = self._partials(c, lane.name, str(WARP))
-                self._shuffle_tree(parts, SHFL_XOR)
-                arrays = [(a, p) for a, _op, p in parts if isinstance(a.target, ir.Index)]
-                with self.region("reduce"):
-                    for a, _op, p in parts:
-                        if not isinstance(a.target, ir.Index):
-                            self.visit(accum.apply(a, p))
-                if arrays:
-                    self.line(f"if ({self.expr(lane)} == 0) {{")
-                    with self.region("reduce"):
-                        self.block([accum.apply(a, p) for a, p in arrays])
-                    self.line("}")
-                    self.line(self.mark("barrier", SYNCWARP))
+                self._row_sync()
+                parts = self._partials(c, lane.name, group)
+                self._row_total(parts)
+                self._row_apply(parts, lane)
             elif isinstance(c, ir.For) and c.par == "lane":
-                self._syncwarp()
-                self._strided_header(c, self.expr(lane), str(WARP), "l")
+                self._row_sync()
+                self._strided_header(c, self.expr(lane), group, "l")
                 self.block(c.body)
                 self.line("}")
-                self.line(self.mark("barrier", SYNCWARP))
+                self._row_sync()
             elif _stores(c):
-                self._syncwarp()
+                self._row_sync()
+                shared = broadcasts(c)
+                slots = []
+                if self._group > WARP:
+                    for name, ty in shared:
+                        slot = self.namer.fresh(f"{name}_bcast")
+                        self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(ty)} {slot};"))
+                        slots.append(slot)
                 self.line(f"if ({self.expr(lane)} == 0) {{")
                 self.block([c])
+                for (name, ty), slot in zip(shared, slots):
+                    self.line("  " + self.mark("shared", f"{slot} = {self.expr(ir.Var(name, ty))};"))
                 self.line("}")
-                self.line(self.mark("barrier", SYNCWARP))
-                for name, ty in broadcasts(c):
+                self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+                for k, (name, ty) in enumerate(shared):
                     v = ir.Var(name, ty)
-                    self.line(f"{self.expr(v)} = {self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))};")
+                    value = slots[k] if slots else self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))
+                    self.line(f"{self.expr(v)} = {value};")
             else:
                 self.visit(c)
 
+    def _row_apply(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], lane: ir.Var) -> None:
+        """Each total of ``parts`` applied: by every thread to a scalar, by thread 0 to an array element."""
+        arrays = [(a, p) for a, _op, p in parts if isinstance(a.target, ir.Index)]
+        with self.region("reduce"):
+            for a, _op, p in parts:
+                if not isinstance(a.target, ir.Index):
+                    self.visit(accum.apply(a, p))
+        if arrays:
+            self.line(f"if ({self.expr(lane)} == 0) {{")
+            with self.region("reduce"):
+                self.block([accum.apply(a, p) for a, p in arrays])
+            self.line("}")
+            self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+
     def _map_reduce(self, mr: MapReduce, lane: ir.Var) -> None:
-        """One strided loop over the lanes: the map's body, then the reduction's terms (reads of
-        elements the map's iteration stored replaced by the stored values), then the butterfly."""
-        self._syncwarp()
+        """One strided loop over the row's threads: the map's body, then the reduction's terms (reads
+        of elements the map's iteration stored replaced by the stored values), then the totals."""
+        self._row_sync()
         for d in mr.decls:
             self.visit(d)
         parts = self._declare_partials(mr.reduce)
-        self._strided_header(mr.map, self.expr(lane), str(WARP), "l")
+        self._strided_header(mr.map, self.expr(lane), str(self._group), "l")
         self.block(mr.body)
         with self.region("reduce"):
             self.block([ir.Assign(p, accum.combine(a, op, p, t)) for (a, op, p), t in zip(parts, mr.terms)])
         self.line("}")
-        self.line(self.mark("barrier", SYNCWARP))
-        self._shuffle_tree(parts, SHFL_XOR)
-        with self.region("reduce"):
-            for a, _op, p in parts:
-                self.visit(accum.apply(a, p))
+        self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+        self._row_total(parts)
+        self._row_apply(parts, lane)
 
     def _var(self, loop: ir.For, t: str) -> None:
         """``const T v = lo + t;``: ``loop``'s variable at trip ``t`` (a step-1 loop)."""

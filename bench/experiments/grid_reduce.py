@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ KERNELS = {
 }
 SIZES = (1 << 20, 1 << 24, 1 << 27)
 SOFTMAX = (Path(__file__).resolve().parents[2] / "examples" / "softmax.c").read_text()
-ROWS = ((4096, 4096), (65536, 1024), (1024, 32768), (256, 4096))
+ROWS = ((4096, 4096), (65536, 1024), (1024, 32768), (256, 4096), (32, 131072), (16384, 256))
 
 
 def generate(out: Path) -> None:
@@ -54,11 +55,15 @@ def generate(out: Path) -> None:
     print(out / "softmax.unroll4.cu")
 
 
-SOFTMAX_BUILDS = {"": "warp a row", ".unroll4": "warp a row, lane loops unrolled by 4",
-                  ".before": "warp a row (before the map-reduce fusion)", ".naive": "thread a row"}
-"""Softmax builds timed when present: ``softmax<suffix>.cu``.  ``.unroll4`` is the emitted file with
-``#pragma unroll 4`` before each lane loop (a candidate, not emitted by the compiler); ``.before``
-one generated before the row program's map and sum were one loop (copy it in by hand)."""
+SOFTMAX_BUILDS = {"": ("as emitted", None), "#warp": ("warp a row", "0"), "#block": ("block a row", "1000000000"),
+                  ".unroll4#warp": ("warp a row, lane loops unrolled by 4", "0"),
+                  ".unroll4#block": ("block a row, lane loops unrolled by 4", "1000000000"),
+                  ".before": ("warp a row, before the map-reduce fusion", None), ".naive": ("thread a row", None)}
+"""Softmax builds timed when present: ``softmax<suffix>.cu`` (the part before ``#``), with
+``TRANSPILE_ROWPROG_BLOCK_ROWS`` set to the second item when it is not None (0: a warp a row; a large
+value: a block a row; unset: the host's choice).  ``.unroll4`` is the emitted file with ``#pragma
+unroll 4`` before each lane loop (a candidate, not emitted by the compiler); ``.before`` one
+generated before the row program's map and sum were one loop (copy it in by hand)."""
 
 
 def run_softmax(out: Path) -> None:
@@ -67,15 +72,19 @@ def run_softmax(out: Path) -> None:
     import cupy as cp
     import numpy as np
 
-    calls: dict[str, object] = {}
-    for suffix, label in SOFTMAX_BUILDS.items():
+    calls: dict[str, tuple[object, str | None]] = {}
+    libs: dict[str, object] = {}
+    for key, (label, env) in SOFTMAX_BUILDS.items():
+        suffix = key.split("#")[0]
         cu = out / f"softmax{suffix}.cu"
         if not cu.exists():
             continue
-        so = out / f"libsoftmax{suffix}.so"
-        subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so), str(cu)],
-                       check=True)
-        calls[label] = ctypes.CDLL(str(so)).softmax_device
+        if suffix not in libs:
+            so = out / f"libsoftmax{suffix}.so"
+            subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so), str(cu)],
+                           check=True)
+            libs[suffix] = ctypes.CDLL(str(so)).softmax_device
+        calls[label] = (libs[suffix], env)
     try:
         import torch
     except ImportError:
@@ -86,7 +95,11 @@ def run_softmax(out: Path) -> None:
         x = cp.asarray(np.random.default_rng(n).uniform(-4, 4, (n, m)).astype(np.float32))
         want = cp.exp(x - x.max(axis=1, keepdims=True))
         want /= want.sum(axis=1, keepdims=True)
-        for label, fn in calls.items():
+        for label, (fn, env) in calls.items():
+            if env is None:
+                os.environ.pop("TRANSPILE_ROWPROG_BLOCK_ROWS", None)
+            else:
+                os.environ["TRANSPILE_ROWPROG_BLOCK_ROWS"] = env
             y = cp.empty_like(x)
             fn.restype = ctypes.c_int  # type: ignore[attr-defined]
             stream = ctypes.c_void_p(cp.cuda.get_current_stream().ptr)

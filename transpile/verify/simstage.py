@@ -21,6 +21,9 @@ L     first set, one-block host loops off         ``launch-by-launch``
 S     first set, one-block loops and fused steps  ``launch-by-launch``
       off: launches one by one (only files with
       fused steps, transpile/cuda_steps.py)
+W     first set, shuffled schedule, row programs  ``launch-by-launch``
+      a warp a row (only files with them: the
+      small shapes take the block-a-row form)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -46,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
+from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
 from transpile.verify.checks import HostBuffers, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
@@ -268,6 +272,9 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
             return "launch-by-launch", (f"{where}correct with each one-block host loop run by one block, wrong "
                                         f"with the path of larger sizes ({ONE_BLOCK_ENV}=0: fused steps where the "
                                         f"file has them, else its launches one by one): {msg}")
+        if label == "W":
+            return "launch-by-launch", (f"{where}correct with a block a row, wrong with a warp a row ({ROWPROG_ENV}=0, "
+                                        f"the form of many rows; schedule seed {schedule_seed}): {msg}")
         if label == "S":
             return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
                                         f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
@@ -314,6 +321,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     text = cu.read_text()
     one_block = ONE_BLOCK_ENV in text
     fused_steps = STEPS_ENV in text
+    row_programs = ROWPROG_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -345,6 +353,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("L", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"),)))
         if fused_steps:  # fused host loops' launches one by one (the fallback when scratch cannot be allocated)
             calls.append(Call("S", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"), (STEPS_ENV, "0"))))
+        if row_programs:  # the shapes are small: each row program ran a block a row; now a warp a row
+            calls.append(Call("W", prep.x1, sched, env=((ROWPROG_ENV, "0"),)))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
@@ -363,7 +373,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                     out = safe_output(err.output)
                     what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
                             "D": f"{sig.name}_device call ", "L": "launch-by-launch call ",
-                            "S": "one-by-one call "}[call.label]
+                            "S": "one-by-one call ", "W": "warp-a-row call "}[call.label]
                     failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
                               f"{where}{what}{err.message}{': ' + out if out else ''}")
                     stage.details["output"] = err.output[-2000:]
