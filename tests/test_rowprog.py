@@ -151,8 +151,11 @@ def test_lane_loops_are_checked() -> None:
 
 
 @needs_gxx
+@pytest.mark.parametrize("form", ["0", "1000000"])  # TRANSPILE_ROWPROG_BLOCK_ROWS: a warp a row, a block a row
 @pytest.mark.parametrize("src", [LAYERNORM, MIXED, FUSED])
-def test_row_programs_match_the_interpreter(tmp_path: Path, src: str) -> None:
+def test_row_programs_match_the_interpreter(tmp_path: Path, src: str, form: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", form)
     module, low = _lower(src)
     assert _lanes(low) and [li.shape for li in cuda.launches(low)] == ["rowprog"]
     lib = sim_library(cuda.emit(low, source="k.ir"), tmp_path)
@@ -269,10 +272,12 @@ def _random_row_program(rng: np.random.Generator) -> str:
 
 
 @needs_gxx
-def test_random_row_programs_match_the_interpreter(tmp_path: Path) -> None:
+def test_random_row_programs_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rng, data = np.random.default_rng(2026), np.random.default_rng(7)
     programs = 0
     for case in range(7):
+        # Odd cases a warp a row, even ones a block a row (TRANSPILE_ROWPROG_BLOCK_ROWS).
+        monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", "0" if case % 2 else "1000000")
         src = _random_row_program(rng)
         module, low = _lower(src)
         programs += "rowprog" in [li.shape for li in cuda.launches(low)]  # distribution may split a row
