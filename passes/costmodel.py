@@ -50,6 +50,7 @@ from typing import Any
 
 from passes import accesses, collapse, tile
 from transpile import accum, ir
+from transpile.cuda_reduce import ROWPROG_SM_ROWS
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
 SAMPLES = 9
@@ -407,7 +408,9 @@ class _Model:
             red = next((s for s in ir.walk(lp) if isinstance(s, ir.For) and s.reduce), None)
             if red is not None:
                 red_var = red.var
-                coop = {"block": math.prod(block), "rows": WARP, "rowprog": WARP,
+                coop = {"block": math.prod(block), "rows": WARP,
+                        # the host's choice: a block a row when there are few rows (transpile/cuda_reduce.py)
+                        "rowprog": math.prod(block) if threads < ROWPROG_SM_ROWS * d.sms else WARP,
                         "cols": block[1] if len(block) > 1 else WARP,
                         "grid": math.prod(block) * _grid_blocks(trips(red, inner_env))}[shape]
                 if shape in ("block", "rows", "rowprog", "grid"):
