@@ -776,7 +776,7 @@ def _par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For,
     chain: list[tuple[ir.For, dict[str, float]]] = []
     body: Sequence[ir.Stmt] = lp.body
     cur = dict(env)
-    while len(body) == 1 and isinstance(body[0], ir.For) and body[0].par:
+    while len(body) == 1 and isinstance(body[0], ir.For) and body[0].par not in (None, "lane"):
         loop = body[0]
         chain.append((loop, dict(cur)))
         cur[loop.var] = _mid(loop, cur)

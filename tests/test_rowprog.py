@@ -97,6 +97,20 @@ FUSED = """kernel fused(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f
   }
 }
 """
+# A row that starts with a map (its lane loop was taken for a grid loop: an internal error).
+MAP_FIRST = """kernel mapfirst(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 Z[n]) {
+  for i in 0..n {
+    for j in 1..m step -1 {
+      Y[i][j] = Y[i][j] * X[i][j];
+    }
+    f64 s = 1e300;
+    for j in 1..m {
+      s = fmin(s, Y[i][j]);
+    }
+    Z[i] += s;
+  }
+}
+"""
 # A prefix sum along the row is not a map: the row keeps one thread.
 PREFIX = """kernel prefix(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 s[n]) {
   for i in 0..n {
@@ -152,7 +166,7 @@ def test_lane_loops_are_checked() -> None:
 
 @needs_gxx
 @pytest.mark.parametrize("form", ["0", "1000000"])  # TRANSPILE_ROWPROG_BLOCK_ROWS: a warp a row, a block a row
-@pytest.mark.parametrize("src", [LAYERNORM, MIXED, FUSED])
+@pytest.mark.parametrize("src", [LAYERNORM, MIXED, FUSED, MAP_FIRST])
 def test_row_programs_match_the_interpreter(tmp_path: Path, src: str, form: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", form)

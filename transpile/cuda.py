@@ -649,10 +649,11 @@ def _assigned(node: ir.Node) -> set[str]:
 
 
 def _par_chain(launch: ir.Launch) -> list[ir.For]:
-    """The leading perfect nest of ``par`` loops of ``launch``, outermost first."""
+    """The leading perfect nest of grid ``par`` loops of ``launch``, outermost first (a row program's
+    ``par(lane)`` loops are the row's, not the grid's)."""
     chain: list[ir.For] = []
     body = launch.body
-    while body and isinstance(body[0], ir.For) and body[0].par is not None:
+    while body and isinstance(body[0], ir.For) and body[0].par not in (None, "lane"):
         chain.append(body[0])
         body = body[0].body
     return chain
