@@ -419,12 +419,7 @@ class _ReducePrinter(StmtPrinter):
         if program:
             self._row_programs(s, lane.name, warp, start, stride, hi)
             return
-        v = self.expr.ident(s.var)
-        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
-        self.line(self._strided(counter_t, counter, start, hi, stride))
-        self.depth += 1
-        if counter != v:
-            self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
+        self._row_header(s, counter_t, start, stride, hi)
         group: list[ir.Stmt] = []
         for c in (*s.body, None):
             if c is None or (isinstance(c, ir.For) and c.reduce):
@@ -437,10 +432,15 @@ class _ReducePrinter(StmtPrinter):
         self.depth -= 1
         self.line("}")
 
-    def _syncwarp(self) -> None:
-        """``__syncwarp()`` unless the last line is one: orders the lanes' memory accesses."""
-        if not self.lines or regions.clean(self.lines[-1]).strip() != SYNCWARP:
-            self.line(self.mark("barrier", SYNCWARP))
+    def _row_header(self, s: ir.For, counter_t: str, start: str, stride: str, hi: str) -> None:
+        """Opens the loop over the rows ``start, start + stride, ...`` below ``hi`` (one level deeper)
+        and declares ``s``'s variable; the caller closes it."""
+        v = self.expr.ident(s.var)
+        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
+        self.line(self._strided(counter_t, counter, start, hi, stride))
+        self.depth += 1
+        if counter != v:
+            self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
 
     def _row_programs(self, s: ir.For, lane: str, warp: str, start: str, stride: str, hi: str) -> None:
         """A ``rowprog`` launch's par loop ``s``, twice: a warp per row (``group == 32``: 8 rows a block)
@@ -467,12 +467,7 @@ class _ReducePrinter(StmtPrinter):
     def _row_loop(self, s: ir.For, counter_t: str, start: str, stride: str, hi: str, lane: ir.Var,
                   group: int) -> None:
         """Rows ``start, start + stride, ...`` below ``hi``, each run by ``group`` threads (:meth:`_row_program`)."""
-        v = self.expr.ident(s.var)
-        counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
-        self.line(self._strided(counter_t, counter, start, hi, stride))
-        self.depth += 1
-        if counter != v:
-            self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
+        self._row_header(s, counter_t, start, stride, hi)
         self._group = group
         self._row_program(s.body, lane)
         if group > WARP:  # the row's shared slots are written again by the next row
@@ -481,7 +476,8 @@ class _ReducePrinter(StmtPrinter):
         self.line("}")
 
     def _row_sync(self) -> None:
-        """The row's threads' barrier (``__syncwarp()`` or ``__syncthreads()``), unless the last line is one."""
+        """The row's threads' barrier (``__syncwarp()``, or ``__syncthreads()`` in a block-a-row form)
+        unless the last line is one: orders their memory accesses."""
         bar = SYNCWARP if self._group == WARP else BARRIER
         if not self.lines or regions.clean(self.lines[-1]).strip() != bar:
             self.line(self.mark("barrier", bar))
@@ -494,16 +490,8 @@ class _ReducePrinter(StmtPrinter):
         if self._group == WARP:
             return
         lane, warp = self._row_warp
-        bufs = []
-        for a, _op, _p in parts:
-            buf = self.namer.fresh(f"{a.name}_warps")
-            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads // WARP}];"))
-            bufs.append(buf)
-        self.line(f"if ({lane} == 0) {{")
-        for (_a, _op, p), buf in zip(parts, bufs):
-            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))
+        bufs = self._warp_slots(parts)
+        self._store_warp_totals(parts, bufs, lane, warp)
         w = ir.Var(self.namer.fresh("w"), ir.I32)
         with self.region("reduce"):
             for (a, op, p), buf in zip(parts, bufs):
@@ -686,6 +674,24 @@ class _ReducePrinter(StmtPrinter):
                         for a, op, p in parts])
             self.line("}")
 
+    def _warp_slots(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> list[str]:
+        """A ``__shared__`` slot a warp for each of ``parts`` (their warps' totals); their names."""
+        bufs = []
+        for a, _op, _p in parts:
+            buf = self.namer.fresh(f"{a.name}_warps")
+            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads // WARP}];"))
+            bufs.append(buf)
+        return bufs
+
+    def _store_warp_totals(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], bufs: list[str], lane: str,
+                           warp: str) -> None:
+        """Lane 0 of each warp stores its ``parts`` in their ``bufs`` slot, then a barrier."""
+        self.line(f"if ({lane} == 0) {{")
+        for (_a, _op, p), buf in zip(parts, bufs):
+            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
+        self.line("}")
+        self.line(self.mark("barrier", BARRIER))
+
     def _fold_warps(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], bufs: list[str], tid: str,
                     lane: str, warp: str, store: list[str] | None = None) -> None:
         """The block's per-thread ``parts`` folded and applied by thread 0: a shuffle tree per warp, lane 0
@@ -694,11 +700,7 @@ class _ReducePrinter(StmtPrinter):
         with ``store``, thread 0 stores each total in ``store[i][blockIdx.x]`` instead (a grid reduction's
         partial)."""
         self._shuffle_tree(parts)
-        self.line(f"if ({lane} == 0) {{")
-        for (_a, _op, p), buf in zip(parts, bufs):
-            self.line("  " + self.mark("shared", f"{buf}[{warp}] = {p.name};"))
-        self.line("}")
-        self.line(self.mark("barrier", BARRIER))
+        self._store_warp_totals(parts, bufs, lane, warp)
         self.line(f"if ({tid} == 0) {{")
         self.depth += 1
         w = ir.Var(self.namer.fresh("w"), ir.I32)
@@ -718,7 +720,7 @@ class _ReducePrinter(StmtPrinter):
 
     def _warp_reduce(self, s: ir.For, lane: ir.Var) -> None:
         """One warp reduces ``s``: strided partials, a shuffle tree, lane 0 applies the total."""
-        self._syncwarp()  # lane 0's earlier writes become visible to every term
+        self._row_sync()  # lane 0's earlier writes become visible to every term
         parts = self._partials(s, lane.name, str(WARP))
         self._shuffle_tree(parts)
         self.line(f"if ({self.expr(lane)} == 0) {{")
@@ -741,11 +743,7 @@ class _ReducePrinter(StmtPrinter):
         else:
             parts = self._partials(s, f"{BLOCK_IDX}.x * {self.threads} + {self.expr(tid)}",
                                    f"({INDEX_TYPE}){GRID_DIM}.x * {self.threads}")
-        bufs = []
-        for a, _op, _p in parts:
-            buf = self.namer.fresh(f"{a.name}_warps")
-            self.shared.append("  " + self.mark("shared", f"{SMEM_PREFIX}{ctype(a.target.ty)} {buf}[{self.threads // WARP}];"))
-            bufs.append(buf)
+        bufs = self._warp_slots(parts)
         self.line(self.mark("index", f"const int {lane} = {self.expr(tid)} % {WARP};"))
         self.line(self.mark("index", f"const int {warp} = {self.expr(tid)} / {WARP};"))
         self._fold_warps(parts, bufs, self.expr(tid), lane, warp, store)
