@@ -64,8 +64,9 @@ MIXED = """kernel mixed(i32 n, i32 m, in f64 X[n][m], inout f64 Z[n], inout f64 
 }
 """
 # A map and the reductions after it: the first reads what its iteration stored (one loop, the
-# stored value forwarded), the second its neighbour's element (two loops: a lane reads what another
-# lane stored), the third only X (one loop).
+# stored value forwarded; its declaration reads X, which the map does not write), the second its
+# neighbour's element (two loops: a lane reads what another lane stored), the third only X (one
+# loop), the fourth's declaration reads what the map stored (two loops: it would move before it).
 FUSED = """kernel fused(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f64 Z[n]) {
   for i in 0..n {
     f64 a = 0.0;
@@ -75,7 +76,7 @@ FUSED = """kernel fused(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f
     for j in 0..m - 1 {
       Y[i][j] = X[i][j] * a + 1.0;
     }
-    f64 b = 0.0;
+    f64 b = X[i][0] * 0.0;
     for k in 0..m - 1 {
       b += Y[i][k] * X[i][k];
     }
@@ -93,7 +94,14 @@ FUSED = """kernel fused(i32 n, i32 m, in f64 X[n][m], inout f64 Y[n][m], inout f
     for j in 0..m - 1 {
       d += X[i][j] * X[i][j];
     }
-    Z[i] = a + b + c + d;
+    for j in 0..m - 1 {
+      Y[i][j] = Y[i][j] + 1.0;
+    }
+    f64 e = Y[i][0];
+    for j in 0..m - 1 {
+      e += Y[i][j];
+    }
+    Z[i] = a + b + c + d + e;
   }
 }
 """
@@ -219,7 +227,8 @@ def test_a_map_and_the_reduction_reading_its_stores_are_one_loop(tmp_path: Path)
         # c reads the next element, which another thread stores: its own loop after the map's.
         assert f"{c} = fmax({c}, Y[(long long)i * m + j + 1LL]);" in form
         # d reads only X: joined to the map before it, which stores Y (nothing to forward).
-        assert form.count(" = expf(") == 0 and form.count("for (long long j_") == 5  # 7 loops unfused
+        assert form.count("for (long long j_") == 7  # 9 loops unfused
+        assert f"e_part{b[6:]} += Y[(long long)i * m + j];" in form
         assert form.count("_v") == form.count(f"{y} ") + form.count(f"{y};")  # one forwarded value
     (tmp_path / "softmax.c").write_text(SOFTMAX)
     softmax = cuda.emit(pipeline.lower(frontend.load(tmp_path / "softmax.c")), source="softmax.c")

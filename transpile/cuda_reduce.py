@@ -308,7 +308,7 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     Legal when both cover the same range and every read in ``r``'s terms of an array ``m`` writes is
     an element ``m``'s same iteration writes (the same subscripts, ``r``'s variable renamed to
     ``m``'s), the accumulators are scalars ``m`` does not touch, and what lies between is
-    declarations without array reads: then iteration ``j`` of ``r`` sees exactly what it saw after
+    declarations that read nothing ``m`` writes (they run before it): then iteration ``j`` of ``r`` sees exactly what it saw after
     the whole of ``m`` (no other iteration writes that element: ``m`` is parallel), and the order of
     ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
     nowhere else in ``m`` is forwarded: its value is kept in a local (named by ``fresh``) and the
@@ -318,9 +318,11 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
 
     if m.par != "lane" or not r.reduce or r.par is not None or (m.lo, m.hi, m.ty) != (r.lo, r.hi, r.ty):
         return None
-    if not all(isinstance(d, ir.Decl) and (d.init is None or not any(isinstance(n, ir.Index) for n in ir.walk(d.init)))
-               and d.name not in ir.identifiers(m) for d in decls):
-        return None
+    writes = [n for n in ir.walk(m) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)]
+    written = {w.target.array for w in writes}
+    if not all(isinstance(d, ir.Decl) and d.name not in ir.identifiers(m)
+               and not any(isinstance(n, ir.Index) and n.array in written for n in ir.walk(d)) for d in decls):
+        return None  # a declaration moved before the map must not read what the map writes
     if m.var != r.var and m.var in ir.identifiers(r):
         return None
     accs = _accumulations(r)
@@ -328,8 +330,6 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
         return None
     rename = {r.var: ir.Var(m.var, m.ty)}
     terms = [substitute_vars(a.term, rename) for a in accs]
-    writes = [n for n in ir.walk(m) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)]
-    written = {w.target.array for w in writes}
     targets = {w.target for w in writes}
     for t in terms:
         if any(isinstance(n, ir.Index) and n.array in written and n not in targets for n in ir.walk(t)):
