@@ -326,3 +326,17 @@ def test_layernorm_example_compiles_and_verifies(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
     code = out.read_text()
     assert code.count("__global__") == 1 and "if (group == 32) {  // a warp a row" in code
+
+
+def test_arrays_thread_0_stores_and_all_threads_read_lose_restrict() -> None:
+    # MIXED: lane 0 writes Z[i], the map after it reads Z[i] on every lane.  With __restrict__ nvcc may
+    # keep a lane's value of Z[i] (or its would-be store) in a register across the barrier, as it did
+    # with durbin's one-block kernel on the GPU; the simulator cannot show it, so it is checked here.
+    import re
+
+    for src, plain in ((MIXED, {"Z"}), (LAYERNORM, set()), (FUSED, set())):
+        _, low = _lower(src)
+        params = re.search(r"__global__ void __launch_bounds__\(256\) \w+\((.*)\)", cuda.emit(low, source="k.ir"))
+        assert params is not None
+        arrays = {p.split()[-1].lstrip("*"): "__restrict__" in p for p in params.group(1).split(", ") if "*" in p}
+        assert {a for a, r in arrays.items() if not r} == plain, arrays

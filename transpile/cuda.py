@@ -982,6 +982,8 @@ class _KernelEmitter:
         if shaped is not None:
             quals, body, config = shaped
             more_params, more_args = config.pop("params", []), config.pop("args", [])
+            for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
+                params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
             return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
                     {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
         printer = StmtPrinter(self.expr, namer)

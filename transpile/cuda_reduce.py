@@ -86,6 +86,33 @@ def broadcasts(stmt: ir.Stmt) -> list[tuple[str, ir.Scalar]]:
     return list(out.items())
 
 
+def thread0_shared(row: ir.For) -> set[str]:
+    """The arrays of a ``rows``/``rowprog`` row that statements run by thread 0 write (its ordinary
+    stores, its reductions' array accumulators) and statements run by every thread of the row read
+    (reductions' terms and bounds, ``par(lane)`` maps, statements that write no memory): those
+    pointers carry no ``__restrict__``.  With it nvcc takes a pointer's target as changed by this
+    thread alone, and may keep the value a thread loaded before thread 0's store (or the one it
+    would have stored, on the path where it did not) in a register across the barrier: durbin's
+    one-block kernel read stale scalars that way on the GPU while the simulator passed it
+    (docs/decisions.md, "one-block host loops")."""
+    written: set[str] = set()
+    read: set[str] = set()
+
+    def reads(n: ir.Node) -> set[str]:
+        return {x.array for x in ir.walk(n) if isinstance(x, ir.Index)}
+
+    for c in row.body:
+        if isinstance(c, ir.For) and c.reduce:
+            accs = _accumulations(c)
+            written |= {a.target.array for a in accs if isinstance(a.target, ir.Index)}
+            read |= reads(c.lo) | reads(c.hi) | set().union(*(reads(a.term) for a in accs))
+        elif (isinstance(c, ir.For) and c.par == "lane") or not _stores(c):
+            read |= reads(c)
+        else:
+            written |= {n.target.array for n in ir.walk(c) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)}
+    return written & read
+
+
 def shape(launch: ir.Launch) -> str | None:
     """``'block'``, ``'rows'`` or None (not a reduction launch) for ``launch``."""
     if len(launch.body) != 1 or not isinstance(launch.body[0], ir.For):
@@ -155,6 +182,7 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
         assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
         rows = trips[0]["name"]
+        config["shared_arrays"] = sorted(thread0_shared(lp.body[0]))  # type: ignore[arg-type]
         if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
             assert host_namer is not None
             env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
