@@ -5,6 +5,7 @@ reading a scalar the row computed) left one thread per row, reading each row wit
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -173,23 +174,22 @@ def test_lane_loops_are_checked() -> None:
 
 
 @needs_gxx
-@pytest.mark.parametrize("form", ["0", "1000000"])  # TRANSPILE_ROWPROG_BLOCK_ROWS: a warp a row, a block a row
 @pytest.mark.parametrize("src", [LAYERNORM, MIXED, FUSED, MAP_FIRST])
-def test_row_programs_match_the_interpreter(tmp_path: Path, src: str, form: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", form)
+def test_row_programs_match_the_interpreter(tmp_path: Path, src: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module, low = _lower(src)
     assert _lanes(low) and [li.shape for li in cuda.launches(low)] == ["rowprog"]
     lib = sim_library(cuda.emit(low, source="k.ir"), tmp_path)
     k = module.kernels[0]
     rng = np.random.default_rng(3)
-    for n, m in ((1, 1), (3, 2), (5, 31), (9, 33), (4, 100)):
+    for form, (n, m) in itertools.product(("0", "1000000"), ((1, 1), (3, 2), (5, 31), (9, 33), (4, 100))):
+        # TRANSPILE_ROWPROG_BLOCK_ROWS, read at each launch: a warp a row, then a block a row.
+        monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", form)
         args: dict[str, object] = {"n": np.int32(n), "m": np.int32(m)}
         for p in k.params:
             if isinstance(p.ty, ir.ArrayType):
                 shape = (n, m) if len(p.ty.dims) == 2 else (n,)
                 args[p.name] = rng.uniform(-1, 1, shape) if p.intent != "out" else np.full(shape, np.nan)
-        assert_sim_matches_interpreter(lib, module, args, [p.name for p in k.params], f"n={n}, m={m}")
+        assert_sim_matches_interpreter(lib, module, args, [p.name for p in k.params], f"n={n}, m={m}, form {form}")
 
 
 @needs_gxx
