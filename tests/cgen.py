@@ -9,7 +9,8 @@ triangular bounds, ``beta`` scaling before or inside), matrix-vector products,
 stencils (1-3-D, random taps and radius, time loops, in place or ping-pong),
 column and row reductions (sums, means, max), outer-product updates,
 element-wise maps with math calls and conditions, recurrences along one
-dimension, and scalar accumulators in loop bodies.  One kernel chains 1-3 such
+dimension, scalar accumulators in loop bodies, and row programs (a row's
+statistics, then maps reading them: softmax, layer norm).  One kernel chains 1-3 such
 phases over a shared pool of arrays, so later phases read what earlier ones
 wrote.
 
@@ -466,9 +467,39 @@ def masked(p: Pool) -> str:
             f"    if (i % 2 == 0 && {a}[i][j] < {out}[j])\n      {out}[j] = {a}[i][j];\n}}")
 
 
+def row_program(p: Pool) -> str:
+    """Statistics of each row in local scalars, then maps reading them (softmax, layer norm, a row
+    norm, centring), some storing a statistic per row: the row programs of transpile/cuda_reduce.py."""
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    x = p.get((di, dj))
+    y = p.get((di, dj), avoid=(x,))
+    t = p.ty
+    kind = r.choice(["softmax", "layernorm", "rownorm", "center"])
+    if kind == "softmax":  # s >= 1 whenever the row is not empty (the maximum's term is exp(0))
+        body = (f"{t} mx = -1.0e30;\nfor (j = 0; j < {dj}; j++)\n  mx = fmax(mx, {x}[i][j]);\n{t} s = 0.0;\n"
+                f"for (j = 0; j < {dj}; j++) {{\n  {y}[i][j] = exp({x}[i][j] - mx);\n  s += {y}[i][j];\n}}\n"
+                f"for (j = 0; j < {dj}; j++)\n  {y}[i][j] /= s;")
+    elif kind == "layernorm":
+        body = (f"{t} mu = 0.0;\nfor (j = 0; j < {dj}; j++)\n  mu += {x}[i][j];\nmu /= {dj} + 1;\n{t} v = 0.0;\n"
+                f"for (j = 0; j < {dj}; j++)\n  v += ({x}[i][j] - mu) * ({x}[i][j] - mu);\n"
+                f"for (j = 0; j < {dj}; j++)\n  {y}[i][j] = ({x}[i][j] - mu) / sqrt(v / ({dj} + 1) + 1.0);")
+    elif kind == "rownorm":
+        body = (f"{t} s = 0.0;\nfor (j = 0; j < {dj}; j++)\n  s += {x}[i][j] * {x}[i][j];\n"
+                f"for (j = 0; j < {dj}; j++)\n  {y}[i][j] = {x}[i][j] / sqrt(s + 1.0);")
+    else:
+        body = (f"{t} mu = 0.0;\nfor (j = 0; j < {dj}; j++)\n  mu += {x}[i][j];\nmu = mu / ({dj} + 1);\n"
+                f"for (j = 0; j < {dj}; j++)\n  {y}[i][j] = {y}[i][j] * {_lit(r)} + {x}[i][j] - mu;")
+    if r.random() < 0.5:  # a statistic stored per row, on thread 0 of the row
+        out = p.get((di,))
+        stat = body.split(" = ", 1)[0].split()[-1]
+        body += f"\n{out}[i] = {out}[i] * {_lit(r)} + {stat};"
+    return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(body, "  ") + "\n}"
+
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
-          solve, factor, cube, table, masked)
+          solve, factor, cube, table, masked, row_program)
 
 
 def _indent(text: str) -> str:
