@@ -89,7 +89,8 @@ def broadcasts(stmt: ir.Stmt) -> list[tuple[str, ir.Scalar]]:
 def thread0_shared(row: ir.For) -> set[str]:
     """The arrays of a ``rows``/``rowprog`` row that statements run by thread 0 write (its ordinary
     stores, its reductions' array accumulators) and statements run by every thread of the row read
-    (reductions' terms and bounds, ``par(lane)`` maps, statements that write no memory): those
+    (reductions' terms and bounds, ``par(lane)`` maps, statements that write no memory: in a
+    ``rows`` launch those run on lane 0 alone, so the set is larger than it need be there): those
     pointers carry no ``__restrict__``.  With it nvcc takes a pointer's target as changed by this
     thread alone, and may keep the value a thread loaded before thread 0's store (or the one it
     would have stored, on the path where it did not) in a register across the barrier: durbin's
@@ -319,7 +320,7 @@ def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
 @dataclass(frozen=True)
 class MapReduce:
     """A row program's ``par(lane)`` loop ``map`` and the reduction ``reduce`` after it, run as one
-    loop: ``decls`` (between the two, no array reads) first, then per iteration ``body`` (the map's,
+    loop: ``decls`` (between the two, reading nothing the map writes) first, then per iteration ``body`` (the map's,
     each forwarded store through a fresh local) and the reduction's ``terms`` (over ``map``'s variable,
     forwarded reads replaced by those locals)."""
 
@@ -336,9 +337,9 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     Legal when both cover the same range and every read in ``r``'s terms of an array ``m`` writes is
     an element ``m``'s same iteration writes (the same subscripts, ``r``'s variable renamed to
     ``m``'s), the accumulators are scalars ``m`` does not touch, and what lies between is
-    declarations that read nothing ``m`` writes (they run before it): then iteration ``j`` of ``r`` sees exactly what it saw after
-    the whole of ``m`` (no other iteration writes that element: ``m`` is parallel), and the order of
-    ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
+    declarations that read nothing ``m`` writes (they run before it): then iteration ``j`` of ``r``
+    sees exactly what it saw after the whole of ``m`` (no other iteration writes that element:
+    ``m`` is parallel), and the order of ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
     nowhere else in ``m`` is forwarded: its value is kept in a local (named by ``fresh``) and the
     terms read the local instead of memory."""
     from passes.builders import substitute_vars
