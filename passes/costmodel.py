@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from passes import accesses, collapse, tile
-from transpile import accum, ir
-from transpile.cuda_reduce import ROWPROG_SM_ROWS
+from transpile import accum, cuda_reduce, ir
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
 SAMPLES = 9
@@ -409,10 +408,9 @@ class _Model:
             if red is not None:
                 red_var = red.var
                 coop = {"block": math.prod(block), "rows": WARP,
-                        # the host's choice: a block a row when there are few rows (transpile/cuda_reduce.py)
-                        "rowprog": math.prod(block) if threads < ROWPROG_SM_ROWS * d.sms else WARP,
+                        "rowprog": cuda_reduce.rowprog_group(threads, d.sms),  # the host's choice
                         "cols": block[1] if len(block) > 1 else WARP,
-                        "grid": math.prod(block) * _grid_blocks(trips(red, inner_env))}[shape]
+                        "grid": math.prod(block) * cuda_reduce.grid_blocks(trips(red, inner_env))}[shape]
                 if shape in ("block", "rows", "rowprog", "grid"):
                     x_var = red.var
         work = self._work(body, inner_env, x_var, red_var, coop)
@@ -776,7 +774,7 @@ def _par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For,
     chain: list[tuple[ir.For, dict[str, float]]] = []
     body: Sequence[ir.Stmt] = lp.body
     cur = dict(env)
-    while len(body) == 1 and isinstance(body[0], ir.For) and body[0].par not in (None, "lane"):
+    while len(body) == 1 and ir.grid_par(body[0]):
         loop = body[0]
         chain.append((loop, dict(cur)))
         cur[loop.var] = _mid(loop, cur)
@@ -795,13 +793,6 @@ def runtime_block(n: float, block: int, sms: int) -> int:
 
 _COOP_SHAPES = ("block", "rows", "rowprog", "cols", "grid")
 """Launch shapes whose threads cooperate on each reduction (docs/parallelism.md, codegen)."""
-
-
-def _grid_blocks(n: float) -> int:
-    """Blocks of a grid reduction of ``n`` iterations (transpile/cuda_reduce.grid_launch's rule)."""
-    from transpile import cuda_reduce
-
-    return int(min(max(1, math.ceil(n / cuda_reduce.GRID_CHUNK)), cuda_reduce.GRID_MAX_BLOCKS))
 
 
 def _padded_blocks(chain: list[tuple[ir.For, dict[str, float]]], block: tuple[int, ...], rows: int = 1,

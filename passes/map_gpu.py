@@ -473,8 +473,6 @@ def _parallel(loop: ir.For, host_scalars: frozenset[str], independent: Callable[
     for bound in (loop.lo, loop.hi):
         if not _scalar_only(bound) or not _reads(bound) <= host_scalars:
             return False
-    nodes = list(ir.walk(loop))
-    local = {n.name for n in nodes if isinstance(n, ir.Decl)} | {n.var for n in nodes if isinstance(n, ir.For)}
-    if any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Var) and n.target.name not in local for n in nodes):
+    if ir.outer_scalars_written(loop):  # (loop variables are never assigned)
         return False
     return independent(loop)

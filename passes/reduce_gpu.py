@@ -239,8 +239,7 @@ def row_map(loop: ir.For, par_var: str, parallel: bool) -> bool:
     coalesced).  map-gpu runs it over the lanes of the row's warp (``par(lane)``)."""
     if not parallel or loop.step not in (1, -1) or any(isinstance(n, ir.For) for st in loop.body for n in ir.walk(st)):
         return False
-    local = {n.name for n in ir.walk(loop) if isinstance(n, ir.Decl)}
-    if ir.scalars_written(loop) - local:
+    if ir.outer_scalars_written(loop):
         return False
     return _along_rows(ir.walk(loop), loop.var, par_var)
 

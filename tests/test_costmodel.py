@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from passes import costmodel, tile
 from tests import strategies
-from transpile import cuda, frontend, ir, pipeline, text
+from transpile import cuda, cuda_reduce, frontend, ir, pipeline, text
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"
@@ -232,7 +232,7 @@ def test_few_long_rows_are_priced_a_block_a_row(monkeypatch: pytest.MonkeyPatch)
     few, many = {"n": 256, "m": 32768}, {"n": 65536, "m": 1024}
     block, many_default = estimate(module, few), estimate(module, many)
     assert [c.shape for c in block.launches] == ["rowprog"]
-    monkeypatch.setattr(costmodel, "ROWPROG_SM_ROWS", 0)  # never a block a row
+    monkeypatch.setattr(cuda_reduce, "ROWPROG_SM_ROWS", 0)  # never a block a row
     warp = estimate(module, few)
     assert block.launches[0].dram_bytes == pytest.approx(warp.launches[0].dram_bytes)
     assert block.seconds < 0.5 * warp.seconds, (block.table(), warp.table())

@@ -653,7 +653,7 @@ def _par_chain(launch: ir.Launch) -> list[ir.For]:
     ``par(lane)`` loops are the row's, not the grid's)."""
     chain: list[ir.For] = []
     body = launch.body
-    while body and isinstance(body[0], ir.For) and body[0].par not in (None, "lane"):
+    while body and ir.grid_par(body[0]):
         chain.append(body[0])
         body = body[0].body
     return chain

@@ -34,6 +34,7 @@ loop (the mark permits reassociation, it does not require it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -75,17 +76,6 @@ def _stores(stmt: ir.Stmt) -> bool:
     return any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(stmt))
 
 
-def broadcasts(stmt: ir.Stmt) -> list[tuple[str, ir.Scalar]]:
-    """The scalars declared outside ``stmt`` that it writes, with their types (lane 0 runs it in a
-    ``rowprog`` row; every lane needs the values after it)."""
-    local = {n.name for n in ir.walk(stmt) if isinstance(n, ir.Decl)}
-    out: dict[str, ir.Scalar] = {}
-    for n in ir.walk(stmt):
-        if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var) and n.target.name not in local:
-            out[n.target.name] = n.target.ty
-    return list(out.items())
-
-
 def thread0_shared(row: ir.For) -> set[str]:
     """The arrays of a ``rows``/``rowprog`` row that statements run by thread 0 write (its ordinary
     stores, its reductions' array accumulators) and statements run by every thread of the row read
@@ -97,20 +87,16 @@ def thread0_shared(row: ir.For) -> set[str]:
     one-block kernel read stale scalars that way on the GPU while the simulator passed it
     (docs/decisions.md, "one-block host loops")."""
     written: set[str] = set()
-    read: set[str] = set()
-
-    def reads(n: ir.Node) -> set[str]:
-        return {x.array for x in ir.walk(n) if isinstance(x, ir.Index)}
-
+    read: set[str] = set()  # (and for maps, what they write: every array they name)
     for c in row.body:
         if isinstance(c, ir.For) and c.reduce:
             accs = _accumulations(c)
             written |= {a.target.array for a in accs if isinstance(a.target, ir.Index)}
-            read |= reads(c.lo) | reads(c.hi) | set().union(*(reads(a.term) for a in accs))
+            read |= set(ir.array_uses((c.lo, c.hi, *(a.term for a in accs))))  # type: ignore[arg-type]
         elif (isinstance(c, ir.For) and c.par == "lane") or not _stores(c):
-            read |= reads(c)
+            read |= set(ir.array_uses(c))
         else:
-            written |= {n.target.array for n in ir.walk(c) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)}
+            written |= {a for a, (_r, w) in ir.array_uses(c).items() if w}
     return written & read
 
 
@@ -145,7 +131,7 @@ def shape(launch: ir.Launch) -> str | None:
     if not program:
         return "rows"
     lane0 = [c for c in f.body if not (isinstance(c, ir.For) and (c.reduce or c.par == "lane")) and _stores(c)]
-    if any(ty not in SHUFFLED for c in lane0 for _n, ty in broadcasts(c)):
+    if any(ty not in SHUFFLED for c in lane0 for _n, ty in ir.outer_scalars_written(c).items()):
         return None  # a plain launch: one thread a row
     return "rowprog"
 
@@ -213,6 +199,18 @@ GRID_CHUNK = 2048
 """Iterations a block of a grid reduction takes at least (8 a thread)."""
 GRID_MAX_BLOCKS = 1024
 """Blocks of a grid reduction at most: the fold adds this many partials, one after another."""
+
+
+def rowprog_group(rows: float, sms: int) -> int:
+    """Threads a row of a ``rowprog`` launch of ``rows`` rows gets on ``sms`` multiprocessors, the
+    environment unset: the rule the host code of :func:`launch` applies (for the cost model)."""
+    return THREADS["rowprog"] if rows < ROWPROG_SM_ROWS * sms else WARP
+
+
+def grid_blocks(n: float) -> int:
+    """Blocks of a grid reduction of ``n`` iterations: the rule the host code of :func:`grid_launch`
+    applies (for the cost model)."""
+    return int(min(max(1, math.ceil(n / GRID_CHUNK)), GRID_MAX_BLOCKS))
 
 
 def grid_ready(lp: ir.Launch) -> bool:
@@ -504,12 +502,14 @@ class _ReducePrinter(StmtPrinter):
         self.depth -= 1
         self.line("}")
 
+    def _row_barrier(self) -> str:
+        """The barrier of the row's threads: ``__syncwarp()``, or ``__syncthreads()`` a block a row."""
+        return SYNCWARP if self._group == WARP else BARRIER
+
     def _row_sync(self) -> None:
-        """The row's threads' barrier (``__syncwarp()``, or ``__syncthreads()`` in a block-a-row form)
-        unless the last line is one: orders their memory accesses."""
-        bar = SYNCWARP if self._group == WARP else BARRIER
-        if not self.lines or regions.clean(self.lines[-1]).strip() != bar:
-            self.line(self.mark("barrier", bar))
+        """The row's threads' barrier unless the last line is one: orders their memory accesses."""
+        if not self.lines or regions.clean(self.lines[-1]).strip() != self._row_barrier():
+            self.line(self.mark("barrier", self._row_barrier()))
 
     def _row_total(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> None:
         """Every thread of the row ends with the same total in each of ``parts``: a butterfly in each
@@ -525,9 +525,7 @@ class _ReducePrinter(StmtPrinter):
         with self.region("reduce"):
             for (a, op, p), buf in zip(parts, bufs):
                 self.line(f"{p.name} = {buf}[0];")
-                self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
-                self.line(f"  {p.name} = {self.expr(accum.combine(a, op, p, ir.Index(buf, (w,), p.ty)))};")
-                self.line("}")
+                self._fold_slots(a, op, p, buf, w)
 
     def _row_program(self, body: tuple[ir.Stmt, ...], lane: ir.Var) -> None:
         """A ``rowprog`` row's statements, run by its ``self._group`` threads (``lane``: the thread's
@@ -557,7 +555,7 @@ class _ReducePrinter(StmtPrinter):
                 self._row_sync()
             elif _stores(c):
                 self._row_sync()
-                shared = broadcasts(c)
+                shared = ir.outer_scalars_written(c).items()
                 slots = []
                 if self._group > WARP:
                     for name, ty in shared:
@@ -569,7 +567,7 @@ class _ReducePrinter(StmtPrinter):
                 for (name, ty), slot in zip(shared, slots):
                     self.line("  " + self.mark("shared", f"{slot} = {self.expr(ir.Var(name, ty))};"))
                 self.line("}")
-                self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+                self.line(self.mark("barrier", self._row_barrier()))
                 for k, (name, ty) in enumerate(shared):
                     v = ir.Var(name, ty)
                     value = slots[k] if slots else self.expr(ir.Call(SHFL, (FULL_MASK, v, ir.Const(0, ir.I32)), ty))
@@ -589,7 +587,7 @@ class _ReducePrinter(StmtPrinter):
             with self.region("reduce"):
                 self.block([accum.apply(a, p) for a, p in arrays])
             self.line("}")
-            self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+            self.line(self.mark("barrier", self._row_barrier()))
 
     def _map_reduce(self, mr: MapReduce, lane: ir.Var) -> None:
         """One strided loop over the row's threads: the map's body, then the reduction's terms (reads
@@ -603,7 +601,7 @@ class _ReducePrinter(StmtPrinter):
         with self.region("reduce"):
             self.block([ir.Assign(p, accum.combine(a, op, p, t)) for (a, op, p), t in zip(parts, mr.terms)])
         self.line("}")
-        self.line(self.mark("barrier", SYNCWARP if self._group == WARP else BARRIER))
+        self.line(self.mark("barrier", self._row_barrier()))
         self._row_total(parts)
         self._row_apply(parts, lane)
 
@@ -721,6 +719,12 @@ class _ReducePrinter(StmtPrinter):
         self.line("}")
         self.line(self.mark("barrier", BARRIER))
 
+    def _fold_slots(self, a: accum.Accumulation, op: str, acc: ir.Var, buf: str, w: ir.Var) -> None:
+        """``acc`` (holding ``buf[0]``) combined with the other warps' slots of ``buf``, in warp order."""
+        self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
+        self.line(f"  {acc.name} = {self.expr(accum.combine(a, op, acc, ir.Index(buf, (w,), acc.ty)))};")
+        self.line("}")
+
     def _fold_warps(self, parts: list[tuple[accum.Accumulation, str, ir.Var]], bufs: list[str], tid: str,
                     lane: str, warp: str, store: list[str] | None = None) -> None:
         """The block's per-thread ``parts`` folded and applied by thread 0: a shuffle tree per warp, lane 0
@@ -737,9 +741,7 @@ class _ReducePrinter(StmtPrinter):
             total = ir.Var(self.namer.fresh(f"{a.name}_total"), a.target.ty)
             self.line(self.mark("reduce", f"{ctype(total.ty)} {total.name} = {buf}[0];"))
             with self.region("reduce"):
-                self.line(f"for (int {w.name} = 1; {w.name} < {self.threads // WARP}; ++{w.name}) {{")
-                self.line(f"  {total.name} = {self.expr(accum.combine(a, op, total, ir.Index(buf, (w,), total.ty)))};")
-                self.line("}")
+                self._fold_slots(a, op, total, buf, w)
                 if store is None:
                     self.visit(accum.apply(a, total))
                 else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 from transpile.diagnostics import Loc, TranspileError
 
@@ -266,6 +266,12 @@ class For(Node):
     loc: Loc | None = _loc()
 
 
+def grid_par(s: Stmt | None) -> TypeGuard[For]:
+    """``s`` is a loop spread over the grid (``par(x|y|z)``); a ``par(lane)`` loop is spread over the
+    threads of a row program's row, inside its launch's grid loop."""
+    return isinstance(s, For) and s.par is not None and s.par != "lane"
+
+
 # If(cond, then, orelse): a two-way branch; orelse may be empty.
 @dataclass(frozen=True, slots=True)
 class If(Node):
@@ -419,6 +425,17 @@ def scalars_written(node: Node) -> set[str]:
             out.add(n.target.name)
         elif isinstance(n, Decl) and n.init is not None:
             out.add(n.name)
+    return out
+
+
+def outer_scalars_written(node: Node) -> dict[str, Scalar]:
+    """The scalars assigned under ``node`` that it does not declare, with their types, in the order
+    first assigned: what running ``node`` changes outside it (no scalar is declared twice, ircheck)."""
+    local = {n.name for n in walk(node) if isinstance(n, Decl)}
+    out: dict[str, Scalar] = {}
+    for n in walk(node):
+        if isinstance(n, Assign) and isinstance(n.target, Var) and n.target.name not in local:
+            out.setdefault(n.target.name, n.target.ty)
     return out
 
 

@@ -294,7 +294,7 @@ class _Checker:
         inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
         inner.scalars[s.var] = s.ty
         inner.loop_vars.add(s.var)
-        if par_ok and len(s.body) == 1 and isinstance(s.body[0], ir.For) and s.body[0].par not in (None, "lane"):
+        if par_ok and len(s.body) == 1 and ir.grid_par(s.body[0]):
             self._for(s.body[0], inner, in_launch=in_launch, par_ok=True)
             return
         rows = s.par == "x" and any(isinstance(c, ir.For) and c.reduce for c in s.body)
@@ -307,7 +307,7 @@ class _Checker:
     def _launch(self, s: ir.Launch, scope: _Scope) -> None:
         dims: list[str] = []
         node: ir.Stmt | None = s.body[0] if len(s.body) == 1 else None
-        while isinstance(node, ir.For) and node.par not in (None, "lane"):
+        while ir.grid_par(node):
             if node.par not in _PAR_DIMS or node.par in dims:
                 _fail(node, f"bad or repeated par dimension {node.par!r}")
             if node.step != 1:

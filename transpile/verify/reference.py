@@ -101,7 +101,7 @@ def ctype_args(sig: KernelSig, args: Inputs, arrays: dict[str, Any], *, dropin: 
 def call_dropin(fn: Any, sig: KernelSig, args: Inputs, ptrs: dict[str, Any]) -> None:
     """Call ``fn``, a function with the C signature of ``sig`` (a drop-in), on the arrays at ``ptrs``
     (``ctypes.c_void_p``); the value a returning function gives back goes into its return slot's array."""
-    slot = next((a for a in sig.args if a.name == sig.ret), None)
+    slot = sig.ret_arg
     fn.argtypes, values = ctype_args(sig, args, ptrs, dropin=True)
     fn.restype = None if slot is None else _CTYPES[slot.ty.name]
     value = fn(*values)
@@ -188,8 +188,8 @@ class GccReference(Reference):
         call = ", ".join(a.name for a in self.sig.args if a.name != self.sig.ret)
         quoted = str(self.source).replace("\\", "\\\\").replace('"', '\\"')
         body = f"{self.function}({call});"
-        if self.sig.ret is not None:  # a C function returning a value: the entry stores it in the slot
-            slot = next(a for a in self.sig.args if a.name == self.sig.ret)
+        slot = self.sig.ret_arg
+        if slot is not None:  # a C function returning a value: the entry stores it in the slot
             body = f"*({_C_TYPES[slot.ty.name]} *){slot.name} = {body}"
         return (f'#include "{quoted}"\n'
                 f"void __transpile_ref_entry({params}) {{ {body} }}\n")

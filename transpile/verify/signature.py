@@ -82,6 +82,11 @@ class KernelSig:
     extents: Mapping[str, tuple[ir.Expr, ...]] = dataclasses.field(default_factory=dict)
     """The extents of every array ``indices`` names as a target (parameters and local arrays)."""
 
+    @property
+    def ret_arg(self) -> ArgSpec | None:
+        """The return slot's argument, or None for a void function."""
+        return next((a for a in self.args if a.name == self.ret), None) if self.ret is not None else None
+
     def index_range(self, array: str, env: Mapping[str, int | float]) -> tuple[int, int, bool] | None:
         """The values ``array`` may hold for the scalars in ``env`` so that every index use of it
         stays inside its target's extent: ``(lo, hi, sorted)``, inclusive, ``lo >= 0`` (integer
@@ -482,8 +487,8 @@ def check_dropin(sig: KernelSig, params: list[CParam], returns: str | None = Non
     device entry ``NAME_device`` takes the slot too, as a pointer (pass ``returns=None`` for it)."""
     problems = []
     args = sig.args
-    if sig.ret is not None and returns is not None:
-        slot = next(a for a in sig.args if a.name == sig.ret)
+    slot = sig.ret_arg
+    if slot is not None and returns is not None:
         args = tuple(a for a in sig.args if a.name != sig.ret)
         if returns != "?" and (returns == "void" or DTYPES[returns].itemsize != slot.dtype.itemsize
                                or (returns[0] == "f") != slot.ty.is_float):
