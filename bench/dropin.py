@@ -67,14 +67,25 @@ MODES = ("auto", "staged", "register", "serial")
 (``TRANSPILE_DROPIN_PHASES=0``), the A/B of the copies placed between phases; ``pinned-serial``
 the same on pinned arrays.  ``KEY=VALUE`` for a key of :data:`ENV_MODES`: ``auto`` with that measurement
 variable of the drop-in set (``stores=none|in|out|both``, ``threads=N`` (build with ``--define
-TRANSPILE_STAGE_THREADS=16`` to try more than 8)); ``trace``: ``auto`` with each call's steps timed
+TRANSPILE_STAGE_THREADS=16`` to try more than 8), ``share=0|1`` (whole chunks a copier, or every
+copier a piece of each chunk); several joined by ``+``: ``share=1+threads=16``); ``trace``: ``auto`` with each call's steps timed
 (``TRANSPILE_DROPIN_TRACE=1``).  A mode named several times pools its samples, so ``--modes
 stores=none,auto,stores=none,auto`` is an interleaved A/B in one process."""
 ENV_MODES = {"stores": "TRANSPILE_DROPIN_STREAM_STORES", "threads": "TRANSPILE_DROPIN_THREADS",
-             "caller": "TRANSPILE_DROPIN_CALLER_COPIES"}
+             "caller": "TRANSPILE_DROPIN_CALLER_COPIES", "share": "TRANSPILE_DROPIN_SHARE"}
 """Mode keys -> the drop-in's environment variables they set (docs/dropin.md)."""
 TABLE_MODES = ("auto", "staged", "register", "serial", "pinned", "pinned-serial")
 """Modes with a column of the main table; any other (``KEY=VALUE``, ``trace``) gets a row of its own."""
+
+
+def mode_known(mode: str) -> bool:
+    """Whether the harness understands ``mode`` (a table mode, ``trace``, or ``+``-joined KEY=VALUE)."""
+    if mode in TABLE_MODES or mode == "trace":
+        return True
+    settings = [part.partition("=") for part in mode.split("+")]
+    return all(sep and key in ENV_MODES and value for key, sep, value in settings)
+
+
 NVCC_FLAGS = ("-arch=sm_90", "-O3", "-std=c++17")
 ACCEPT = 1.5
 ELEM_BYTES = {"double": 8, "int": 4, "char": 1}
@@ -181,6 +192,24 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         '    printf("%s%.6f", i ? ", " : "", v[i]);',
         "  }",
         '  printf("]");',
+        "}",
+        "",
+        "// The value of KEY=VALUE in a mode of '+'-joined settings (share=1+threads=16), or NULL.",
+        "static const char *mode_setting(const std::string &mode, const std::string &key, std::string &value)",
+        "{",
+        "  size_t at = 0;",
+        "  while (at <= mode.size()) {",
+        "    size_t end = mode.find('+', at);",
+        "    if (end == std::string::npos) {",
+        "      end = mode.size();",
+        "    }",
+        "    if (mode.compare(at, key.size() + 1, key + \"=\") == 0) {",
+        "      value = mode.substr(at + key.size() + 1, end - at - key.size() - 1);",
+        "      return value.c_str();",
+        "    }",
+        "    at = end + 1;",
+        "  }",
+        "  return NULL;",
         "}",
         "",
         "// argv: LARGE|EXTRALARGE, repeated calls per mode, budget seconds per mode, modes (comma-separated)",
@@ -291,7 +320,8 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    // KEY=VALUE (ENV_MODES) or trace: auto with one of the drop-in's measurement variables set.",
         "    bool knob = mode == \"trace\";",
         '    if (knob) setenv("TRANSPILE_DROPIN_TRACE", "1", 1); else unsetenv("TRANSPILE_DROPIN_TRACE");',
-        *[f'    if (mode.rfind("{key}=", 0) == 0) {{ setenv("{var}", mode.c_str() + {len(key) + 1}, 1); knob = true; }} '
+        "    std::string value;",
+        *[f'    if (mode_setting(mode, "{key}", value) != NULL) {{ setenv("{var}", value.c_str(), 1); knob = true; }} '
           f'else {{ unsetenv("{var}"); }}' for key, var in ENV_MODES.items()],
         "    if (mode == \"auto\" || pinned || serial || knob) {",
         '      unsetenv("TRANSPILE_DROPIN_COPY");',
@@ -823,6 +853,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path,
                     default=Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "bench" / "results")
     args = ap.parse_args(argv)
+    bad_modes = [m for m in args.modes.split(",") if m and not mode_known(m)]
+    if bad_modes:
+        ap.error(f"unknown mode(s) {', '.join(bad_modes)}: {', '.join(TABLE_MODES)}, trace, or KEY=VALUE "
+                 f"('+'-joined) with KEY in {', '.join(ENV_MODES)}")
     if args.generate:
         m = generate(R.parse_kernels(args.kernels), args.generate)
         bad = {k: e["status"] for k, e in m["kernels"].items() if e["status"] != "ok"}

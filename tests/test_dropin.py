@@ -153,7 +153,7 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 @needs_gxx
 @pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1",
-                                  "caller=0"])
+                                  "caller=0", "share=1", "share=1,threads=2"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
@@ -162,13 +162,18 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
     # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.
     flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_STAGE_SLOTS=3",
              "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=16", "-DTRANSPILE_STAGE_THREADS=3",
-             "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128")
+             "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128",
+             "-DTRANSPILE_STAGE_MIN_PIECE_BYTES=16")
     lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
     if mode == "serial":  # every copy-in before the kernels, every copy-out after them
         monkeypatch.setenv("TRANSPILE_DROPIN_PHASES", "0")
     elif mode == "trace":  # each call prints its steps' times (bench/dropin.py reads them)
         monkeypatch.setenv("TRANSPILE_DROPIN_TRACE", "1")
+    elif mode.startswith("share=1"):  # the copiers share each chunk (pieces of 64 bytes here)
+        monkeypatch.setenv("TRANSPILE_DROPIN_SHARE", "1")
+        if "threads=" in mode:
+            monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("threads=")[1])
     elif mode.startswith("threads="):  # fewer copying threads than built with (1: the caller alone)
         monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("=")[1])
     elif mode == "caller=0":  # the calling thread only issues DMAs (the helpers copy every chunk)
@@ -555,3 +560,15 @@ def test_phased_copies_are_ordered_by_events(partial_cu: Path, tmp_path: Path, p
             for x in arrays.values():
                 assert lib.call("pre_unregister", ctypes.c_void_p(x.ctypes.data)) == 0
         lib.call("partial_release", restype=None)
+
+
+def test_bench_modes_are_checked_before_any_run() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import dropin  # type: ignore[import-not-found]
+
+    for mode in ("auto", "pinned-serial", "trace", "share=1", "share=1+threads=16", "stores=none"):
+        assert dropin.mode_known(mode), mode
+    for mode in ("autox", "share", "share=", "sharex=1", "share=1+", "share=1+foo=2"):
+        assert not dropin.mode_known(mode), mode
+    with pytest.raises(SystemExit):
+        dropin.main(["--modes", "auto,share=1+foo=2", "--cu-dir", "unused"])

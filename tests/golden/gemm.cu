@@ -174,6 +174,18 @@ extern "C" cudaError_t gemm_device(int ni, int nj, int nk, double alpha, double 
 #ifndef TRANSPILE_STAGE_THREADS
 #define TRANSPILE_STAGE_THREADS 8
 #endif
+// Whether the copiers share each chunk (1) or take whole chunks (0).  Whole chunks: each copier
+// moves one chunk at a time, so the last wave of `threads` chunks completes together and its DMA
+// has nothing left to overlap.  Shared: chunk i is cut into up to `threads` pieces of at least
+// TRANSPILE_STAGE_MIN_PIECE_BYTES, taken in order, so chunks complete one at a time at the
+// threads' aggregate rate and only the last chunk's DMA is uncovered (docs/dropin.md).  For
+// measurement, TRANSPILE_DROPIN_SHARE=0|1 in the environment (read for every range) overrides it.
+#ifndef TRANSPILE_STAGE_SHARE_CHUNKS
+#define TRANSPILE_STAGE_SHARE_CHUNKS 0
+#endif
+#ifndef TRANSPILE_STAGE_MIN_PIECE_BYTES
+#define TRANSPILE_STAGE_MIN_PIECE_BYTES ((size_t)64 << 10)
+#endif
 // Ranges smaller than this are copied by the calling thread alone.
 #ifndef TRANSPILE_PARALLEL_MIN_BYTES
 #define TRANSPILE_PARALLEL_MIN_BYTES ((size_t)1 << 20)
@@ -266,22 +278,24 @@ extern "C" cudaError_t gemm_device(int ni, int nj, int nk, double alpha, double 
   }
 }
 
-// One staged range: chunk i lives in slot (i % slots).  Host to device, the
-// copiers fill chunks whose slot is free (i < limit) and set flag[i]; the
-// caller starts each filled chunk's DMA in order.  Device to host, the caller
-// starts DMAs into free slots in order; the copiers drain chunks that have
-// landed (i < limit) and set flag[i].
+// One staged range: chunk i lives in slot (i % slots) and is copied as `pieces` pieces (1 unless
+// the copiers share chunks); the copiers take pieces in order (unit u: piece u % pieces of chunk
+// u / pieces).  Host to device, the copiers fill pieces of chunks whose slot is free (i < limit)
+// and count them in done[i]; the caller starts each filled chunk's DMA in order.  Device to host,
+// the caller starts DMAs into free slots in order; the copiers drain pieces of chunks that have
+// landed (i < limit) and count them in done[i].
 struct transpile_job {
   bool to_device;
   bool streaming;        // streaming stores (transpile_stage_streaming)
   unsigned char *host;   // the range's host side
   unsigned char *slots;  // the ring
   size_t len, chunk, count;
-  std::atomic<size_t> next;   // the next chunk a copier takes
+  size_t pieces;              // per chunk
+  std::atomic<size_t> next;   // the next unit a copier takes
   int helpers;                // helper threads that take part (the others leave at once)
   std::atomic<int> joined;    // helpers that have woken for this job
   std::atomic<size_t> limit;  // to the device: chunks below it have a free slot; to the host: have landed
-  std::atomic<unsigned char> *flag;  // per chunk: filled (to the device) or drained (to the host)
+  std::atomic<unsigned> *done;  // per chunk: pieces filled (to the device) or drained (to the host)
 };
 
 [[maybe_unused]] static size_t transpile_job_bytes(const transpile_job *j, size_t i)
@@ -289,47 +303,59 @@ struct transpile_job {
   return j->len - i * j->chunk < j->chunk ? j->len - i * j->chunk : j->chunk;
 }
 
-// Copies chunk i between the host range and its slot.
-[[maybe_unused]] static void transpile_job_copy(transpile_job *j, size_t i)
+// Whether every piece of chunk i is copied.
+[[maybe_unused]] static bool transpile_job_ready(const transpile_job *j, size_t i)
 {
-  unsigned char *slot = j->slots + (i % TRANSPILE_STAGE_SLOTS) * TRANSPILE_STAGE_SLOT_BYTES;
-  unsigned char *host = j->host + i * j->chunk;
-  const size_t n = transpile_job_bytes(j, i);
-  if (j->to_device) {
-    transpile_stage_memcpy(slot, host, n, j->streaming);
-  } else {
-    transpile_stage_memcpy(host, slot, n, j->streaming);
-  }
-  j->flag[i].store(1, std::memory_order_release);
+  return j->done[i].load(std::memory_order_acquire) == j->pieces;
 }
 
-// A helper's share of a job: takes chunks in order until none is left, waiting for each one's slot
+// Copies unit u (a piece of chunk u / pieces) between the host range and its slot.
+[[maybe_unused]] static void transpile_job_copy(transpile_job *j, size_t u)
+{
+  const size_t i = u / j->pieces;
+  const size_t n = transpile_job_bytes(j, i);
+  const size_t piece = ((n + j->pieces - 1) / j->pieces + 63) / 64 * 64;
+  const size_t at = (u % j->pieces) * piece;
+  if (at < n) {
+    const size_t bytes = n - at < piece ? n - at : piece;
+    unsigned char *slot = j->slots + (i % TRANSPILE_STAGE_SLOTS) * TRANSPILE_STAGE_SLOT_BYTES + at;
+    unsigned char *host = j->host + i * j->chunk + at;
+    if (j->to_device) {
+      transpile_stage_memcpy(slot, host, bytes, j->streaming);
+    } else {
+      transpile_stage_memcpy(host, slot, bytes, j->streaming);
+    }
+  }
+  j->done[i].fetch_add(1, std::memory_order_acq_rel);
+}
+
+// A helper's share of a job: takes units in order until none is left, waiting for each one's slot
 // (to the device) or DMA (to the host).
 [[maybe_unused]] static void transpile_job_help(transpile_job *j)
 {
   for (;;) {
-    const size_t i = j->next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= j->count) {
+    const size_t u = j->next.fetch_add(1, std::memory_order_relaxed);
+    if (u >= j->count * j->pieces) {
       return;
     }
     unsigned spins = 0;
-    while (j->limit.load(std::memory_order_acquire) <= i) {
+    while (j->limit.load(std::memory_order_acquire) <= u / j->pieces) {
       transpile_relax(&spins);
     }
-    transpile_job_copy(j, i);
+    transpile_job_copy(j, u);
   }
 }
 
-// The caller's share: takes the next chunk only if it is ready now (the caller must not wait: it
+// The caller's share: takes the next unit only if it is ready now (the caller must not wait: it
 // starts the DMAs that the waiting would need).
 [[maybe_unused]] static bool transpile_job_try(transpile_job *j)
 {
-  size_t i = j->next.load(std::memory_order_relaxed);
-  if (i >= j->count || i >= j->limit.load(std::memory_order_acquire) ||
-      !j->next.compare_exchange_strong(i, i + 1, std::memory_order_relaxed)) {
+  size_t u = j->next.load(std::memory_order_relaxed);
+  if (u >= j->count * j->pieces || u / j->pieces >= j->limit.load(std::memory_order_acquire) ||
+      !j->next.compare_exchange_strong(u, u + 1, std::memory_order_relaxed)) {
     return false;
   }
-  transpile_job_copy(j, i);
+  transpile_job_copy(j, u);
   return true;
 }
 
@@ -777,6 +803,11 @@ struct transpile_call {
   size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
   chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
   chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
+  const char *share_env = getenv("TRANSPILE_DROPIN_SHARE");
+  const bool share = share_env != NULL && *share_env != '\0' ? strcmp(share_env, "0") != 0
+                                                             : TRANSPILE_STAGE_SHARE_CHUNKS != 0;
+  size_t pieces = share ? chunk / TRANSPILE_STAGE_MIN_PIECE_BYTES : 1;
+  pieces = pieces < 1 ? 1 : pieces < threads ? pieces : threads;
   transpile_job j;
   j.to_device = to_device;
   j.streaming = transpile_stage_streaming(to_device);
@@ -785,12 +816,13 @@ struct transpile_call {
   j.len = len;
   j.chunk = chunk;
   j.count = (len + chunk - 1) / chunk;
+  j.pieces = pieces;
   j.next.store(0);
   j.helpers = (int)threads - 1;
   j.joined.store(0);
   j.limit.store(to_device ? (j.count < TRANSPILE_STAGE_SLOTS ? j.count : TRANSPILE_STAGE_SLOTS) : 0);
-  std::unique_ptr<std::atomic<unsigned char>[]> flag(new std::atomic<unsigned char>[j.count]());
-  j.flag = flag.get();
+  std::unique_ptr<std::atomic<unsigned>[]> done(new std::atomic<unsigned>[j.count]());
+  j.done = done.get();
   const int helpers = transpile_copier_post(&s->copier, &j);
   // The caller copies chunks too when it has nothing to issue, unless helpers copy and
   // TRANSPILE_DROPIN_CALLER_COPIES=0 in the environment (read for every range, for measurement).
@@ -803,7 +835,7 @@ struct transpile_call {
   while (to_device ? issued < j.count : drained < j.count) {
     bool moved = false;
     if (to_device) {
-      while (issued < j.count && j.flag[issued].load(std::memory_order_acquire)) {
+      while (issued < j.count && transpile_job_ready(&j, issued)) {
         const size_t k = issued % TRANSPILE_STAGE_SLOTS;
         transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
                                         transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->up), kernel, what);
@@ -813,7 +845,7 @@ struct transpile_call {
         moved = true;
       }
     } else {
-      while (drained < j.count && j.flag[drained].load(std::memory_order_acquire)) {
+      while (drained < j.count && transpile_job_ready(&j, drained)) {
         ++drained;
       }
       while (issued < j.count && issued < drained + TRANSPILE_STAGE_SLOTS) {  // its slot is drained
