@@ -415,14 +415,23 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
         return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level])
 
     marked = mark(nest, 0)
-    if depth == 1 and any(isinstance(c, ir.For) and c.reduce for c in nest.body):
-        # Row reductions (reduce-gpu's rule (b)): the maps between them run over the row's warp.
+    rows = chain[depth - 1]
+    if any(isinstance(c, ir.For) and c.reduce for c in rows.body):
+        # Row reductions (reduce-gpu's rule (b)), the outer par loops a batch of rows: the maps
+        # between the reductions run over the row's warp.
         from passes.reduce_gpu import row_map
 
-        body = tuple(dataclasses.replace(c, par="lane")
-                     if isinstance(c, ir.For) and not c.reduce and independent(c) and row_map(c, nest.var, True)
-                     else c for c in marked.body)
-        marked = dataclasses.replace(marked, body=body)
+        row_vars = tuple(lp.var for lp in chain[:depth])
+
+        def lanes(loop: ir.For, level: int) -> ir.For:
+            if level < depth - 1:
+                return dataclasses.replace(loop, body=(lanes(loop.body[0], level + 1),))  # type: ignore[arg-type]
+            body = tuple(dataclasses.replace(c, par="lane")
+                         if isinstance(c, ir.For) and not c.reduce and independent(c) and row_map(c, row_vars, True)
+                         else c for c in loop.body)
+            return dataclasses.replace(loop, body=body)
+
+        marked = lanes(marked, 0)
     return marked
 
 

@@ -213,8 +213,10 @@ def _lone(path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool]) -> b
 def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool],
                     ops_of: Callable[[ir.For], tuple[str, ...] | None]) -> dict[int, tuple[str, ...]]:
     """Rule (b) for the parallel loop ``par``: its reduction loops to mark, or {}."""
-    if not is_parallel(par) or not all(isinstance(p, ir.For) and not is_parallel(p) for p in path):
+    batch = row_batch(par, path, is_parallel)
+    if not is_parallel(par) or batch is None:
         return {}
+    row_vars = (*(b.var for b in batch), par.var)
     out: dict[int, tuple[str, ...]] = {}
     for s in par.body:
         if not isinstance(s, ir.For):
@@ -223,35 +225,65 @@ def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callabl
             continue
         ops = ops_of(s)
         if ops is None:
-            if not row_map(s, par.var, is_parallel(s)):
+            if not row_map(s, row_vars, is_parallel(s)):
                 return {}
             continue  # a map over the row, between the reductions (softmax's exp and scaling)
-        if not _uncoalesced_rows(s, par.var):
+        if not _uncoalesced_rows(s, row_vars):
             return {}
         out[id(s)] = ops
     return out
 
 
-def row_map(loop: ir.For, par_var: str, parallel: bool) -> bool:
+BATCH_DEPTH = 2
+"""Parallel loops at most around a row loop (rule (b)'s batches): with the row loop, the grid's x, y, z."""
+
+
+def row_batch(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callable[[ir.For], bool]
+              ) -> tuple[ir.For, ...] | None:
+    """Rule (b)'s batch loops around the row loop ``par`` (``path``: its enclosing statements,
+    outermost first), or None if ``path`` is not a row nest.  A row nest: sequential ``For`` loops
+    (host loops), then at most :data:`BATCH_DEPTH` parallel loops, each one's body exactly the next
+    loop (a perfect nest ending at ``par``).  The batch loops and ``par`` run as one space of rows
+    (``softmax`` over ``j`` for every ``b`` and ``i``)."""
+    if not all(isinstance(p, ir.For) for p in path):
+        return None
+    loops: tuple[ir.For, ...] = path  # type: ignore[assignment]
+    cut = len(loops)
+    while cut > 0 and is_parallel(loops[cut - 1]):
+        cut -= 1
+    batch = loops[cut:]
+    if len(batch) > BATCH_DEPTH or any(is_parallel(p) for p in loops[:cut]):
+        return None
+    inner = (*batch[1:], par)
+    if any(len(b.body) != 1 or b.body[0] is not nxt for b, nxt in zip(batch, inner)):
+        return None
+    names = {b.var for b in batch}
+    if any(isinstance(n, ir.Var) and n.name in names for lp in inner for e in (lp.lo, lp.hi) for n in ir.walk(e)):
+        return None  # a triangle of rows: not one rectangular space
+    return batch
+
+
+def row_map(loop: ir.For, row_vars: tuple[str, ...], parallel: bool) -> bool:
     """Rule (b)'s map loop: ``loop`` carries no dependence (``parallel``), has step +-1 and a loop-free
     body that writes no scalar declared outside it, and reads or writes a matrix along its last
-    dimension with the loop's variable and never with ``par_var`` there (its lanes' accesses are
-    coalesced).  map-gpu runs it over the lanes of the row's warp (``par(lane)``)."""
+    dimension with the loop's variable and never with one of ``row_vars`` (the row loop's and its
+    batch loops' variables) there (its lanes' accesses are coalesced).  map-gpu runs it over the
+    lanes of the row's warp (``par(lane)``)."""
     if not parallel or loop.step not in (1, -1) or any(isinstance(n, ir.For) for st in loop.body for n in ir.walk(st)):
         return False
     if ir.outer_scalars_written(loop):
         return False
-    return _along_rows(ir.walk(loop), loop.var, par_var)
+    return _along_rows(ir.walk(loop), loop.var, row_vars)
 
 
-def _along_rows(nodes: Iterable[ir.Node], var: str, par_var: str) -> bool:
+def _along_rows(nodes: Iterable[ir.Node], var: str, row_vars: tuple[str, ...]) -> bool:
     """Some matrix access among ``nodes`` has ``var`` in its last (contiguous) subscript, and none has
-    ``par_var`` there: consecutive values of ``var`` read consecutive addresses of each row."""
+    one of ``row_vars`` there: consecutive values of ``var`` read consecutive addresses of each row."""
     hot = False
     for n in nodes:
         if isinstance(n, ir.Index) and len(n.indices) >= 2:
             last = {v.name for v in ir.walk(n.indices[-1]) if isinstance(v, ir.Var)}
-            if par_var in last:
+            if last & set(row_vars):
                 return False
             hot = hot or var in last
     return hot
@@ -527,14 +559,14 @@ def chain_shape(loop: ir.For) -> Chain | None:
     return Chain(loop, tuple(pres), rows, cols)
 
 
-def _uncoalesced_rows(loop: ir.For, par_var: str) -> bool:
-    """Some matrix read's last subscript uses ``loop``'s variable, none uses ``par_var``."""
+def _uncoalesced_rows(loop: ir.For, row_vars: tuple[str, ...]) -> bool:
+    """Some matrix read's last subscript uses ``loop``'s variable, none uses one of ``row_vars``."""
     terms = []
     for s in loop.body:
         a = accum.accumulation(s)
         assert a is not None, s
         terms.append(a.term)
-    return _along_rows((n for t in terms for n in ir.walk(t)), loop.var, par_var)
+    return _along_rows((n for t in terms for n in ir.walk(t)), loop.var, row_vars)
 
 
 def _mark(body: tuple[ir.Stmt, ...], chosen: dict[int, tuple[str, ...]]) -> tuple[ir.Stmt, ...]:

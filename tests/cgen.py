@@ -469,11 +469,15 @@ def masked(p: Pool) -> str:
 
 def row_program(p: Pool) -> str:
     """Statistics of each row in local scalars, then maps reading them (softmax, layer norm, a row
-    norm, centring), some storing a statistic per row: the row programs of transpile/cuda_reduce.py."""
+    norm, centring), some storing a statistic per row: the row programs of transpile/cuda_reduce.py.
+    A third of them run over a batch of matrices (``for k { for i { ... } }``, 3-D arrays: one space
+    of rows, reduce_gpu.row_batch)."""
     r = p.rng
     di, dj = r.sample(SIZES, 2)
-    x = p.get((di, dj))
-    y = p.get((di, dj), avoid=(x,))
+    batch = r.choice(SIZES) if r.random() < 1 / 3 else None
+    lead = () if batch is None else (batch,)
+    x = p.get((*lead, di, dj))
+    y = p.get((*lead, di, dj), avoid=(x,))
     t = p.ty
     kind = r.choice(["softmax", "layernorm", "rownorm", "center"])
     if kind == "softmax":  # s >= 1 whenever the row is not empty (the maximum's term is exp(0))
@@ -491,10 +495,13 @@ def row_program(p: Pool) -> str:
         body = (f"{t} mu = 0.0;\nfor (j = 0; j < {dj}; j++)\n  mu += {x}[i][j];\nmu = mu / ({dj} + 1);\n"
                 f"for (j = 0; j < {dj}; j++)\n  {y}[i][j] = {y}[i][j] * {_lit(r)} + {x}[i][j] - mu;")
     if r.random() < 0.5:  # a statistic stored per row, on thread 0 of the row
-        out = p.get((di,))
+        out = p.get((*lead, di))
         stat = body.split(" = ", 1)[0].split()[-1]
         body += f"\n{out}[i] = {out}[i] * {_lit(r)} + {stat};"
-    return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(body, "  ") + "\n}"
+    rows = f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(body, "  ") + "\n}"
+    if batch is None:
+        return rows
+    return f"for (k = 0; k < {batch}; k++)\n" + textwrap.indent(rows.replace("[i]", "[k][i]"), "  ")
 
 
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,

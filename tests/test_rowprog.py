@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cuda, frontend, ir, ircheck, pipeline, text
+from transpile import cuda, cuda_reduce, frontend, ir, ircheck, pipeline, text
 from transpile.diagnostics import TranspileError
 from transpile.verify import Options, verify_module
 
@@ -340,3 +340,80 @@ def test_arrays_thread_0_stores_and_all_threads_read_lose_restrict() -> None:
         assert params is not None
         arrays = {p.split()[-1].lstrip("*"): "__restrict__" in p for p in params.group(1).split(", ") if "*" in p}
         assert {a for a, r in arrays.items() if not r} == plain, arrays
+
+
+# Batches of rows (reduce-gpu's row_batch): the par loops around the row loop and the row loop are
+# one space of rows, (h, b, i) from one row number.  A softmax over j for every (h, b, i) with
+# offset bounds; a row sum (a rows launch: no maps, lane 0's statements) per (b, i).
+BATCHED = """kernel bsoft(i32 H, i32 B, i32 n, i32 m, in f64 X[H][B][n][m], inout f64 Y[H][B][n][m]) {
+  for h in 0..H {
+    for b in 1..B {
+      for i in 0..n - 1 {
+        f64 mx = X[h][b][i][0];
+        for j in 1..m {
+          mx = fmax(mx, X[h][b][i][j]);
+        }
+        f64 s = 0.0;
+        for j in 0..m {
+          Y[h][b][i][j] = exp(X[h][b][i][j] - mx);
+          s += Y[h][b][i][j];
+        }
+        for j in 0..m {
+          Y[h][b][i][j] = Y[h][b][i][j] / s;
+        }
+      }
+    }
+  }
+}
+"""
+BATCHED_SUMS = """kernel bsums(i32 B, i32 n, i32 m, in f64 X[B][n][m], inout f64 S[B][n]) {
+  for b in 0..B {
+    for i in 2..n {
+      S[b][i] = 0.0;
+      for j in 0..m {
+        S[b][i] += X[b][i][j] * X[b][i][j];
+      }
+    }
+  }
+}
+"""
+# A batch whose row loop's bounds read the batch variable (a triangle of rows) is not one space.
+TRIANGLE = BATCHED_SUMS.replace("for i in 2..n {", "for i in b..n {")
+
+
+@pytest.mark.parametrize(("src", "shape", "batch"), [(BATCHED, "rowprog", 2), (BATCHED_SUMS, "rows", 1)],
+                         ids=["softmax", "sums"])
+def test_batches_of_rows_are_one_space_of_rows(src: str, shape: str, batch: int) -> None:
+    _, low = _lower(src)
+    assert [li.shape for li in cuda.launches(low)] == [shape]
+    (launch,) = [n for n in ir.walk(low) if isinstance(n, ir.Launch)]
+    outer, row = cuda_reduce.row_space(launch)
+    assert len(outer) == batch and row.par == "x" and [lp.par for lp in outer] == ["z", "y"][2 - batch:]
+    code = cuda.emit(low, source="k.ir")
+    assert "const long long rows = " in code  # the host's count of rows: the product of the trip counts
+
+
+def test_a_triangle_of_rows_is_not_batched() -> None:
+    _, low = _lower(TRIANGLE)
+    assert not any(isinstance(n, ir.For) and n.reduce for n in ir.walk(low))
+    assert [li.shape for li in cuda.launches(low)] == ["plain"]
+
+
+@needs_gxx
+@pytest.mark.parametrize("src", [BATCHED, BATCHED_SUMS], ids=["softmax", "sums"])
+def test_batches_of_rows_match_the_interpreter(tmp_path: Path, src: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    module, low = _lower(src)
+    lib = sim_library(cuda.emit(low, source="k.ir"), tmp_path)
+    k = module.kernels[0]
+    rng = np.random.default_rng(7)
+    for form, (h, b, n, m) in itertools.product(("0", "1000000"), ((1, 1, 1, 1), (2, 3, 5, 33), (3, 2, 1, 7),
+                                                                  (1, 4, 9, 40), (2, 0, 3, 3), (0, 2, 3, 3))):
+        monkeypatch.setenv("TRANSPILE_ROWPROG_BLOCK_ROWS", form)
+        sizes = {"H": h, "B": b, "n": n, "m": m}
+        args: dict[str, object] = {p.name: np.int32(sizes[p.name]) for p in k.params if p.name in sizes}
+        for p in k.params:
+            if isinstance(p.ty, ir.ArrayType):
+                dims = tuple(int(sizes[d.name]) for d in p.ty.dims)  # type: ignore[union-attr]
+                args[p.name] = rng.uniform(-1, 1, dims)
+        assert_sim_matches_interpreter(lib, module, args, [p.name for p in k.params],
+                                       f"H={h}, B={b}, n={n}, m={m}, form {form}")

@@ -112,11 +112,12 @@ def shape(launch: ir.Launch) -> str | None:
         if sweep_shape(f) is not None:
             return "sweep"  # transpile.cuda_sweep
         return "chain" if chain_shape(f) is not None else "block"  # chain: transpile.cuda_chain
+    batch, f = row_space(launch)
     if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
         return None
     from passes.reduce_gpu import column_shape
     if column_shape(f) is not None:
-        return "cols"  # transpile.cuda_cols
+        return None if batch else "cols"  # transpile.cuda_cols
     # rows: lane 0 owns the scalars the body writes, so no reduction may read one, and there are no
     # par(lane) loops; else rowprog, which keeps every scalar the same in all lanes (lane 0's
     # statements' scalars broadcast: of the types __shfl_sync moves).
@@ -134,6 +135,20 @@ def shape(launch: ir.Launch) -> str | None:
     if any(ty not in SHUFFLED for c in lane0 for _n, ty in ir.outer_scalars_written(c).items()):
         return None  # a plain launch: one thread a row
     return "rowprog"
+
+
+def row_space(launch: ir.Launch) -> tuple[tuple[ir.For, ...], ir.For]:
+    """(batch loops, row loop) of a launch whose body is one ``For``: the ``par(z)``/``par(y)`` loops
+    of a perfect nest around its ``par(x)`` loop (reduce-gpu's :func:`passes.reduce_gpu.row_batch`),
+    and that loop; no batch loops and the ``For`` itself otherwise.  A ``rows``/``rowprog`` launch
+    runs the batch loops and the row loop as one space of rows, ``(b, i)`` from one row number."""
+    f = launch.body[0]
+    assert isinstance(f, ir.For), f
+    batch: list[ir.For] = []
+    while f.par in ("z", "y") and len(f.body) == 1 and isinstance(f.body[0], ir.For) and ir.grid_par(f.body[0]):
+        batch.append(f)
+        f = f.body[0]
+    return tuple(batch), f
 
 
 def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: list[str], stores: list[str],
@@ -158,18 +173,22 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         printer._reduce(loop)
         printer._on_thread0(lp.body[at + 1:])
     else:
-        (loop,) = lp.body
-        assert isinstance(loop, ir.For), loop
-        printer._rows(loop, program=kind == "rowprog")
+        batch, loop = row_space(lp)
+        printer._rows(loop, program=kind == "rowprog", batch=batch)
     body = printer.lines
     if stores:  # only thread 0 holds the final value of a device scalar
         body = body + [f"  if ({printer.mark('index', THREAD_IDX + '.x')} == 0) {{", *("  " + s for s in stores), "  }"]
     config = dict(config)
     if kind in ("rows", "rowprog"):
         trips: list[dict[str, str]] = config["trips"]  # type: ignore[assignment]
-        assert len(trips) == 1, f"rows launch with {len(trips)} par loops"
+        assert len(trips) == len(batch) + 1, f"rows launch with {len(trips)} par loops"
         rows = trips[0]["name"]
-        config["shared_arrays"] = sorted(thread0_shared(lp.body[0]))  # type: ignore[arg-type]
+        if batch:  # the rows of every batch: one space of rows
+            assert host_namer is not None
+            rows = host_namer.fresh("rows")
+            trips = [*trips, {"name": rows, "expr": " * ".join(t["name"] for t in trips)}]
+            config["trips"] = trips
+        config["shared_arrays"] = sorted(thread0_shared(loop))
         if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
             assert host_namer is not None
             env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
@@ -408,6 +427,7 @@ class _ReducePrinter(StmtPrinter):
         self.group_param = ""  # a rowprog kernel's parameter: threads a row (32 or ``threads``)
         self._group = WARP  # threads running the row being printed
         self._row_warp = ("", "")  # (lane in the warp, warp in the block) of a block-a-row form
+        self._batch: tuple[tuple[ir.For, str], ...] = ()  # a batch of rows: (loop, trip count local), outermost first
 
     def _tid(self) -> ir.Var:
         if not self.tid:
@@ -429,22 +449,29 @@ class _ReducePrinter(StmtPrinter):
             self.block(stmts)
             self.line("}")
 
-    def _rows(self, s: ir.For, program: bool = False) -> None:
+    def _rows(self, s: ir.For, program: bool = False, batch: tuple[ir.For, ...] = ()) -> None:
         """The par loop of a ``rows`` launch: one warp per iteration, non-reductions on lane 0; with
-        ``program`` (a ``rowprog`` launch), :meth:`_row_program`'s forms of its statements."""
+        ``program`` (a ``rowprog`` launch), :meth:`_row_program`'s forms of its statements.  ``batch``:
+        the par loops around ``s`` (:func:`row_space`), whose iterations and ``s``'s are numbered as
+        one space of rows (``s`` fastest)."""
         lane = ir.Var(self.namer.fresh("lane"), ir.I32)
         warp = self.namer.fresh("warp")
         self.shared.append("  " + self.mark("index", f"const int {lane.name} = (int){THREAD_IDX}.x % {WARP};"))
         self.shared.append("  " + self.mark("index", f"const int {warp} = (int){THREAD_IDX}.x / {WARP};"))
         warps = self.threads // WARP
-        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
-        hi = self.bound(s.hi, f"{s.var}_hi")
-        start = f"({counter_t}){BLOCK_IDX}.x * {warps} + {warp}"
-        if not (isinstance(s.lo, ir.Const) and s.lo.value == 0):
-            start = f"{self.expr.cast_to(s.lo, counter_t)} + {start}"
+        counter_t = UINDEX_TYPE if s.ty == ir.U64 and not batch else INDEX_TYPE
+        self._batch = ()
+        if batch:
+            self._batch = tuple((lp, self._trip(lp)) for lp in (*batch, s))
+            hi = self.namer.fresh("rows")
+            self.line(self.mark("index", f"const {INDEX_TYPE} {hi} = {' * '.join(n for _lp, n in self._batch)};"))
+        else:
+            hi = self.bound(s.hi, f"{s.var}_hi")
+        lo = "" if batch or isinstance(s.lo, ir.Const) and s.lo.value == 0 else f"{self.expr.cast_to(s.lo, counter_t)} + "
+        start = f"{lo}({counter_t}){BLOCK_IDX}.x * {warps} + {warp}"
         stride = f"({counter_t}){GRID_DIM}.x * {warps}"
         if program:
-            self._row_programs(s, lane.name, warp, start, stride, hi)
+            self._row_programs(s, lane.name, warp, start, stride, hi, lo, counter_t)
             return
         self._row_header(s, counter_t, start, stride, hi)
         group: list[ir.Stmt] = []
@@ -459,9 +486,35 @@ class _ReducePrinter(StmtPrinter):
         self.depth -= 1
         self.line("}")
 
+    def _trip(self, loop: ir.For) -> str:
+        """A local holding ``loop``'s trip count (a step-1 par loop: ``hi - lo``, 0 if negative)."""
+        name = self.namer.fresh(f"{loop.var}_n")
+        hi = self.expr.cast_to(loop.hi, INDEX_TYPE)
+        if isinstance(loop.lo, ir.Const) and loop.lo.value == 0:
+            count = f"{hi} > 0 ? {hi} : 0"
+        else:
+            lo = self.expr.cast_to(loop.lo, INDEX_TYPE)
+            count = f"{hi} > {lo} ? {hi} - {lo} : 0"
+        self.line(self.mark("index", f"const {INDEX_TYPE} {name} = {count};"))
+        return name
+
     def _row_header(self, s: ir.For, counter_t: str, start: str, stride: str, hi: str) -> None:
         """Opens the loop over the rows ``start, start + stride, ...`` below ``hi`` (one level deeper)
-        and declares ``s``'s variable; the caller closes it."""
+        and declares ``s``'s variable (with a batch, every batch loop's variable too, from the row
+        number: ``s``'s the fastest); the caller closes it."""
+        if self._batch:
+            counter = self.namer.fresh("row")
+            self.line(self._strided(counter_t, counter, start, hi, stride))
+            self.depth += 1
+            rest = counter
+            for k, (lp, trips) in enumerate(reversed(self._batch)):
+                at = rest if k == len(self._batch) - 1 else f"{rest} % {trips}"
+                value = at if isinstance(lp.lo, ir.Const) and lp.lo.value == 0 else \
+                    f"{self.expr.cast_to(lp.lo, INDEX_TYPE)} + {at}"
+                self.line(self.mark("index", f"const {ctype(lp.ty)} {self.expr.ident(lp.var)} = "
+                                             f"({ctype(lp.ty)})({value});"))
+                rest = f"{rest} / {trips}" if k == 0 else f"({rest}) / {trips}"
+            return
         v = self.expr.ident(s.var)
         counter = v if s.ty in (ir.I64, ir.U64) else self.namer.fresh(f"{s.var}_w")
         self.line(self._strided(counter_t, counter, start, hi, stride))
@@ -469,13 +522,12 @@ class _ReducePrinter(StmtPrinter):
         if counter != v:
             self.line(self.mark("index", f"const {ctype(s.ty)} {v} = ({ctype(s.ty)}){counter};"))
 
-    def _row_programs(self, s: ir.For, lane: str, warp: str, start: str, stride: str, hi: str) -> None:
+    def _row_programs(self, s: ir.For, lane: str, warp: str, start: str, stride: str, hi: str, lo: str,
+                      counter_t: str) -> None:
         """A ``rowprog`` launch's par loop ``s``, twice: a warp per row (``group == 32``: 8 rows a block)
         and a block per row (``group == 256``, for few rows: see :data:`ROWPROG_ENV`); the host passes
         ``group`` (the kernel parameter ``self.group_param``) and sizes the grid to match.  ``start`` /
-        ``stride``: the warp form's row counter."""
-        counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
-        lo = "" if isinstance(s.lo, ir.Const) and s.lo.value == 0 else f"{self.expr.cast_to(s.lo, counter_t)} + "
+        ``stride``: the warp form's row counter; ``lo``: its offset (``lo + ``, or empty)."""
         group = self.group_param
         self.line(f"if ({group} == {WARP}) {{  // a warp a row")
         self.depth += 1
