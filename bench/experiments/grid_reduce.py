@@ -32,6 +32,25 @@ KERNELS = {
 }
 SIZES = (1 << 20, 1 << 24, 1 << 27)
 SOFTMAX = (Path(__file__).resolve().parents[2] / "examples" / "softmax.c").read_text()
+BATCHED = """#include <math.h>
+void bsoftmax(int B, int n, int m, const float X[B][n][m], float Y[B][n][m])
+{
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < n; i++) {
+      float mx = -INFINITY;
+      for (int j = 0; j < m; j++)
+        mx = fmaxf(mx, X[b][i][j]);
+      float s = 0.0f;
+      for (int j = 0; j < m; j++) {
+        Y[b][i][j] = expf(X[b][i][j] - mx);
+        s += Y[b][i][j];
+      }
+      for (int j = 0; j < m; j++)
+        Y[b][i][j] /= s;
+    }
+}
+"""
+BATCH = 16
 ROWS = ((4096, 4096), (65536, 1024), (1024, 32768), (256, 4096), (32, 131072), (16384, 256))
 
 
@@ -48,6 +67,10 @@ def generate(out: Path) -> None:
         subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / f"softmax{label}.cu"), *extra],
                        check=True)
         print(out / f"softmax{label}.cu")
+    c = out / "bsoftmax.c"  # the same rows as a batch: 16 matrices of n / 16 rows (one space of rows)
+    c.write_text(BATCHED)
+    subprocess.run([sys.executable, "-m", "transpile.cli", str(c), "-o", str(out / "bsoftmax.cu")], check=True)
+    print(out / "bsoftmax.cu")
     code = (out / "softmax.cu").read_text()
     unrolled = re.sub(r"^( *)(for \(long long j_[lt])", r"\1#pragma unroll 4\n\1\2", code, flags=re.M)
     assert unrolled != code
@@ -85,6 +108,12 @@ def run_softmax(out: Path) -> None:
                            check=True)
             libs[suffix] = ctypes.CDLL(str(so)).softmax_device
         calls[label] = (libs[suffix], env)
+    batched = None
+    if (out / "bsoftmax.cu").exists():
+        so = out / "libbsoftmax.so"
+        subprocess.run(["nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-o", str(so),
+                        str(out / "bsoftmax.cu")], check=True)
+        batched = ctypes.CDLL(str(so)).bsoftmax_device
     try:
         import torch
     except ImportError:
@@ -107,6 +136,17 @@ def run_softmax(out: Path) -> None:
             ms = _median_ms(lambda: fn(*args))  # type: ignore[operator]  # noqa: B023
             ok = bool(cp.allclose(y, want, rtol=1e-4, atol=1e-7))
             print(f"| {n} x {m} | {label} | {ms:.4g} | {2 * x.nbytes / ms / 1e6:.0f} | {ok} |")
+        if batched is not None and n % BATCH == 0:
+            os.environ.pop("TRANSPILE_ROWPROG_BLOCK_ROWS", None)
+            y = cp.empty_like(x)
+            batched.restype = ctypes.c_int  # type: ignore[attr-defined]
+            stream = ctypes.c_void_p(cp.cuda.get_current_stream().ptr)
+            bargs = (ctypes.c_int(BATCH), ctypes.c_int(n // BATCH), ctypes.c_int(m), ctypes.c_void_p(x.data.ptr),
+                     ctypes.c_void_p(y.data.ptr), stream)
+            ms = _median_ms(lambda: batched(*bargs))  # type: ignore[operator]  # noqa: B023
+            ok = bool(cp.allclose(y, want, rtol=1e-4, atol=1e-7))
+            print(f"| {n} x {m} | batched: {BATCH} x {n // BATCH} rows, as emitted | {ms:.4g} | "
+                  f"{2 * x.nbytes / ms / 1e6:.0f} | {ok} |")
         if torch is not None:
             tx = torch.from_dlpack(x)
             box: list[object] = []
