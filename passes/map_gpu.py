@@ -35,7 +35,12 @@ carried by it, it has unit step, and its bounds are computable on the host
 (rectangular, host scalars and enclosing host-loop variables only).  Scalars
 declared inside the loop body are private to an iteration; any other scalar
 written in the loop is a carried dependence.  A loop carrying a dependence
-with no parallel nest inside stays one single-thread launch.
+with no parallel nest inside stays one single-thread launch.  *Scatter
+updates* (2026-12-06): a loop whose only carried dependences are updates
+``A[f] += e`` of arrays accessed no other way in it (a histogram) is mapped
+too, marked ``atomic(A, ...)``, and the emitter makes those updates atomic
+(:mod:`passes.atomics`: the rule and why it is sound; float arrays only with
+``reassociate``; none with ``atomics=False``, the naive baseline).
 
 Before::
 
@@ -83,8 +88,10 @@ from transpile.diagnostics import TranspileError
 _DIMS = ("x", "y", "z")
 
 
-def run(kernel: ir.Kernel) -> ir.Kernel:
-    """Group ``kernel``'s top-level statements into host code, host loops and ``Launch`` regions."""
+def run(kernel: ir.Kernel, *, atomics: bool = True, reassociate: bool = True) -> ir.Kernel:
+    """Group ``kernel``'s top-level statements into host code, host loops and ``Launch`` regions.
+    ``atomics``: loops whose only carried dependences are scatter updates are parallel, their
+    updates atomic (float ones only with ``reassociate``)."""
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     # NOTE: loop ids are keyed by node identity, so they must be computed on
@@ -93,7 +100,18 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     graph = deps.analyze_or_none(kernel)
     # Without an answer from isl, every loop is assumed to carry a dependence.
     parallel = frozenset(ids.values()) - deps.carried_loops(graph) if graph is not None else frozenset()
-    planner = _Planner(kernel, lambda lp: ids[id(lp)] in parallel)
+    scatter: dict[str, tuple[str, ...]] = {}
+    if atomics and graph is not None:
+        from passes import atomics as atomics_mod
+
+        for lp in (n for n in ir.walk(kernel) if isinstance(n, ir.For) and not n.reduce):
+            lid = ids[id(lp)]
+            if lid not in parallel:
+                arrays = atomics_mod.scatter_arrays(lp, reassociate=reassociate)
+                if arrays and atomics_mod.carried_only_on(graph, lid, arrays):
+                    scatter[lid] = arrays
+    planner = _Planner(kernel, lambda lp: ids[id(lp)] in parallel or ids[id(lp)] in scatter,
+                       lambda lp: scatter.get(ids[id(lp)], ()))
     items = planner.plan()
     if not any(it.kind != "host" for it in items):
         return kernel
@@ -203,9 +221,11 @@ class _Planner:
     body would have to be shared between items.
     """
 
-    def __init__(self, kernel: ir.Kernel, independent: Callable[[ir.For], bool]) -> None:
+    def __init__(self, kernel: ir.Kernel, independent: Callable[[ir.For], bool],
+                 atomic: Callable[[ir.For], tuple[str, ...]] = lambda lp: ()) -> None:
         self.kernel = kernel
         self.independent = independent
+        self.atomic = atomic  # the arrays a loop independent only with atomic updates updates
         self.top = _top_scalars(kernel)
         self.device_scalars: set[str] = set()
         self.rejected: set[int] = set()
@@ -241,7 +261,7 @@ class _Planner:
                     host = visible - self.device_scalars
                 continue
             if isinstance(stmt, ir.For):
-                nest = _mark_parallel(stmt, host, self.independent)
+                nest = _mark_parallel(stmt, host, self.independent, self.atomic)
                 if nest is not None:
                     items.append(_Item("launch", [nest], par=True))
                     continue
@@ -387,23 +407,33 @@ def _names(node: ir.Node) -> set[str]:
     return out | {n.var for n in ir.walk(node) if isinstance(n, ir.For)}
 
 
-def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
-                   independent: Callable[[ir.For], bool]) -> ir.For | None:
-    """``nest`` with its outermost provably parallel perfectly nested loops marked ``par``.
+def _mark_parallel(nest: ir.For, host_scalars: frozenset[str], independent: Callable[[ir.For], bool],
+                   atomic: Callable[[ir.For], tuple[str, ...]] = lambda lp: ()) -> ir.For | None:
+    """``nest`` with its outermost provably parallel perfectly nested loops marked ``par`` (and
+    ``atomic(...)``, those parallel only with atomic updates: ``atomic``).
+
+    A loop parallel only with atomic updates joins the grid only below loops of that kind: where a
+    loop outside it is parallel on its own, the nest already has parallelism without atomics (symm's
+    triangular update of ``C[k][j]`` over ``i`` stays each thread's loop, a tiled product's
+    reduction, not a grid of contended float atomics).
 
     None if not even the outermost loop can be marked.
     """
     chain = [nest]
     while len(chain) < len(_DIMS) and len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ir.For):
         chain.append(chain[-1].body[0])
+
+    def joins(loop: ir.For, outer: list[ir.For]) -> bool:
+        return not atomic(loop) or all(atomic(lp) for lp in outer)
+
     depth = 0
     for loop in chain:
         # NOTE: a loop reduce-gpu marked is launched as its reduction, even where it carries nothing
         # (a sweep of maps and row accumulations: its warps read the rows coalesced).
-        if loop.reduce or not _parallel(loop, host_scalars, independent):
+        if loop.reduce or not _parallel(loop, host_scalars, independent) or not joins(loop, chain[:depth]):
             break
         depth += 1
-    if 0 < depth < len(chain) and not chain[depth].reduce \
+    if 0 < depth < len(chain) and not chain[depth].reduce and joins(chain[depth], chain[:depth]) \
             and triangular(chain[depth], chain[:depth], host_scalars) \
             and _parallel(chain[depth], host_scalars | {lp.var for lp in chain[:depth]}, independent):
         depth += 1  # a triangular innermost loop joins the grid
@@ -412,7 +442,7 @@ def _mark_parallel(nest: ir.For, host_scalars: frozenset[str],
 
     def mark(loop: ir.For, level: int) -> ir.For:
         body = loop.body if level == depth - 1 else (mark(loop.body[0], level + 1),)  # type: ignore[arg-type]
-        return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level])
+        return dataclasses.replace(loop, body=body, par=_DIMS[depth - 1 - level], atomic=atomic(loop))
 
     marked = mark(nest, 0)
     rows = chain[depth - 1]

@@ -331,6 +331,7 @@ class StmtPrinter(ir.Visitor):
         # The coarsened loop's (y unrolled, or z serial), for the x loop: counter, its type, the
         # variable's declaration prefix, the bound, the count, and whether it is the serial z loop.
         self.pending_rows: tuple[str, str, str, str, int, bool] | None = None
+        self.atomic: set[str] = set()  # arrays whose updates are atomic (the par loops' ``atomic`` marks)
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
         """Render ``stmts`` at the current depth; returns all lines so far."""
@@ -396,6 +397,9 @@ class StmtPrinter(ir.Visitor):
         self.line(f"{ctype(s.ty)} {self.expr.ident(s.name)}{init};")
 
     def visit_Assign(self, s: ir.Assign) -> None:
+        if isinstance(s.target, ir.Index) and s.target.array in self.atomic:
+            self._atomic_update(s)
+            return
         target = self.expr(s.target)
         rhs = _compound_rhs(s)
         if rhs is not None:
@@ -469,9 +473,33 @@ class StmtPrinter(ir.Visitor):
             self.block(s.body)
         self.line("}")
 
+    def _atomic_update(self, s: ir.Assign) -> None:
+        """An update ``A[f] +-= e`` of an array of an ``atomic`` par loop (passes/atomics.py) as a CUDA
+        atomic add.  64-bit integers go through ``unsigned long long`` (CUDA's only 64-bit atomic add;
+        two's complement addition wraps alike); a subtraction adds the negated term (integers: as
+        unsigned, ``0 - e``, which wraps as the subtraction would)."""
+        from passes import atomics
+
+        u = atomics.update(s)
+        assert u is not None, f"not an update of an atomic array: {s!r}"
+        target, _read, op, term = u
+        ty = target.ty
+        value = self.expr(term) if term.ty == ty else self.expr.cast_to(term, ctype(ty))
+        address, fn = f"&{self.expr(target)}", "atomicAdd"
+        if ty in (ir.I64, ir.U64):
+            address, value = f"(unsigned long long *){address}", f"(unsigned long long)({value})"
+            if op == "-":
+                value = f"0ull - {value}"
+        elif op == "-" and ty in (ir.I32, ir.U32):
+            fn = "atomicSub"
+        elif op == "-":
+            value = f"-({value})"
+        self.line(f"{fn}({address}, {value});")
+
     def _grid_stride(self, s: ir.For) -> None:
         """A ``par`` loop: each thread takes every (grid size)-th iteration, in 64 bits."""
         assert s.step == 1, f"par loop with step {s.step}: {s!r}"
+        self.atomic |= set(s.atomic)
         a = s.par
         counter_t = UINDEX_TYPE if s.ty == ir.U64 else INDEX_TYPE
         v = self.expr.ident(s.var)
@@ -953,8 +981,11 @@ class _KernelEmitter:
         shaped = None  # (qualifiers, body, launch config) from a specialised emitter
         # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
         # of every array they index (passes/collapse.py: doitgen's batched product).
+        # A launch with atomic updates (passes/atomics.py) is printed plainly: no tiled, reduction or
+        # promoted form knows them.
+        atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
         planned = collapse.plan(launch, self.tiling, {**self.arrays, **self.allocs}, namer.taken) \
-            if chain and not stores else None
+            if chain and not stores and not atomic else None
         plan, flat = planned if planned is not None else (None, None)
         expr = self.expr
         if flat is not None:
@@ -962,7 +993,7 @@ class _KernelEmitter:
             chain = _par_chain(flat.launch)
             extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
             expr = ExprPrinter(extents, self.rename, marks=True)
-        red = cuda_reduce.shape(launch) if plan is None else None
+        red = cuda_reduce.shape(launch) if plan is None and not atomic else None
         if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
             from transpile import cuda_sweep
 
@@ -995,7 +1026,7 @@ class _KernelEmitter:
         printer.split_rows = not any(loop.par == "z" for loop in chain)
         # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
         # not in the naive mapping (tiling off), the baseline the benchmark compares against.
-        if self.tiling is None or self.tiling.enabled:
+        if (self.tiling is None or self.tiling.enabled) and not atomic:  # a promoted element would not be atomic
             launch = promote.run_launch(launch, namer.fresh)
         body = printer.emit(launch.body)
         threads = math.prod(self._block(len(chain))) if chain else 1

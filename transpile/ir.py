@@ -263,6 +263,10 @@ class For(Node):
     body: tuple[Stmt, ...]
     par: str | None = None
     reduce: tuple[str, ...] = ()
+    # A grid ``par`` loop whose iterations update these arrays only by ``A[f] += e`` / ``A[f] -= e``
+    # (a histogram's scatter): the updates are atomic, the only dependence the loop carries
+    # (passes/map_gpu.py proves it; ircheck proves it again).
+    atomic: tuple[str, ...] = ()
     loc: Loc | None = _loc()
 
 

@@ -118,6 +118,28 @@ def _reduce_proven(k: ir.Kernel) -> None:
                          f"reduction over it{why}")
 
 
+def _atomic_proven(k: ir.Kernel) -> None:
+    """Every dependence an ``atomic(...)`` loop carries is on the arrays it lists (passes/atomics.py)."""
+    marked = [n for n in ir.walk(k) if isinstance(n, ir.For) and n.atomic]
+    if not marked:
+        return
+    import islpy as isl
+
+    from passes import atomics, deps
+
+    ids = deps.loop_ids(k)
+    try:
+        graph = deps.analyze(k)
+    except isl.Error:
+        _fail(marked[0], f"loop '{marked[0].var}' is marked 'atomic' but the dependence analysis failed")
+    for loop in marked:
+        if not atomics.carried_only_on(graph, ids[id(loop)], loop.atomic):
+            names = sorted({d["name"] for _, _, d in graph.edges(data=True)
+                            if d["level"] and d["loop"] == ids[id(loop)]} - set(loop.atomic))
+            _fail(loop, f"loop '{loop.var}' is marked 'atomic({', '.join(loop.atomic)})' but carries a "
+                        f"dependence on {', '.join(repr(n) for n in names)}")
+
+
 def _fail(node: ir.Node | None, msg: str) -> NoReturn:
     raise TranspileError(node.loc if node is not None else None, f"invalid IR: {msg}")
 
@@ -200,6 +222,7 @@ class _Checker:
                 _fail(p, f"array '{name}' is read but has intent 'out'")
         self.block(k.body, scope, in_launch=False, top=True)
         _reduce_proven(k)
+        _atomic_proven(k)
 
     # --- statements
 
@@ -283,6 +306,14 @@ class _Checker:
             _fail(s, "a 'par' loop must be part of the leading loop nest of a 'launch'")
         if s.reduce:
             _reduce_shape(s)
+        if s.atomic:
+            if not ir.grid_par(s) or s.reduce:
+                _fail(s, "'atomic(...)' marks a grid 'par(x|y|z)' loop")
+            from passes import atomics
+
+            why = atomics.problem(s, s.atomic)
+            if why is not None:
+                _fail(why[0], f"loop '{s.var}' is marked 'atomic': {why[1]}")
         # Bounds are evaluated once, so nothing they read may change in the body.
         written = _written(s.body)
         for bound in (s.lo, s.hi):

@@ -48,7 +48,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     ircheck.check(module)  # front ends must hand over valid IR
     step.dump("input", module)
     if naive:  # NOTE: the baseline: no pass but map-gpu may run here
-        return step("map-gpu", module, map_gpu.run)
+        return step("map-gpu", module, lambda k: map_gpu.run(k, atomics=False))  # one thread an iteration
     # NOTE: distribute before interchange: splitting a loop body exposes the
     # perfect nests that interchange (and map-gpu's par marking) need.
     # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
@@ -101,7 +101,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     module = step("reduce-gpu", module, lambda k: reduce_gpu.run(k, reassociate=reassociate))
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
-    module = step("map-gpu", module, map_gpu.run)
+    module = step("map-gpu", module, lambda k: map_gpu.run(k, reassociate=reassociate))
     return module
 
 

@@ -386,7 +386,7 @@ class _Lowerer:
         return ir.assign(target, value, op, loc=self.loc(tree))
 
     def stmt_for(self, tree: Tree) -> ir.Stmt:
-        var, ty_tree, lo_tree, hi_tree, step_tree, red_tree, par, body = tree.children
+        var, ty_tree, lo_tree, hi_tree, step_tree, red_tree, par, atomic_tree, body = tree.children
         ty = self.type(ty_tree) if ty_tree is not None else ir.I32
         if not ty.is_int:
             raise self.error(ty_tree, f"loop variable '{var}' must have an integer type, not {ty}")
@@ -413,6 +413,15 @@ class _Lowerer:
                 raise self.error(par, f"par dimension must be x, y, z or lane, not '{par}'")
             if not self.in_launch:
                 raise self.error(par, "'par' loops are only allowed inside 'launch'")
+        atomic: tuple[str, ...] = ()
+        if atomic_tree is not None:
+            if par is None or str(par) == "lane":
+                raise self.error(atomic_tree, "'atomic(...)' marks a grid 'par(x|y|z)' loop")
+            atomic = tuple(str(t) for t in atomic_tree.children)
+            for t in atomic_tree.children:
+                sym = self.lookup(str(t))
+                if sym is None or sym.kind != "array":
+                    raise self.error(t, f"'atomic' lists '{t}', which is not an array")
         self.scopes.append({})
         try:
             self.bind(str(var), _Sym("loop", ty, self.loc(var)), self.loc(var))
@@ -420,7 +429,7 @@ class _Lowerer:
         finally:
             self.scopes.pop()
         return ir.For(str(var), ty, lo, hi, step, stmts, str(par) if par is not None else None,
-                      reduce, loc=self.loc(tree))
+                      reduce, atomic, loc=self.loc(tree))
 
     def stmt_if(self, tree: Tree) -> ir.Stmt:
         cond_tree, then_tree, else_tree = tree.children
@@ -790,7 +799,8 @@ def show_stmt(s: ir.Stmt, indent: int = 0) -> str:
         step = f" step {s.step}" if s.step != 1 else ""
         par = f" par({s.par})" if s.par is not None else ""
         red = f" reduce({', '.join(s.reduce)})" if s.reduce else ""
-        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{red}{par}"
+        atomic = f" atomic({', '.join(s.atomic)})" if s.atomic else ""
+        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{red}{par}{atomic}"
         return f"{pad}{head} {_show_block(s.body, indent)}"
     if isinstance(s, ir.If):
         return pad + _show_if(s, indent)
