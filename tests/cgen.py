@@ -504,9 +504,34 @@ def row_program(p: Pool) -> str:
     return f"for (k = 0; k < {batch}; k++)\n" + textwrap.indent(rows.replace("[i]", "[k][i]"), "  ")
 
 
+def scatter(p: Pool) -> str:
+    """A histogram: counts or weighted bins indexed by an integer array's values (passes/atomics.py),
+    over one or two loops."""
+    r = p.rng
+    di, dj, nb = r.choice(SIZES), r.choice(SIZES), r.choice(SIZES)
+    two = r.random() < 0.5
+    idx = f"I{len(p.ints)}"
+    p.ints[idx] = (di, dj) if two else (di,)
+    p.params.update((di, dj, nb) if two else (di, nb))
+    at = f"{idx}[i][j]" if two else f"{idx}[i]"
+    if r.random() < 0.5:
+        bins = f"I{len(p.ints)}"
+        p.ints[bins] = (nb,)
+        update = f"{bins}[b] += {r.choice(['1', '2', '-1'])};"
+    else:
+        bins = p.get((nb,))
+        w = p.get((di, dj) if two else (di,))
+        update = f"{bins}[b] {r.choice(['+=', '-='])} {w}{at[len(idx):]} * {_lit(r)};"
+    body = f"int b = ({at} % {nb} + {nb}) % {nb};\n{update}"
+    if two:
+        return (f"for (i = 0; i < {di}; i++)\n  for (j = 0; j < {dj}; j++) {{\n"
+                + textwrap.indent(body, "    ") + "\n  }")
+    return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(body, "  ") + "\n}"
+
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
-          solve, factor, cube, table, masked, row_program)
+          solve, factor, cube, table, masked, row_program, scatter)
 
 
 def _indent(text: str) -> str:
