@@ -45,6 +45,17 @@ void counts(int n, int nb, int data[n], int h[nb])
     h[(data[i] % nb + nb) % nb]++;
 }
 """
+# A row's sum into its bin: the inner loop is a reduction into one element (a local, then one atomic).
+ROW_BINS = """
+void rowbin(int n, int m, int nb, int B[n], double X[n][m], double H[nb], double Y[n])
+{
+  for (int i = 0; i < n; i++) {
+    Y[i] = X[i][0];
+    for (int j = 0; j < m; j++)
+      H[(B[i] % nb + nb) % nb] -= X[i][j];
+  }
+}
+"""
 # The loop also reads the bins: its iterations do not commute.
 READ_BACK = """
 void readback(int n, int nb, int data[n], int h[nb], int seen[n])
@@ -77,6 +88,14 @@ def test_histogram_loops_run_on_the_grid_with_atomic_updates(tmp_path: Path) -> 
     assert "atomicSub(&U[b], 2u);" in code
     shown = text.show(low)
     assert "par(x) atomic(C, H, U)" in shown and text.parse(shown) == low
+
+
+def test_a_reduction_into_a_bin_updates_it_once(tmp_path: Path) -> None:
+    low = pipeline.lower(_load(tmp_path, ROW_BINS))
+    assert _marks(low) == [("i", "x", ("H",))]
+    code = cuda.emit(low, source="k.c")
+    assert "H_part += X[(long long)i * m + j];" in code
+    assert code.count("atomicAdd(&H[(B[i] % nb + nb) % nb], -(H_part));") == 1
 
 
 def test_what_atomics_do_not_cover_stays_sequential(tmp_path: Path) -> None:
@@ -117,7 +136,7 @@ def test_atomic_marks_are_proven_again() -> None:
 
 
 @needs_gxx
-@pytest.mark.parametrize("src", [WEIGHTED, COUNTS], ids=["weighted", "counts"])
+@pytest.mark.parametrize("src", [WEIGHTED, COUNTS, ROW_BINS], ids=["weighted", "counts", "row-bins"])
 def test_atomic_kernels_match_the_interpreter(tmp_path: Path, src: str) -> None:
     module = _load(tmp_path, src)
     low = pipeline.lower(module)

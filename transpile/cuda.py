@@ -435,8 +435,33 @@ class StmtPrinter(ir.Visitor):
     def visit_For(self, s: ir.For) -> None:
         if s.par is not None:
             self._grid_stride(s)
+        elif s.reduce and self.atomic and all(
+                isinstance(c, ir.Assign) and isinstance(c.target, ir.Index) and c.target.array in self.atomic
+                for c in s.body):
+            self._atomic_reduction(s)
         else:
             self._sequential(s)
+
+    def _atomic_reduction(self, s: ir.For) -> None:
+        """A ``reduce`` loop of updates of atomic arrays (``for j reduce(+) { H[B[i]] += X[i][j] }`` in an
+        ``atomic(H)`` loop): each target is the same element all along the loop (the mark's proof), so
+        the thread sums the terms in a local (the reassociation the mark allows) and updates the element
+        once, atomically, instead of once a term."""
+        from passes import atomics
+
+        parts: list[tuple[ir.Var, ir.Assign]] = []
+        body: list[ir.Stmt] = []
+        for c in s.body:
+            u = atomics.update(c)
+            assert u is not None and isinstance(c, ir.Assign), f"not an update in an atomic reduction: {c!r}"
+            target, read, op, term = u
+            part = ir.Var(self.namer.fresh(f"{target.array}_part"), target.ty)
+            self.line(f"{ctype(part.ty)} {part.name} = {self.expr(ir.Const(0, part.ty))};")
+            body.append(ir.Assign(part, ir.Binary("+", part, term, part.ty)))
+            parts.append((part, ir.Assign(target, ir.Binary(op, read, part, target.ty))))
+        self._sequential(dataclasses.replace(s, body=tuple(body), reduce=()))
+        for _part, final in parts:
+            self._atomic_update(final)
 
     def _sequential(self, s: ir.For) -> None:
         """A sequential loop (every thread, or the host, runs all its iterations)."""
