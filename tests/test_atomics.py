@@ -169,8 +169,34 @@ def test_the_verifier_passes_them_and_finds_a_plain_update(tmp_path: Path) -> No
     opts = Options(seed=5, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
     (report,) = verify_module(module, code, source=spec, lowered=low, options=opts)
     assert report.ok and report.stage("c").status == "pass", report.summary()
-    # The same kernel with a plain read-modify-write: blocks race on the bins.
+    # The bins fit in shared memory at the verifier's sizes: both forms ran (run G: global bins).
+    assert "atomicAdd(&hist_bins[b], 1);" in code and "atomicAdd(&hist[b], 1);" in code
+    # The global form with a plain read-modify-write: blocks race on the bins (found by run G).
     plain = code.replace("atomicAdd(&hist[b], 1);", "hist[b] += 1;")
     assert plain != code
     (report,) = verify_module(module, plain, source=spec, lowered=low, options=opts)
     assert not report.ok and "race" in report.summary()
+    # The shared form without the barrier after zeroing the bins: some thread updates a bin another
+    # thread zeroes afterwards.
+    unsynced = code.replace("= (int)0;\n    }\n    __syncthreads();", "= (int)0;\n    }\n", 1)
+    assert unsynced != code
+    (report,) = verify_module(module, unsynced, source=spec, lowered=low, options=opts)
+    assert not report.ok
+    # NOTE: a plain update of the shared bins is not found: the simulator's threads switch only at
+    # barriers, shuffles and atomics, so a read-modify-write is never interleaved (docs/parallelism.md).
+
+
+@needs_gxx
+def test_shared_and_global_bins_match_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = _load(tmp_path, COUNTS)
+    low = pipeline.lower(module)
+    code = cuda.emit(low, source="k.c")
+    assert "extern __shared__ __align__(16) unsigned char h_bins_raw[];" in code
+    lib = sim_library(code, tmp_path)
+    rng = np.random.default_rng(2)
+    for limit in ("0", "64", "1000000"):  # global bins; shared up to 16 int bins; shared
+        monkeypatch.setenv("TRANSPILE_PRIVATE_BINS_BYTES", limit)
+        for n, nb in ((1, 1), (500, 7), (300, 16), (300, 17), (2000, 300)):
+            args = {"n": np.int32(n), "nb": np.int32(nb), "data": rng.integers(-99, 99, n).astype(np.int32),
+                    "h": rng.integers(-5, 5, nb).astype(np.int32)}
+            assert_sim_matches_interpreter(lib, module, args, ["n", "nb", "data", "h"], f"n={n}, nb={nb}, limit {limit}")

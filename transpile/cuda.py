@@ -332,6 +332,7 @@ class StmtPrinter(ir.Visitor):
         # variable's declaration prefix, the bound, the count, and whether it is the serial z loop.
         self.pending_rows: tuple[str, str, str, str, int, bool] | None = None
         self.atomic: set[str] = set()  # arrays whose updates are atomic (the par loops' ``atomic`` marks)
+        self.private: dict[str, str] = {}  # atomic array -> the block's shared copy it updates instead
 
     def emit(self, stmts: Iterable[ir.Stmt]) -> list[str]:
         """Render ``stmts`` at the current depth; returns all lines so far."""
@@ -500,26 +501,19 @@ class StmtPrinter(ir.Visitor):
 
     def _atomic_update(self, s: ir.Assign) -> None:
         """An update ``A[f] +-= e`` of an array of an ``atomic`` par loop (passes/atomics.py) as a CUDA
-        atomic add.  64-bit integers go through ``unsigned long long`` (CUDA's only 64-bit atomic add;
-        two's complement addition wraps alike); a subtraction adds the negated term (integers: as
-        unsigned, ``0 - e``, which wraps as the subtraction would)."""
+        atomic (:func:`transpile.cuda_atomics.add_text`), into the block's shared copy of the array
+        where the launch keeps one (``private``)."""
         from passes import atomics
+        from transpile.cuda_atomics import add_text
 
         u = atomics.update(s)
         assert u is not None, f"not an update of an atomic array: {s!r}"
         target, _read, op, term = u
         ty = target.ty
         value = self.expr(term) if term.ty == ty else self.expr.cast_to(term, ctype(ty))
-        address, fn = f"&{self.expr(target)}", "atomicAdd"
-        if ty in (ir.I64, ir.U64):
-            address, value = f"(unsigned long long *){address}", f"(unsigned long long)({value})"
-            if op == "-":
-                value = f"0ull - {value}"
-        elif op == "-" and ty in (ir.I32, ir.U32):
-            fn = "atomicSub"
-        elif op == "-":
-            value = f"-({value})"
-        self.line(f"{fn}({address}, {value});")
+        shared = self.private.get(target.array)
+        address = f"&{self.expr(target)}" if shared is None else f"&{shared}[{self.expr(target.indices[0])}]"
+        self.line(add_text(address, value, ty, op))
 
     def _grid_stride(self, s: ir.For) -> None:
         """A ``par`` loop: each thread takes every (grid size)-th iteration, in 64 bits."""
@@ -1055,10 +1049,52 @@ class _KernelEmitter:
             launch = promote.run_launch(launch, namer.fresh)
         body = printer.emit(launch.body)
         threads = math.prod(self._block(len(chain))) if chain else 1
+        config = self._config(chain)
+        private = self._private_bins(launch, chain, namer, params, args, config) if atomic else None
+        if private is not None:  # the same loop again, its updates into the block's shared bins
+            from transpile import cuda_atomics
+
+            shared_printer = StmtPrinter(self.expr, namer)
+            shared_printer.private = {private[0]: private[1]}
+            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, *private[2:], self.expr.mark)
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
                                      "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
         return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
-                        **self._config(chain)}
+                        **config}
+
+    def _private_bins(self, launch: ir.Launch, chain: list[ir.For], namer: Namer, params: list[str],
+                      args: list[str], config: dict[str, object]) -> tuple[str, ...] | None:
+        """For a launch whose one atomic array may live in shared memory (:mod:`transpile.cuda_atomics`):
+        adds the host's choice (a kernel parameter, the dynamic shared memory, a grid of at most
+        PRIVATE_BLOCKS_PER_SM blocks an SM when taken) to ``params``/``args``/``config`` and returns
+        (array, shared copy, flag parameter, array, shared copy, extent text, element type) for
+        :func:`transpile.cuda_atomics.private_kernel`; None where the launch has no such array."""
+        from transpile import cuda_atomics
+
+        arrays = {**self.arrays, **self.allocs}
+        fixed = {p.name for p in self.k.params if not isinstance(p.ty, ir.ArrayType)} - _assigned(self.k)
+        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, fixed)
+        if name is None:
+            return None
+        ty = arrays[name].elem
+        (extent,) = arrays[name].dims
+        flag, shared, count_param = namer.fresh("private_bins"), namer.fresh(f"{name}_bins"), namer.fresh(f"{name}_count")
+        host_flag, env = self.host_namer.fresh(f"{name}_private"), self.host_namer.fresh("bins_env")
+        count = self.expr(extent)
+        bytes_ = f"(long long)({count}) * (long long)sizeof({ctype(ty)})"
+        trips = list(config["trips"])  # type: ignore[call-overload]
+        trips.append({"name": host_flag, "expr": (
+            f'[&] {{ const char *{env} = getenv("{cuda_atomics.PRIVATE_ENV}"); const long long b = {bytes_}; '
+            f"return b > 0 && b <= ({env} != NULL ? atoll({env}) : {cuda_atomics.PRIVATE_BYTES}LL) ? 1LL : 0LL; }}()")})
+        config["trips"] = trips
+        grid = list(config["grid"])  # type: ignore[call-overload]
+        cap = f"{cuda_atomics.PRIVATE_BLOCKS_PER_SM}u * (unsigned int)transpile_sm_count()"
+        grid[0] = f"({host_flag} && {grid[0]} > {cap} ? {cap} : {grid[0]})"
+        config["grid"] = grid
+        config["smem"] = f"(size_t)({host_flag} ? {bytes_} : 0)"
+        params += [f"int {flag}", f"{INDEX_TYPE} {count_param}"]
+        args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
+        return name, shared, flag, name, shared, count_param, ty
 
     def _rows(self, chain: list[ir.For]) -> int:
         """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
+from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
 from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
 from transpile.verify.checks import HostBuffers, compare, same_bits
@@ -275,6 +276,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
         if label == "W":
             return "launch-by-launch", (f"{where}correct with a block a row, wrong with a warp a row ({ROWPROG_ENV}=0, "
                                         f"the form of many rows; schedule seed {schedule_seed}): {msg}")
+        if label == "G":
+            return "launch-by-launch", (f"{where}correct with each block's bins in shared memory, wrong with "
+                                        f"the bins in global memory ({PRIVATE_ENV}=0, the form of many bins; "
+                                        f"schedule seed {schedule_seed}): {msg}")
         if label == "S":
             return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
                                         f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
@@ -322,6 +327,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     one_block = ONE_BLOCK_ENV in text
     fused_steps = STEPS_ENV in text
     row_programs = ROWPROG_ENV in text
+    private_bins = PRIVATE_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -355,6 +361,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("S", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"), (STEPS_ENV, "0"))))
         if row_programs:  # the shapes are small: each row program ran a block a row; now a warp a row
             calls.append(Call("W", prep.x1, sched, env=((ROWPROG_ENV, "0"),)))
+        if private_bins:  # the shapes' bins fit in shared memory: now the global form
+            calls.append(Call("G", prep.x1, sched, env=((PRIVATE_ENV, "0"),)))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
