@@ -1,10 +1,11 @@
 """Time a histogram with atomic bins on a GPU (passes/atomics.py): the transpiled C histogram,
 ``hist[(data[i] % nbins + nbins) % nbins] += 1`` on the whole grid with ``atomicAdd``, against
 ``cupy.bincount`` of the same data (checked equal, exactly) and a device-to-device copy of the
-data's bytes; the ``--naive`` build (one thread, the form before) at the smallest size only.
+data's bytes: as emitted (each block's bins in shared memory where they fit: transpile/cuda_atomics.py),
+with ``TRANSPILE_PRIVATE_BINS_BYTES=0`` (global atomic bins), and the ``--naive`` build (one
+thread, the form before) at the smallest size only.
 CUDA events around ``histogram_device`` on cupy arrays, median of 20 after 3 warm-up calls.  Few
-bins contend: every thread's update of one of 16 bins serialises in the L2; privatised bins in
-shared memory (not built) are the known answer, and this table is what would show it.
+bins contend: with global bins every thread's update of one of 16 bins serialises in the L2.
 
     python bench/experiments/histogram.py --generate DIR      # here: transpile (needs the front end)
     python3 bench/experiments/histogram.py --run DIR          # on the GPU machine: nvcc, cupy
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,9 +65,16 @@ def run(out: Path) -> None:
         print(f"| {n} | - | device copy of the data | {ms:.4g} | {2 * data.nbytes / ms / 1e6:.0f} | - | - |")
         for bins in BINS:
             want = cp.bincount((data % bins + bins) % bins, minlength=bins).astype(cp.int32)
-            for label, fn in fns.items():
+            for label, env, name in (("", None, "as emitted (shared bins up to 32 KiB)"),
+                                     ("", "0", "global atomic bins (TRANSPILE_PRIVATE_BINS_BYTES=0)"),
+                                     (".naive", None, "one thread (--naive)")):
                 if label == ".naive" and n != SIZES[0]:
                     continue
+                if env is None:
+                    os.environ.pop("TRANSPILE_PRIVATE_BINS_BYTES", None)
+                else:
+                    os.environ["TRANSPILE_PRIVATE_BINS_BYTES"] = env
+                fn = fns[label]
                 hist = cp.zeros(bins, dtype=cp.int32)
                 args = (ctypes.c_int(n), ctypes.c_int(bins), ctypes.c_void_p(data.data.ptr),
                         ctypes.c_void_p(hist.data.ptr), stream)
@@ -73,8 +82,8 @@ def run(out: Path) -> None:
                 cp.cuda.get_current_stream().synchronize()
                 ok = rc == 0 and bool((hist == want).all())
                 ms = _median_ms(lambda: fn(*args), *((1, 3) if label else (3, 20)))  # noqa: B023
-                name = "one thread (--naive)" if label else "atomic bins (as emitted)"
                 print(f"| {n} | {bins} | {name} | {ms:.4g} | {data.nbytes / ms / 1e6:.0f} | {n / ms / 1e6:.2f} | {ok} |")
+            os.environ.pop("TRANSPILE_PRIVATE_BINS_BYTES", None)
             ms = _median_ms(lambda: cp.bincount((data % bins + bins) % bins, minlength=bins))  # noqa: B023
             print(f"| {n} | {bins} | cupy.bincount (with the modulo) | {ms:.4g} | {data.nbytes / ms / 1e6:.0f} | "
                   f"{n / ms / 1e6:.2f} | - |")
