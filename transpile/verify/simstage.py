@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
+from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
 from transpile.verify.checks import HostBuffers, compare, same_bits
