@@ -408,7 +408,7 @@ class _Model:
             if red is not None:
                 red_var = red.var
                 coop = {"block": math.prod(block), "rows": WARP,
-                        "rowprog": cuda_reduce.rowprog_group(threads, d.sms),  # the host's choice
+                        "rowprog": cuda_reduce.rowprog_group(threads, d.sms, _row_length(chain, inner_env)),
                         "cols": block[1] if len(block) > 1 else WARP,
                         "grid": math.prod(block) * cuda_reduce.grid_blocks(trips(red, inner_env))}[shape]
                 if shape in ("block", "rows", "rowprog", "grid"):
@@ -789,6 +789,15 @@ def runtime_block(n: float, block: int, sms: int) -> int:
     while block % 64 == 0 and math.ceil(n / block) < sms:
         block //= 2
     return block
+
+
+def _row_length(chain: list[tuple[ir.For, dict[str, float]]], env: dict[str, float]) -> float | None:
+    """The trip count of a row program's first reduction or ``par(lane)`` loop (the row length the
+    host's choice of form reads: cuda_reduce.row_length), or None."""
+    row = next((loop for loop, _ in chain if loop.par == "x"), None)
+    first = None if row is None else next(
+        (c for c in row.body if isinstance(c, ir.For) and (c.reduce or c.par == "lane")), None)
+    return None if first is None else trips(first, env)
 
 
 _COOP_SHAPES = ("block", "rows", "rowprog", "cols", "grid")

@@ -224,7 +224,7 @@ def test_reduction_launches_are_priced_for_all_their_bytes() -> None:
 
 def test_few_long_rows_are_priced_a_block_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
     # 256 rows of a row program: the host runs a block a row, priced as 256 busy blocks; a warp a row
-    # would be 32 blocks of 8 warps, a quarter of the SMs.  Many rows: a warp a row either way.
+    # would be 32 blocks of 8 warps, a quarter of the SMs.  Many short rows: a warp a row either way.
     src = ("kernel rownorm(i32 n, i32 m, in f64 X[n][m], out f64 Y[n][m]) {\n  for i in 0..n {\n    f64 s = 0.0;\n"
            "    for j in 0..m {\n      s += X[i][j] * X[i][j];\n    }\n    for j in 0..m {\n"
            "      Y[i][j] = X[i][j] / sqrt(s);\n    }\n  }\n}\n")
@@ -233,6 +233,7 @@ def test_few_long_rows_are_priced_a_block_a_row(monkeypatch: pytest.MonkeyPatch)
     block, many_default = estimate(module, few), estimate(module, many)
     assert [c.shape for c in block.launches] == ["rowprog"]
     monkeypatch.setattr(cuda_reduce, "ROWPROG_SM_ROWS", 0)  # never a block a row
+    monkeypatch.setattr(cuda_reduce, "ROWPROG_BLOCK_COLS", 1 << 62)
     warp = estimate(module, few)
     assert block.launches[0].dram_bytes == pytest.approx(warp.launches[0].dram_bytes)
     assert block.seconds < 0.5 * warp.seconds, (block.table(), warp.table())

@@ -236,6 +236,18 @@ def test_a_map_and_the_reduction_reading_its_stores_are_one_loop(tmp_path: Path)
     assert "s_part += Y_v;" in warp and "s_part1 += Y_v1;" in block and "_part += Y[" not in softmax
 
 
+def test_long_rows_run_a_block_a_row_where_the_host_can_count_them() -> None:
+    _, low = _lower(LAYERNORM)
+    code = cuda.emit(low, source="k.ir")
+    # The row's first loop runs m times; the environment, when set, decides alone.
+    assert "|| (rowprog_env == NULL && (long long)m - (long long)0 >= 2048LL) ? 256LL : 32LL" in code
+    (launch,) = [n for n in ir.walk(low) if isinstance(n, ir.Launch)]
+    _, row = cuda_reduce.row_space(launch)
+    assert cuda_reduce.row_length(row, frozenset({"n", "m"})) is not None
+    assert cuda_reduce.row_length(row, frozenset({"n"})) is None  # m unknown to the host: counts alone
+    assert cuda_reduce.rowprog_group(1 << 20, 132, 4096) == 256 and cuda_reduce.rowprog_group(1 << 20, 132, 1024) == 32
+
+
 def test_few_rows_run_a_block_a_row_and_many_a_warp_a_row(tmp_path: Path) -> None:
     # The host picks the form from the row count (TRANSPILE_ROWPROG_BLOCK_ROWS, else 16 rows an SM);
     # the simulator's small shapes take the block form, and stage (c)'s run W the warp form, so a

@@ -1027,8 +1027,9 @@ class _KernelEmitter:
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
+            fixed = frozenset(p.name for p in self.k.params if not isinstance(p.ty, ir.ArrayType)) - _assigned(self.k)
             shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
-                                        self.host_namer)
+                                        self.host_namer, fixed)
         if shaped is not None:
             quals, body, config = shaped
             more_params, more_args = config.pop("params", []), config.pop("args", [])

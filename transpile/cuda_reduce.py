@@ -151,13 +151,27 @@ def row_space(launch: ir.Launch) -> tuple[tuple[ir.For, ...], ir.For]:
     return tuple(batch), f
 
 
+def row_length(row: ir.For, host_names: frozenset[str]) -> ir.For | None:
+    """The first loop of a row program's row (a reduction or a ``par(lane)`` map) whose bounds the
+    host can evaluate (constants and ``host_names`` only), or None: its trip count is the row length
+    the host's choice of form reads (:data:`ROWPROG_BLOCK_COLS`)."""
+    for c in row.body:
+        if isinstance(c, ir.For) and (c.reduce or c.par == "lane") and all(
+                isinstance(n, ir.Const) or (isinstance(n, ir.Var) and n.name in host_names)
+                or not isinstance(n, (ir.Var, ir.Index, ir.Call)) for e in (c.lo, c.hi) for n in ir.walk(e)):
+            return c
+    return None
+
+
 def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: list[str], stores: list[str],
-           config: dict[str, object], host_namer: Namer | None = None) -> tuple[str, list[str], dict[str, object]]:
+           config: dict[str, object], host_namer: Namer | None = None,
+           host_names: frozenset[str] = frozenset()) -> tuple[str, list[str], dict[str, object]]:
     """(qualifiers, body lines, host launch config) of reduction launch ``lp`` of shape ``kind``.
 
     ``config``: the host configuration of the launch's par chain (trip counts, guard).  A ``rowprog``
     launch adds a kernel parameter and its argument (``config["params"]``, ``config["args"]``: the
-    threads a row, chosen on the host by :data:`ROWPROG_ENV`; named by ``host_namer``).
+    threads a row, chosen on the host by :data:`ROWPROG_ENV`; named by ``host_namer``), reading the
+    row length where :func:`row_length` finds one (``host_names``: scalars the host may read there).
     """
     if kind == "cols":
         from transpile import cuda_cols
@@ -192,9 +206,14 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
         if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
             assert host_namer is not None
             env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
+            length = row_length(loop, host_names)
+            long_rows = ""
+            if length is not None:  # long rows: a block a row whatever their count (unless forced)
+                lo, hi = expr.cast_to(length.lo, "long long"), expr.cast_to(length.hi, "long long")
+                long_rows = f" || ({env} == NULL && {hi} - {lo} >= {ROWPROG_BLOCK_COLS}LL)"
             config["trips"] = [*trips, {"name": group, "expr": (
                 f'[&] {{ const char *{env} = getenv("{ROWPROG_ENV}"); return {rows} < ({env} != NULL ? atoll({env}) : '
-                f"{ROWPROG_SM_ROWS}LL * transpile_sm_count()) ? {threads}LL : {WARP}LL; }}()")}]
+                f"{ROWPROG_SM_ROWS}LL * transpile_sm_count()){long_rows} ? {threads}LL : {WARP}LL; }}()")}]
             config["grid"] = [f"{GRID_FN}({rows}, (unsigned int)({threads} / {group}), {GRID_CAPS[0]}u)", "1u", "1u"]
             config["params"] = [f"int {printer.group_param}"]
             config["args"] = [f"(int){group}"]
@@ -213,6 +232,12 @@ multiprocessor.  The verifier's stage (c) runs each shape both ways."""
 ROWPROG_SM_ROWS = 16
 """Rows a multiprocessor below which a row program runs a block a row (16: a warp a row then fills at
 most 16 of the 64 warps an SM holds; 2112 rows on an H100's 132 SMs)."""
+ROWPROG_BLOCK_COLS = 2048
+"""Row length (the trip count of the row's first loop, where the host can compute it) from which a
+row program runs a block a row however many rows there are.  Measured (run 64, H100, float softmax,
+bench/results/h100_run64_softmax.md): 4096 x 4096 0.064 ms a block a row against 0.162 a warp a
+row; 65536 x 1024 0.336 against 0.239 and 16384 x 256 0.041 against 0.019 (a warp a row wins on
+short rows); 1024 x 32768, 256 x 4096 and 32 x 131072 a block a row (few rows: the rule above)."""
 
 GRID_CHUNK = 2048
 """Iterations a block of a grid reduction takes at least (8 a thread)."""
@@ -220,10 +245,12 @@ GRID_MAX_BLOCKS = 1024
 """Blocks of a grid reduction at most: the fold adds this many partials, one after another."""
 
 
-def rowprog_group(rows: float, sms: int) -> int:
-    """Threads a row of a ``rowprog`` launch of ``rows`` rows gets on ``sms`` multiprocessors, the
-    environment unset: the rule the host code of :func:`launch` applies (for the cost model)."""
-    return THREADS["rowprog"] if rows < ROWPROG_SM_ROWS * sms else WARP
+def rowprog_group(rows: float, sms: int, length: float | None = None) -> int:
+    """Threads a row of a ``rowprog`` launch of ``rows`` rows of ``length`` elements (None: unknown to
+    the host) gets on ``sms`` multiprocessors, the environment unset: the rule the host code of
+    :func:`launch` applies (for the cost model)."""
+    long_rows = length is not None and length >= ROWPROG_BLOCK_COLS
+    return THREADS["rowprog"] if rows < ROWPROG_SM_ROWS * sms or long_rows else WARP
 
 
 def grid_blocks(n: float) -> int:
