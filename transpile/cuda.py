@@ -1055,20 +1055,22 @@ class _KernelEmitter:
         if private is not None:  # the same loop again, its updates into the block's shared bins
             from transpile import cuda_atomics
 
+            array, shared, flag, count, ty = private
             shared_printer = StmtPrinter(self.expr, namer)
-            shared_printer.private = {private[0]: private[1]}
-            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, *private[2:], self.expr.mark)
+            shared_printer.private = {array: shared}
+            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
+                                               self.expr.mark)
         kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
                                      "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
         return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
                         **config}
 
     def _private_bins(self, launch: ir.Launch, chain: list[ir.For], namer: Namer, params: list[str],
-                      args: list[str], config: dict[str, object]) -> tuple[str, ...] | None:
+                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar] | None:
         """For a launch whose one atomic array may live in shared memory (:mod:`transpile.cuda_atomics`):
         adds the host's choice (a kernel parameter, the dynamic shared memory, a grid of at most
         PRIVATE_BLOCKS_PER_SM blocks an SM when taken) to ``params``/``args``/``config`` and returns
-        (array, shared copy, flag parameter, array, shared copy, extent text, element type) for
+        (array, its shared copy, the flag parameter, the bin-count parameter, element type) for
         :func:`transpile.cuda_atomics.private_kernel`; None where the launch has no such array."""
         from transpile import cuda_atomics
 
@@ -1095,7 +1097,7 @@ class _KernelEmitter:
         config["smem"] = f"(size_t)({host_flag} ? {bytes_} : 0)"
         params += [f"int {flag}", f"{INDEX_TYPE} {count_param}"]
         args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
-        return name, shared, flag, name, shared, count_param, ty
+        return name, shared, flag, count_param, ty
 
     def _rows(self, chain: list[ir.For]) -> int:
         """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""

@@ -15,6 +15,8 @@ global bins).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from transpile import ir
 from transpile.cuda import BLOCK_DIM, THREAD_IDX, ctype
 
@@ -61,24 +63,25 @@ def private_array(launch: ir.Launch, chain: list[ir.For], dims: dict[str, tuple[
 
 
 def private_kernel(body_shared: list[str], body_global: list[str], flag: str, name: str, shared: str,
-                   extent: str, ty: ir.Scalar, mark: object) -> list[str]:
+                   extent: str, ty: ir.Scalar, mark: Callable[[str, str], str]) -> list[str]:
     """The kernel body with both forms: ``flag`` (the host's choice) set, the bins ``shared`` (a
     ``ty *`` into dynamic shared memory) zeroed, ``body_shared`` (updates into them), then each
-    non-zero bin added to ``name``; else ``body_global``.  ``extent``: the bins' count (C text)."""
+    non-zero bin added to ``name``; else ``body_global``.  ``extent``: the bins' count (C text);
+    ``mark``: the printer's region marker, (label, text) -> text."""
     t = ctype(ty)
     k = f"{shared}_k"
-    m = mark  # regions.mark-like: (label, text) -> text
+    m = mark
 
     def loop(line: str) -> list[str]:
         head = m("index", f"long long {k} = {THREAD_IDX}.x") + "; " + m("guard", f"{k} < {extent}") + "; " + \
-            m("index", f"{k} += {BLOCK_DIM}.x")  # type: ignore[operator]
+            m("index", f"{k} += {BLOCK_DIM}.x")
         return [f"    for ({head}) {{", f"      {line}", "    }"]
 
-    barrier = "    " + m("barrier", "__syncthreads();")  # type: ignore[operator]
+    barrier = "    " + m("barrier", "__syncthreads();")
     flush = add_text(f"&{name}[{k}]", f"{shared}_v", ty, "+")
     return [
         f"  if ({flag}) {{  // bins in shared memory, one copy a block",
-        "    " + m("shared", f"extern __shared__ __align__(16) unsigned char {shared}_raw[];"),  # type: ignore[operator]
+        "    " + m("shared", f"extern __shared__ __align__(16) unsigned char {shared}_raw[];"),
         f"    {t} *{shared} = ({t} *){shared}_raw;",
         *loop(f"{shared}[{k}] = ({t})0;"),
         barrier,
