@@ -18,6 +18,13 @@ would push the f64 tolerance past :data:`MAX_TOL` makes the shape
 ill-conditioned (skipped), since no comparison could then tell a rounding
 difference from a wrong result.
 
+A reduction's reassociation moves outputs in a way an input perturbation underestimates where the
+output cancels (layer norm's ``(x - mean) * r * gamma + beta`` near zero: one element in 561 at
+2.2x the tolerance, one quick check in ten refused on a correct kernel).  For shapes small enough
+to interpret (:data:`REASSOC_WORK`), the IR interpreter runs the source kernel with every proven
+reduction marked ``reduce`` in its shuffled mode (random order, random association) and its
+distance from the reference counts as a rounding spread too (:func:`reassociation_spread`).
+
 The second input set comes from ``dist2`` under the same recipe.  Its
 conditioning is measured on its own (amplification and rounding spread, as
 for the first), and its outputs are judged against a tolerance widened for
@@ -47,7 +54,16 @@ from transpile.verify.checks import float_kind, max_rel_error, same_bits, tolera
 from transpile.verify.proc import ChildError
 from transpile.verify.reference import Reference
 from transpile.verify.signature import KernelSig, reduction_depth
-from transpile.verify.synth import DISTRIBUTIONS, RECIPES, Inputs, Shape, make_inputs, seed_for, undefined_at
+from transpile.verify.synth import (
+    DISTRIBUTIONS,
+    RECIPES,
+    Inputs,
+    Shape,
+    estimate_work,
+    make_inputs,
+    seed_for,
+    undefined_at,
+)
 
 ACCEPT_AMPLIFICATION = 1e4
 MAX_AMPLIFICATION = 1e8
@@ -185,14 +201,83 @@ def _widen(sig: KernelSig, depth: float, need: Callable[[str], float], why: Call
     return widen
 
 
+REASSOC_WORK = 6e4
+"""Shapes up to this much work (``synth.estimate_work``) also measure the reassociation spread
+(:func:`reassociation_spread`: the IR interpreter, slow)."""
+
+
+def reassociated(kernel: ir.Kernel) -> ir.Module | None:
+    """``kernel`` with every loop whose body is reductions the exact analysis proves marked ``reduce``
+    (whether or not the compiler parallelises it: any correct GPU kernel may reassociate a reduction),
+    or None if it has none over a float accumulator (or the analysis fails)."""
+    import dataclasses
+
+    from passes import accesses, deps, reductions
+    from transpile import accum
+
+    try:
+        found = reductions.analyze(kernel)
+    except Exception:  # noqa: BLE001 (isl or the analysis failing only means no spread)
+        return None
+    if not found:
+        return None
+    ids = deps.loop_ids(kernel)
+    sids = {id(st.node): st.id for st in accesses.analyze(kernel)}
+    proven = {(rd.loop, rd.stmt): rd.op for rd in found}
+    marked = False
+
+    def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        nonlocal marked
+        out: list[ir.Stmt] = []
+        for st in body:
+            if isinstance(st, ir.For):
+                ops = [proven.get((ids[id(st)], sids.get(id(c), ""))) for c in st.body]
+                accs = [accum.accumulation(c) for c in st.body]
+                if st.body and not st.reduce and st.par is None and all(ops) and all(
+                        a is not None and a.op == op for a, op in zip(accs, ops)):
+                    marked = marked or any(a.target.ty.is_float for a in accs if a is not None)
+                    out.append(dataclasses.replace(st, reduce=tuple(ops)))  # type: ignore[arg-type]
+                else:
+                    out.append(dataclasses.replace(st, body=block(st.body)))
+            elif isinstance(st, ir.If):
+                out.append(dataclasses.replace(st, then=block(st.then), orelse=block(st.orelse)))
+            else:
+                out.append(st)
+        return tuple(out)
+
+    k = dataclasses.replace(kernel, body=block(kernel.body))
+    return ir.Module((), (k,)) if marked else None
+
+
+def reassociation_spread(module: ir.Module | None, sig: KernelSig, x: Inputs, r: dict[str, np.ndarray],
+                         seed: int) -> float:
+    """The max relative distance between ``r`` and the IR interpreter's run of :func:`reassociated`'s
+    ``module`` on ``x`` with its reductions in a random order and association (0 if there is none):
+    how far a legal reassociation moves these outputs."""
+    if module is None or not any(a.dtype.kind == "f" for a in sig.outputs):
+        return 0.0
+    from transpile import interp
+
+    try:
+        out = interp.run(module, sig.name, x, shuffle=seed)
+    except Exception:  # noqa: BLE001 (the interpreter refusing these inputs: no spread)
+        return 0.0
+    if not finite(sig, x, out):
+        return 0.0
+    return max([max_rel_error(out[a.name], r[a.name]) for a in sig.outputs if a.dtype.kind == "f"] + [0.0])
+
+
 def conditioning(ref: Reference, sig: KernelSig, depth: float, x: Inputs, r: dict[str, np.ndarray],
-                 rng: np.random.Generator) -> tuple[float, float, float]:
+                 rng: np.random.Generator, reassoc: ir.Module | None = None) -> tuple[float, float, float]:
     """``(widen, amplification, spread)`` of input set ``x`` (reference outputs ``r``): the widening of
-    the tolerance its outputs need.  Raises :class:`Skip` when it is too ill-conditioned to test."""
+    the tolerance its outputs need.  Raises :class:`Skip` when it is too ill-conditioned to test.
+    ``reassoc``: :func:`reassociated`'s module where the shape is small enough to interpret; its
+    :func:`reassociation_spread` counts as a rounding spread too."""
     amp = amplification(ref, sig, x, r, rng)
     if amp > MAX_AMPLIFICATION:
         raise Skip(f"the reference is ill-conditioned (amplification {amp:.1e})")
-    spread = rounding_spread(ref, sig, x, r)
+    spread = max(rounding_spread(ref, sig, x, r),
+                 reassociation_spread(reassoc, sig, x, r, int(rng.integers(1, 2**31))))
     widen = max(1.0, amp / ACCEPT_AMPLIFICATION, spread_widen(sig, depth, spread), amplification_widen(sig, depth, amp))
     return widen, amp, spread
 
@@ -205,8 +290,8 @@ def _run(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | str:
 
 
 def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, ri: int, recipe: str,
-            dist1: str, dist2: str, r1: dict[str, np.ndarray], depth: float, widen: float
-            ) -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
+            dist1: str, dist2: str, r1: dict[str, np.ndarray], depth: float, widen: float,
+            reassoc: ir.Module | None = None) -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
     """The second input set: (distribution, inputs, outputs, degenerate, widened, its widening), or None
     if none is finite and testable.  Its outputs must differ from ``r1`` by more than the tolerance of
     either set (else a result kept from the first call would pass)."""
@@ -220,7 +305,7 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
         if isinstance(r2, str) or not finite(sig, x2, r2):
             continue
         try:
-            widen2 = max(widen, conditioning(ref, sig, depth, x2, r2, seed_for(seed, index, 4, ri, k))[0])
+            widen2 = max(widen, conditioning(ref, sig, depth, x2, r2, seed_for(seed, index, 4, ri, k), reassoc)[0])
         except Skip:
             continue
         if any(max_rel_error(r2[a.name], r1[a.name]) > tolerance(a.dtype, depth, widen2) for a in sig.outputs):
@@ -238,6 +323,7 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
     if why is not None:
         raise Skip(why)
     depth = reduction_depth(sig, kernel, shape.scalars)
+    reassoc = reassociated(kernel) if estimate_work(kernel, shape.scalars) <= REASSOC_WORK else None
     found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
     for ri, recipe in enumerate(RECIPES):
@@ -252,19 +338,19 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
             failure = "the reference's output is not finite"
             continue
         try:
-            widen, amp, spread = conditioning(ref, sig, depth, x1, r1, seed_for(seed, index, 3, ri))
+            widen, amp, spread = conditioning(ref, sig, depth, x1, r1, seed_for(seed, index, 3, ri), reassoc)
         except Skip as e:
             failure = str(e)
             continue
         found.append((widen, amp, spread, ri, recipe, x1, r1))
         if widen <= 1.0:  # well conditioned: no need to look further
-            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1])
+            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1], reassoc)
             if isinstance(second, Prepared):
                 return second
             failure = second
     # Otherwise the least ill-conditioned recipe, with the tolerance widened accordingly.
     for cand in sorted((c for c in found if c[0] > 1.0), key=lambda c: c[0]):
-        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand)
+        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand, reassoc)
         if isinstance(second, Prepared):
             return second
         failure = second
@@ -272,11 +358,11 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
 
 
 def _try_second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, depth: float, dist1: str,
-                dist2: str, first: tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]
-                ) -> Prepared | str:
+                dist2: str, first: tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]],
+                reassoc: ir.Module | None = None) -> Prepared | str:
     """The prepared shape, or why ``first`` cannot be used."""
     widen, amp, spread, ri, recipe, x1, r1 = first
-    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen)
+    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen, reassoc)
     if second is None:
         return "no second input set gives a finite, testable reference output"
     d2, x2, r2, degenerate, widened, widen2 = second
