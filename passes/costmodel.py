@@ -792,11 +792,11 @@ def runtime_block(n: float, block: int, sms: int) -> int:
 
 
 def _row_length(chain: list[tuple[ir.For, dict[str, float]]], env: dict[str, float]) -> float | None:
-    """The trip count of a row program's first reduction or ``par(lane)`` loop (the row length the
-    host's choice of form reads: cuda_reduce.row_length), or None."""
+    """The trip count of the loop whose count the host's choice of a row program's form reads
+    (cuda_reduce.row_length, with the sizes of ``env`` for the host's scalars), or None."""
     row = next((loop for loop, _ in chain if loop.par == "x"), None)
-    first = None if row is None else next(
-        (c for c in row.body if isinstance(c, ir.For) and (c.reduce or c.par == "lane")), None)
+    grid_vars = {loop.var for loop, _ in chain}  # the host knows the sizes, not the rows' own variables
+    first = None if row is None else cuda_reduce.row_length(row, frozenset(env) - grid_vars)
     return None if first is None else trips(first, env)
 
 

@@ -182,6 +182,12 @@ def test_the_verifier_passes_them_and_finds_a_plain_update(tmp_path: Path) -> No
     assert unsynced != code
     (report,) = verify_module(module, unsynced, source=spec, lowered=low, options=opts)
     assert not report.ok
+    # The global form crashing the simulator (a store through null; only run G takes that form at these
+    # sizes): reported as that run's failure, not an exception of the verifier.
+    crashing = code.replace("} else {  // bins in global memory", "} else {  // bins in global memory\n    *(volatile int *)nullptr = 1;", 1)
+    assert crashing != code
+    (report,) = verify_module(module, crashing, source=spec, lowered=low, options=opts)
+    assert not report.ok and "global-bins call" in report.summary(), report.summary()
     # NOTE: a plain update of the shared bins is not found: the simulator's threads switch only at
     # barriers, shuffles and atomics, so a read-modify-write is never interleaved (docs/parallelism.md).
 

@@ -450,7 +450,7 @@ class StmtPrinter(ir.Visitor):
         once, atomically, instead of once a term."""
         from passes import atomics
 
-        parts: list[tuple[ir.Var, ir.Assign]] = []
+        finals: list[ir.Assign] = []  # each target's one update, by its local sum
         body: list[ir.Stmt] = []
         for c in s.body:
             u = atomics.update(c)
@@ -459,9 +459,9 @@ class StmtPrinter(ir.Visitor):
             part = ir.Var(self.namer.fresh(f"{target.array}_part"), target.ty)
             self.line(f"{ctype(part.ty)} {part.name} = {self.expr(ir.Const(0, part.ty))};")
             body.append(ir.Assign(part, ir.Binary("+", part, term, part.ty)))
-            parts.append((part, ir.Assign(target, ir.Binary(op, read, part, target.ty))))
+            finals.append(ir.Assign(target, ir.Binary(op, read, part, target.ty)))
         self._sequential(dataclasses.replace(s, body=tuple(body), reduce=()))
-        for _part, final in parts:
+        for final in finals:
             self._atomic_update(final)
 
     def _sequential(self, s: ir.For) -> None:
@@ -922,6 +922,7 @@ class _KernelEmitter:
         # scalar params that never change; otherwise its value is hoisted (on entry
         # for params, where declared for Allocs) into a `long long` passed to kernels.
         fixed = set(scalars) - _assigned(kernel)
+        self.fixed_scalars = frozenset(fixed)  # scalar params no statement assigns: the host has them throughout
         self.extents: dict[str, tuple[ir.Expr, ...]] = {}
         self.extent_vars: dict[str, set[str]] = {}
         self.hoisted: dict[str, list[tuple[str, ir.Expr]]] = {}
@@ -1027,9 +1028,8 @@ class _KernelEmitter:
         if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
             shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
         elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
-            fixed = frozenset(p.name for p in self.k.params if not isinstance(p.ty, ir.ArrayType)) - _assigned(self.k)
             shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
-                                        self.host_namer, fixed)
+                                        self.host_namer, self.fixed_scalars)
         if shaped is not None:
             quals, body, config = shaped
             more_params, more_args = config.pop("params", []), config.pop("args", [])
@@ -1075,8 +1075,7 @@ class _KernelEmitter:
         from transpile import cuda_atomics
 
         arrays = {**self.arrays, **self.allocs}
-        fixed = {p.name for p in self.k.params if not isinstance(p.ty, ir.ArrayType)} - _assigned(self.k)
-        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, fixed)
+        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, self.fixed_scalars)
         if name is None:
             return None
         ty = arrays[name].elem

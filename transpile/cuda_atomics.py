@@ -44,7 +44,7 @@ def add_text(address: str, value: str, ty: ir.Scalar, op: str) -> str:
 
 
 def private_array(launch: ir.Launch, chain: list[ir.For], dims: dict[str, tuple[ir.Expr, ...]],
-                  params: set[str]) -> str | None:
+                  params: frozenset[str]) -> str | None:
     """The one array a 1-D ``atomic`` launch may keep in shared memory, or None: the launch is one
     ``par(x)`` loop marked ``atomic`` with exactly one array, of rank 1, whose extent reads only
     kernel parameters (``params``; the host sizes the shared copy from it)."""
@@ -70,18 +70,17 @@ def private_kernel(body_shared: list[str], body_global: list[str], flag: str, na
     ``mark``: the printer's region marker, (label, text) -> text."""
     t = ctype(ty)
     k = f"{shared}_k"
-    m = mark
 
     def loop(line: str) -> list[str]:
-        head = m("index", f"long long {k} = {THREAD_IDX}.x") + "; " + m("guard", f"{k} < {extent}") + "; " + \
-            m("index", f"{k} += {BLOCK_DIM}.x")
+        head = mark("index", f"long long {k} = {THREAD_IDX}.x") + "; " + mark("guard", f"{k} < {extent}") + "; " + \
+            mark("index", f"{k} += {BLOCK_DIM}.x")
         return [f"    for ({head}) {{", f"      {line}", "    }"]
 
-    barrier = "    " + m("barrier", "__syncthreads();")
+    barrier = "    " + mark("barrier", "__syncthreads();")
     flush = add_text(f"&{name}[{k}]", f"{shared}_v", ty, "+")
     return [
         f"  if ({flag}) {{  // bins in shared memory, one copy a block",
-        "    " + m("shared", f"extern __shared__ __align__(16) unsigned char {shared}_raw[];"),
+        "    " + mark("shared", f"extern __shared__ __align__(16) unsigned char {shared}_raw[];"),
         f"    {t} *{shared} = ({t} *){shared}_raw;",
         *loop(f"{shared}[{k}] = ({t})0;"),
         barrier,

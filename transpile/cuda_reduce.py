@@ -535,11 +535,7 @@ class _ReducePrinter(StmtPrinter):
             self.depth += 1
             rest = counter
             for k, (lp, trips) in enumerate(reversed(self._batch)):
-                at = rest if k == len(self._batch) - 1 else f"{rest} % {trips}"
-                value = at if isinstance(lp.lo, ir.Const) and lp.lo.value == 0 else \
-                    f"{self.expr.cast_to(lp.lo, INDEX_TYPE)} + {at}"
-                self.line(self.mark("index", f"const {ctype(lp.ty)} {self.expr.ident(lp.var)} = "
-                                             f"({ctype(lp.ty)})({value});"))
+                self._var(lp, rest if k == len(self._batch) - 1 else f"{rest} % {trips}")
                 rest = f"{rest} / {trips}" if k == 0 else f"({rest}) / {trips}"
             return
         v = self.expr.ident(s.var)

@@ -133,9 +133,8 @@ def _atomic_proven(k: ir.Kernel) -> None:
     except isl.Error:
         _fail(marked[0], f"loop '{marked[0].var}' is marked 'atomic' but the dependence analysis failed")
     for loop in marked:
-        if not atomics.carried_only_on(graph, ids[id(loop)], loop.atomic):
-            names = sorted({d["name"] for _, _, d in graph.edges(data=True)
-                            if d["level"] and d["loop"] == ids[id(loop)]} - set(loop.atomic))
+        names = sorted(atomics.carried_names(graph, ids[id(loop)]) - set(loop.atomic))
+        if names:
             _fail(loop, f"loop '{loop.var}' is marked 'atomic({', '.join(loop.atomic)})' but carries a "
                         f"dependence on {', '.join(repr(n) for n in names)}")
 

@@ -24,6 +24,9 @@ S     first set, one-block loops and fused steps  ``launch-by-launch``
 W     first set, shuffled schedule, row programs  ``launch-by-launch``
       a warp a row (only files with them: the
       small shapes take the block-a-row form)
+G     first set, shuffled schedule, atomic bins   ``launch-by-launch``
+      in global memory (only files with shared
+      bins: transpile/cuda_atomics.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -381,7 +384,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                     out = safe_output(err.output)
                     what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
                             "D": f"{sig.name}_device call ", "L": "launch-by-launch call ",
-                            "S": "one-by-one call ", "W": "warp-a-row call "}[call.label]
+                            "S": "one-by-one call ", "W": "warp-a-row call ", "G": "global-bins call "}[call.label]
                     failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
                               f"{where}{what}{err.message}{': ' + out if out else ''}")
                     stage.details["output"] = err.output[-2000:]
