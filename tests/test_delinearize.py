@@ -287,6 +287,23 @@ def test_random_flat_nests_are_split_and_keep_their_meaning(k: ir.Kernel, n: int
         assert affine_nests.close(got, want) if reassociated else affine_nests.same(got, want)
 
 
+def test_entry_snapshot_of_a_derived_extent_is_empty_when_the_loops_do_not_run() -> None:
+    # Found by the property test above (n = 1): the snapshot A_entry has A's derived type [n - 2][m],
+    # negative when the loops do not run. The pointer parameter's rule (negative means empty, as the
+    # emitted transpile_extent has it) applies to its snapshot; the interpreter refused it.
+    src = ("void flat(int n, int m, double *A) { for (int i = 1; i < n - 1; i++)"
+           " for (int j = 1; j < m - 1; j++) A[(i - 1) * m + j] = A[(i - 1) * m + j + 1]; }")
+    k = _kernel(src)
+    lowered = pipeline.lower(ir.Module((), (k,)))
+    assert "f64 A_entry[n - 2][m];" in text.show(lowered)
+    rng = np.random.default_rng(2)
+    for n, m in ((1, 3), (2, 3), (3, 1), (5, 4)):
+        args = {"n": n, "m": m, "A": rng.normal(size=max(n - 2, 0) * m)}
+        want = interp.run(ir.Module((), (k,)), "flat", args)
+        for shuffle in range(2):
+            assert affine_nests.same(interp.run(lowered, "flat", args, shuffle=shuffle), want)
+
+
 def test_random_kernels_are_sometimes_delinearized() -> None:
     from hypothesis import find
 

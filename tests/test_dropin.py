@@ -201,6 +201,59 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
 
 
 
+def test_the_host_runtime_keeps_the_split_convention(partial_cu: Path) -> None:
+    # build.host_runtime_split cuts each function of the drop-in runtime at the first line that is
+    # exactly "}": a body with another line at column 0 would swallow what follows it.
+    from transpile.sim.build import HOST_RUNTIME_BEGIN, HOST_RUNTIME_END, host_runtime_split
+
+    text = partial_cu.read_text()
+    lines = text.split("\n")
+    begin = next(k for k, ln in enumerate(lines) if ln.startswith(HOST_RUNTIME_BEGIN))
+    end = lines.index(HOST_RUNTIME_END)
+    starts = [k for k in range(begin, end) if lines[k].startswith("[[maybe_unused]] static ")
+              and not lines[k].startswith("[[maybe_unused]] static inline ")]
+    assert len(starts) > 30
+    for k in starts:
+        open_, close = lines.index("{", k), lines.index("}", k)
+        stray = [ln for ln in lines[open_ + 1:close] if ln and not ln[0].isspace() and not ln.startswith("#")]
+        assert not stray and close < end, f"line {k + 1}: a line at column 0 inside the body: {stray[:1]}"
+    split = host_runtime_split(text)
+    assert split is not None
+    library, unit = split
+    assert library.count("\n") == text.count("\n")  # the lines after the runtime keep their numbers
+    assert library.split("\n")[end + 1:] == lines[end + 1:]
+    assert "transpile_dropin_stage(" in unit and "{" not in "".join(
+        ln for ln in library.split("\n")[begin:end] if ln.startswith("__attribute__"))
+    assert host_runtime_split(text.replace(HOST_RUNTIME_END, "// (no end)")) is None
+
+
+@needs_gxx
+def test_split_and_single_builds_of_a_drop_in_agree(partial_cu: Path, tmp_path: Path) -> None:
+    # The split build links the drop-in runtime compiled once (dropin_rt-*.o); the single build
+    # compiles the file alone. The same exports and the same results, staged through a small ring.
+    from transpile.sim.build import objects_dir
+
+    flags = ("-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_STAGE_SLOTS=3", "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=16",
+             "-DTRANSPILE_PARALLEL_MIN_BYTES=16")
+    split = build(partial_cu, tmp_path / "split", extra_flags=flags)
+    single = build(partial_cu, tmp_path / "single", extra_flags=flags, split=False)
+    assert split.symbols == single.symbols == ("partial", "partial_device", "partial_release")
+    assert any(p.name.startswith("dropin_rt-") and p.suffix == ".o" for p in objects_dir(tmp_path / "split").iterdir())
+    results = []
+    for b in (split, single):
+        lib = SimLibrary(b)
+        rng = np.random.default_rng(11)
+        got = [_call(lib, n, rng) for n in (100, 37, 1)]
+        lib.call("partial_release", restype=None)
+        assert lib.live_allocations() == 0 and lib.findings().ok
+        results.append(got)
+    for one, other in zip(*results):
+        for name in "ABCDE":
+            np.testing.assert_array_equal(one[name], other[name])
+        for name, want in _expected(len(one["A"]), one["A"]).items():
+            np.testing.assert_array_equal(one[name], want)
+
+
 @needs_gxx
 def test_closing_the_library_frees_what_the_drop_in_keeps(partial_cu: Path, tmp_path: Path) -> None:
     """SimLibrary.close (also run when the object is collected) calls the called drop-ins' NAME_release:

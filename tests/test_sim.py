@@ -205,6 +205,9 @@ def test_declarations_cut_sim_rt_bodies_and_keep_lines() -> None:
                                 "", "", "", "", "",
                                 "SIM_RT std::string format(const char* f, ...) __attribute__((format(printf, 1, 2)));",
                                 "int after;", ""]
+    # The brace on a line of its own (the drop-in runtime's style): the same number of lines.
+    assert declarations("SIM_RT int g(int a,\n         int b)\n{\n  return a;\n}\nint x;").split("\n") == [
+        "SIM_RT int g(int a,", "         int b);", "", "", "", "int x;"]
 
 
 @pytest.mark.parametrize("header", ["transpile/sim/include/cuda_sim.h", "transpile/verify/include/verify_audit.h"])
@@ -249,7 +252,9 @@ def test_split_and_single_builds_run_alike(builds: dict[str, SimBuild], tmp_path
     single = build(SIM_DIR / "gemm_tiled.cu", tmp_path, split=False)
     split = builds["gemm_tiled"]
     assert single.library != split.library and single.symbols == split.symbols
-    assert any(p.name.startswith("cuda_sim_rt-") for p in split.library.parent.iterdir())
+    from transpile.sim.build import objects_dir
+
+    assert any(p.name.startswith("cuda_sim_rt-") for p in objects_dir(split.library.parent).iterdir())
     rng = np.random.default_rng(3)
     M, N, K = 37, 29, 23
     A = rng.standard_normal((M, K), dtype=np.float32)

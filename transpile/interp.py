@@ -112,10 +112,12 @@ def run(module: ir.Module, kernel: str, args: Mapping[str, object], *,
         if isinstance(p.ty, ir.ArrayType):
             shape = _extents(comp, p, scope, env)
             shared.arrays[p.name] = _array_arg(p, shape, args[p.name])
-    # Local arrays (top-level Allocs): undefined until written, like C's.
+    # Local arrays (top-level Allocs): undefined until written, like C's.  One of a pointer parameter's
+    # type (an entry snapshot, passes/snapshot.py) has its derived extents: negative means empty.
+    derived = [p.ty for p in k.params if p.pointer and isinstance(p.ty, ir.ArrayType)]
     for s in k.body:
         if isinstance(s, ir.Alloc):
-            shape = _extents(comp, ir.Param(s.name, s.ty, loc=s.loc), scope, env)
+            shape = _extents(comp, ir.Param(s.name, s.ty, pointer=s.ty in derived, loc=s.loc), scope, env)
             shared.arrays[s.name] = _Array(s.name, s.ty.elem, shape, [None] * math.prod(shape), local=True)
     body = comp.block(k.body, scope)
     env.extend([None] * (comp.nslots - len(env)))

@@ -1029,6 +1029,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What gemm's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_gemm_dropin;

@@ -1512,6 +1512,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What jacobi_1d's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_jacobi_1d_dropin;

@@ -1070,6 +1070,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What normalize's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_normalize_dropin;

@@ -1030,6 +1030,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What saturate's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_saturate_dropin;

@@ -19,6 +19,10 @@ a build instead of 2.2 s (PolyBench kernels with the verifier's audit header,
 2026-12-05; docs/decisions.md).  Each library still links a simulator of its
 own.  Should the object or the split build fail, the file is built alone as
 before, so the diagnostics a user sees are always that build's.
+The drop-in host runtime that every emitted file carries (about 900 lines
+between :data:`HOST_RUNTIME_BEGIN` and :data:`HOST_RUNTIME_END`) is split the
+same way (:func:`host_runtime_split`, :func:`host_runtime_object`): 1.55 to
+1.2 s a PolyBench build.  Shared objects go to :func:`objects_dir`.
 NOTE: a precompiled ``cuda_sim.h`` took one build alone from 2.05 to 1.57 s
 (gemm), but the 31 ``test_mma`` cases that verify kernels ran in 127 s with it
 against 83 s without (``-n 2``, fresh cache, 2026-12-04): not used.
@@ -165,8 +169,16 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
         proc = None
         runtime = runtime_object(out, flags, compiler, timeout) if split else None
         if runtime is not None:
-            proc = _run([compiler, *_extern_flags(out, flags), "-DCUDA_SIM_RUNTIME_EXTERN", "-x", "c++", str(cpp),
-                         "-x", "none", str(runtime), "-o", str(tmp)], compiler, timeout, filename)
+            extern = _extern_flags(out, flags)
+            tu, objects = cpp, [str(runtime)]
+            host = host_runtime_split(cpp_text)
+            host_obj = None if host is None else host_runtime_object(out, extern, host[1], compiler, timeout)
+            if host is not None and host_obj is not None:
+                tu = out / f"{src.stem}-{key}.sim-host.cpp"
+                _write_once(tu, host[0])
+                objects.append(str(host_obj))
+            proc = _run([compiler, *extern, "-DCUDA_SIM_RUNTIME_EXTERN", "-x", "c++", str(tu), "-x", "none",
+                         *objects, "-o", str(tmp)], compiler, timeout, filename)
         if proc is None or proc.returncode != 0:  # built alone: the canonical build and its diagnostics
             proc = _run([compiler, *flags, "-x", "c++", str(cpp), "-o", str(tmp)], compiler, timeout, filename)
         if proc.returncode != 0:
@@ -209,22 +221,36 @@ def declarations(text: str) -> str:
             out.append(line)
             k += 1
             continue
-        head = [line]
+        start, head = k, [line]
         while "{" not in head[-1]:
             k += 1
             head.append(lines[k])
         end = lines.index("}", k)
         signature = "\n".join(head)
-        out.append(signature[:signature.index("{")].rstrip() + ";")
-        out.extend("" for _ in range(end - k))  # keep the line numbers of what follows
+        decl = signature[:signature.index("{")].rstrip() + ";"
+        out.append(decl)
+        out.extend("" for _ in range(end - start - decl.count("\n")))  # keep the line numbers of what follows
         k = end + 1
     return "\n".join(out)
+
+
+def objects_dir(out: Path) -> Path:
+    """Where the objects and header copies that many libraries share go: ``$TRANSPILE_CACHE_DIR/sim``
+    when that is set (a cache every build directory of the run shares; everything in it is named by
+    a hash of its content), else ``out``."""
+    root = os.environ.get("TRANSPILE_CACHE_DIR")
+    if not root:
+        return out
+    shared = Path(root) / "sim"
+    shared.mkdir(parents=True, exist_ok=True)
+    return shared
 
 
 def _extern_flags(out: Path, flags: list[str]) -> list[str]:
     """``flags`` for a translation unit linked with :func:`runtime_object`: the include directory and
     every ``-include``d file that defines ``SIM_RT`` functions replaced by copies cut to declarations
     (:func:`declarations`), written once into ``out``."""
+    out = objects_dir(out)
     key = hashlib.sha256(_header_text().encode()).hexdigest()[:16]
     inc = out / f"cuda_sim_decl-{key}"
     inc.mkdir(parents=True, exist_ok=True)
@@ -246,6 +272,73 @@ def _extern_flags(out: Path, flags: list[str]) -> list[str]:
     return result
 
 
+HOST_RUNTIME_BEGIN = "// Drop-in host transfers (docs/dropin.md)"
+HOST_RUNTIME_END = "// End of the drop-in host transfers."
+"""The lines that open and close the drop-in host runtime of an emitted file (templates/dropin.cu.j2):
+the same text in every file transpile writes, 900 lines of host code that cost a quarter of a
+simulator build; :func:`build` compiles it once per text and flag set (:func:`host_runtime_object`)."""
+
+_HOST_RT_DEF = re.compile(r"^\[\[maybe_unused\]\] static (?!inline )", re.M)
+
+
+def host_runtime_split(text: str) -> tuple[str, str] | None:
+    """(``text`` with the functions of its drop-in host runtime cut to hidden declarations, the
+    object's translation unit defining them), or None if ``text`` has no such runtime.
+
+    The runtime is the lines from the one starting :data:`HOST_RUNTIME_BEGIN` to :data:`HOST_RUNTIME_END`; its
+    functions are the definitions at column 0 that start ``[[maybe_unused]] static`` (not
+    ``inline``) and end at the first line ``}``.  They become external with hidden visibility, so
+    the object's definitions serve the library alone, and the object's translation unit is the
+    file's ``#include <...>`` lines before the runtime, its ``transpile_check`` (the one function of
+    the file the runtime calls) and the runtime.  Line numbers of the rest of the file are kept."""
+    begin = text.find("\n" + HOST_RUNTIME_BEGIN)
+    end = text.find("\n" + HOST_RUNTIME_END + "\n", begin + 1)
+    if begin < 0 or end < 0 or text.count(HOST_RUNTIME_BEGIN) != 1:
+        return None
+    head, block, tail = text[:begin + 1], text[begin + 1:end + 1], text[end + 1:]
+    check = re.search(r"^\[\[maybe_unused\]\] static void transpile_check\(.*?^\}\n", head, re.M | re.S)
+    if check is None:
+        return None
+    hidden = '__attribute__((visibility("hidden"))) '
+    defined = _HOST_RT_DEF.sub(hidden, block)
+    declared = declarations(_HOST_RT_DEF.sub("SIM_RT " + hidden, block)).replace("SIM_RT " + hidden, hidden)
+    includes = "".join(ln + "\n" for ln in head.split("\n") if re.match(r"#include <[\w./]+>$", ln))
+    obj_text = f"{includes}\n{check.group(0)}\n{defined}"
+    return head + declared + tail, obj_text
+
+
+def host_runtime_object(out: Path, flags: list[str], text: str, compiler: str = "g++",
+                        timeout: float = 300.0) -> Path | None:
+    """``text`` (:func:`host_runtime_split`'s object unit) compiled with ``flags`` (a split build's, from
+    :func:`_extern_flags`) into an object in ``out``, once; None if that fails (then the library is
+    built with its runtime, as any file)."""
+    flags = [f for k, f in enumerate(flags) if f != "-iquote" and (k == 0 or flags[k - 1] != "-iquote")]
+    compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
+    key = hashlib.sha256("\0".join([_header_text(), text, compiler, *compile_flags]).encode()).hexdigest()[:16]
+    out = objects_dir(out)
+    obj = out / f"dropin_rt-{key}.o"
+    failed = obj.with_suffix(".failed")
+    if obj.exists():
+        return obj
+    if failed.exists():
+        return None
+    src = out / f"dropin_rt-{key}.cpp"
+    _write_once(src, text)
+    tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        proc = _run([compiler, *compile_flags, "-DCUDA_SIM_RUNTIME_EXTERN", "-c", "-x", "c++", str(src), "-o",
+                     str(tmp)], compiler, timeout, str(src))
+    except SimBuildError:
+        tmp.unlink(missing_ok=True)
+        return None
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        failed.write_text(proc.stderr)
+        return None
+    os.replace(tmp, obj)
+    return obj
+
+
 def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: float = 300.0) -> Path | None:
     """The simulator's ``SIM_RT`` functions compiled with ``flags`` (those of the libraries that link it,
     the files they ``-include`` hashed with them) into an object in ``out``, once; None if that fails."""
@@ -258,6 +351,7 @@ def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: 
             path = Path(flags[k + 1]) if Path(flags[k + 1]).is_absolute() else INCLUDE_DIR / flags[k + 1]
             texts.append(path.read_text() if path.is_file() else flags[k + 1])
     key = hashlib.sha256("\0".join([_header_text(), *texts, compiler, *flags]).encode()).hexdigest()[:16]
+    out = objects_dir(out)
     obj = out / f"cuda_sim_rt-{key}.o"
     failed = obj.with_suffix(".failed")
     if obj.exists():

@@ -1194,6 +1194,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What kernel_atax's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_kernel_atax_dropin;

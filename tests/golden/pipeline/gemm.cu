@@ -1357,6 +1357,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What kernel_gemm's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_kernel_gemm_dropin;

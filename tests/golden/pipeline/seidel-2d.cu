@@ -1079,6 +1079,7 @@ struct transpile_call {
   }
   transpile_dropin_stamp(c);
 }
+// End of the drop-in host transfers.
 
 // What kernel_seidel_2d's drop-in keeps between calls (see transpile_dropin).
 static transpile_dropin transpile_kernel_seidel_2d_dropin;
