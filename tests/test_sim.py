@@ -243,6 +243,27 @@ def test_the_c_api_declared_for_split_builds_is_the_one_defined() -> None:
 
 
 @needs_gxx
+def test_the_precompiled_header_is_taken(tmp_path: Path) -> None:
+    # g++ -H marks a precompiled header it uses with '!' (and one it rejects with 'x'): the split
+    # build's flags must match the ones the .gch was made with, or every build parses the header.
+    from transpile.sim.build import BASE_FLAGS, INCLUDE_DIR, _extern_flags, precompiled_header
+
+    flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(tmp_path), "-include", "cuda_sim.h", "-U_FORTIFY_SOURCE"]
+    extern = _extern_flags(tmp_path, flags)
+    pch = precompiled_header(tmp_path, extern)
+    assert len(pch) == 1 and (Path(pch[0][2:]) / "cuda_sim.h.gch").is_file()
+    assert precompiled_header(tmp_path, extern) == pch  # made once
+    src = tmp_path / "empty.cpp"
+    src.write_text('extern "C" int f(void) { return 0; }\n')
+    compile_flags = [f for f in extern if f != "-shared" and not f.startswith("-Wl,")]
+    proc = subprocess.run(["g++", *pch, *compile_flags, "-DCUDA_SIM_RUNTIME_EXTERN", "-H", "-c", "-x", "c++", str(src),
+                           "-o", str(tmp_path / "empty.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("! ") and first.endswith("cuda_sim.h.gch"), first
+
+
+@needs_gxx
 def test_split_and_single_builds_run_alike(builds: dict[str, SimBuild], tmp_path: Path) -> None:
     # The library linked with the runtime object (the default) and the file compiled alone with
     # the whole simulator: the same exports, results and diagnostics.  Both are loaded in this

@@ -177,7 +177,8 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
                 tu = out / f"{src.stem}-{key}.sim-host.cpp"
                 _write_once(tu, host[0])
                 objects.append(str(host_obj))
-            proc = _run([compiler, *extern, "-DCUDA_SIM_RUNTIME_EXTERN", "-x", "c++", str(tu), "-x", "none",
+            pch = precompiled_header(out, extern, compiler, timeout)
+            proc = _run([compiler, *pch, *extern, "-DCUDA_SIM_RUNTIME_EXTERN", "-x", "c++", str(tu), "-x", "none",
                          *objects, "-o", str(tmp)], compiler, timeout, filename)
         if proc is None or proc.returncode != 0:  # built alone: the canonical build and its diagnostics
             proc = _run([compiler, *flags, "-x", "c++", str(cpp), "-o", str(tmp)], compiler, timeout, filename)
@@ -337,6 +338,49 @@ def host_runtime_object(out: Path, flags: list[str], text: str, compiler: str = 
         return None
     os.replace(tmp, obj)
     return obj
+
+
+def precompiled_header(out: Path, flags: list[str], compiler: str = "g++", timeout: float = 300.0) -> list[str]:
+    """``["-I<dir>"]``, a directory holding ``cuda_sim.h.gch``: the split build's ``cuda_sim.h`` (cut to
+    declarations, :func:`_extern_flags`) precompiled with ``flags``, once; ``[]`` if that fails, and the
+    header is parsed as before.  Put first on the include path, g++ takes the ``.gch`` in place of
+    the header when the compile's options match the ones it was built with and ignores it otherwise.
+    It halves the fixed cost of a library (0.56 to 0.27 s for an empty file, 2026-12-06)."""
+    decl = next((f[2:] for f in flags if f.startswith("-I") and Path(f[2:]).name.startswith("cuda_sim_decl-")),
+                None)
+    if decl is None:
+        return []
+    keep: list[str] = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+        elif f in ("-iquote", "-include"):
+            skip = True  # the .cu's directory, and the -include'd headers themselves
+        elif f != "-shared" and not f.startswith("-Wl,"):
+            keep.append(f)
+    keep.append("-DCUDA_SIM_RUNTIME_EXTERN")
+    key = hashlib.sha256("\0".join([compiler, *keep]).encode()).hexdigest()[:16]
+    d = objects_dir(out) / f"cuda_sim_pch-{key}"
+    gch = d / "cuda_sim.h.gch"
+    if gch.exists():
+        return [f"-I{d}"]
+    if (d / "failed").exists():
+        return []
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = gch.with_name(f"{gch.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        proc = _run([compiler, *keep, "-x", "c++-header", str(Path(decl) / "cuda_sim.h"), "-o", str(tmp)],
+                    compiler, timeout, "cuda_sim.h")
+    except SimBuildError:
+        tmp.unlink(missing_ok=True)
+        return []
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        (d / "failed").write_text(proc.stderr)
+        return []
+    os.replace(tmp, gch)
+    return [f"-I{d}"]
 
 
 def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: float = 300.0) -> Path | None:
