@@ -23,9 +23,12 @@ The drop-in host runtime that every emitted file carries (about 900 lines
 between :data:`HOST_RUNTIME_BEGIN` and :data:`HOST_RUNTIME_END`) is split the
 same way (:func:`host_runtime_split`, :func:`host_runtime_object`): 1.55 to
 1.2 s a PolyBench build.  Shared objects go to :func:`objects_dir`.
-NOTE: a precompiled ``cuda_sim.h`` took one build alone from 2.05 to 1.57 s
-(gemm), but the 31 ``test_mma`` cases that verify kernels ran in 127 s with it
-against 83 s without (``-n 2``, fresh cache, 2026-12-04): not used.
+The split build's ``cuda_sim.h`` (declarations only) is precompiled once per
+flag set (:func:`precompiled_header`): atax 1.07 to 0.75 s.  NOTE: a
+precompiled *whole* ``cuda_sim.h`` (runtime bodies included, before the split)
+made the 31 ``test_mma`` cases that verify kernels slower, 127 s against 83 s
+(``-n 2``, fresh cache, 2026-12-04); the declarations-only one made
+``tests/test_mma.py`` faster, 90.6 to 81.8 s (2026-12-06).
 """
 
 from __future__ import annotations
