@@ -103,7 +103,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from passes import accesses, deps, reductions
+from passes import deps, reductions
 from transpile import accum, ir
 
 
@@ -117,27 +117,20 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     except isl.Error:
         return kernel
     ids = deps.loop_ids(kernel)
-    sids = {id(s.node): s.id for s in accesses.analyze(kernel)}
     parallel = set(ids.values()) - deps.carried_loops(graph)
-    proven = {(r.loop, r.stmt): r.op for r in found}
+    proven = reductions.Proven(kernel, found)
     chosen: dict[int, tuple[str, ...]] = {}
     replaced: dict[int, ir.For] = {}  # rule (e): a chain nest, marked on two loops
 
     def ops_of(loop: ir.For) -> tuple[str, ...] | None:
         """The operators if ``loop`` may be marked at all, else None."""
-        if loop.step not in (1, -1) or not loop.body or loop.reduce:
+        if loop.step not in (1, -1) or loop.reduce:
             return None
-        ops = []
-        for s in loop.body:
-            op = proven.get((ids[id(loop)], sids.get(id(s), "")))
-            if op is None:
-                return None
-            a = accum.accumulation(s)
-            assert a is not None and a.op == op, f"proven reduction is not an accumulation: {s!r}"
-            if not reassociate and not accum.exact(op, a.target.ty):
-                return None
-            ops.append(op)
-        return tuple(ops)
+        ops = proven.body_ops(loop)
+        if ops is None or (not reassociate and not all(
+                accum.exact(op, accum.accumulation(s).target.ty) for s, op in zip(loop.body, ops))):  # type: ignore[union-attr]
+            return None
+        return ops
 
     def is_parallel(lp: ir.For) -> bool:
         return ids[id(lp)] in parallel
@@ -147,9 +140,8 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
         one is proven a reduction over its loop."""
         out = []
         for s, over in nest.accumulations():
-            op = proven.get((ids[id(over)], sids.get(id(s), "")))
-            a = accum.accumulation(s)
-            if op is None or a is None or a.op != op or (not reassociate and not accum.exact(op, a.target.ty)):
+            op = proven.op(over, s)
+            if op is None or (not reassociate and not accum.exact(op, accum.accumulation(s).target.ty)):  # type: ignore[union-attr]
                 return None
             out.append((over, op))
         return out

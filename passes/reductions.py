@@ -143,3 +143,27 @@ def _reads_are_disjoint(s: accesses.StmtInfo, loop: ir.For, params: list[str]) -
         if level in deps.access_levels(s, write, s, a, params) | deps.access_levels(s, a, s, write, params):
             return False
     return True
+
+
+class Proven:
+    """A kernel's proven reductions (:func:`analyze`, or ``found``), asked by loop and statement node:
+    the one lookup reduce-gpu's marking and the verifier's reassociated reference share."""
+
+    def __init__(self, kernel: ir.Kernel, found: list[Reduction] | None = None) -> None:
+        found = analyze(kernel) if found is None else found
+        self._loops = deps.loop_ids(kernel)
+        self._stmts = {id(s.node): s.id for s in accesses.analyze(kernel)}
+        self._ops = {(r.loop, r.stmt): r.op for r in found}
+
+    def op(self, loop: ir.For, stmt: ir.Stmt) -> str | None:
+        """The operator with which ``stmt`` (an accumulation by it) is proven a reduction over
+        ``loop``, else None."""
+        op = self._ops.get((self._loops[id(loop)], self._stmts.get(id(stmt), "")))
+        a = accum.accumulation(stmt)
+        return op if op is not None and a is not None and a.op == op else None
+
+    def body_ops(self, loop: ir.For) -> tuple[str, ...] | None:
+        """The operators of ``loop``'s statements if its body is not empty and every statement is
+        proven a reduction over it (the loop may then be marked ``reduce``), else None."""
+        ops = tuple(self.op(loop, s) for s in loop.body)
+        return ops if ops and all(ops) else None  # type: ignore[return-value]

@@ -215,7 +215,7 @@ def reassociated(kernel: ir.Kernel) -> ir.Module | None:
     or None if it has none over a float accumulator (or the analysis fails)."""
     import dataclasses
 
-    from passes import accesses, deps, reductions
+    from passes import reductions
     from transpile import accum
 
     try:
@@ -224,9 +224,7 @@ def reassociated(kernel: ir.Kernel) -> ir.Module | None:
         return None
     if not found:
         return None
-    ids = deps.loop_ids(kernel)
-    sids = {id(st.node): st.id for st in accesses.analyze(kernel)}
-    proven = {(rd.loop, rd.stmt): rd.op for rd in found}
+    proven = reductions.Proven(kernel, found)
     marked = False
 
     def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
@@ -234,12 +232,10 @@ def reassociated(kernel: ir.Kernel) -> ir.Module | None:
         out: list[ir.Stmt] = []
         for st in body:
             if isinstance(st, ir.For):
-                ops = [proven.get((ids[id(st)], sids.get(id(c), ""))) for c in st.body]
-                accs = [accum.accumulation(c) for c in st.body]
-                if st.body and not st.reduce and st.par is None and all(ops) and all(
-                        a is not None and a.op == op for a, op in zip(accs, ops)):
-                    marked = marked or any(a.target.ty.is_float for a in accs if a is not None)
-                    out.append(dataclasses.replace(st, reduce=tuple(ops)))  # type: ignore[arg-type]
+                ops = proven.body_ops(st)
+                if ops is not None and not st.reduce and st.par is None:
+                    marked = marked or any(accum.accumulation(c).target.ty.is_float for c in st.body)  # type: ignore[union-attr]
+                    out.append(dataclasses.replace(st, reduce=ops))
                 else:
                     out.append(dataclasses.replace(st, body=block(st.body)))
             elif isinstance(st, ir.If):
