@@ -394,22 +394,43 @@ class Module(Node):
 # Traversal
 
 
-def children(node: Node) -> Iterator[Node]:
-    """The direct child nodes of ``node`` (types' extent expressions included)."""
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        if f.name == "loc":
-            continue
-        yield from _nodes_in(getattr(node, f.name))
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per node class, the fields that may hold child nodes (every field but ``loc`` and the plain-data
+ones): looked up once, since ``dataclasses.fields`` on every visit cost a third of a walk."""
+
+_PLAIN = frozenset({"str", "int", "bool", "float", "int | float", "Intent", "str | None", "int | None", "Scalar",
+                    "Scalar | None", "tuple[str, ...]"})
 
 
-def _nodes_in(value: object) -> Iterator[Node]:
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                                           if f.name != "loc" and str(f.type) not in _PLAIN)
+    return names
+
+
+def _collect(value: object, out: list[Node]) -> None:
     if isinstance(value, Node):
-        yield value
+        out.append(value)
     elif isinstance(value, tuple):
         for v in value:
-            yield from _nodes_in(v)
+            _collect(v, out)
     elif isinstance(value, ArrayType):
-        yield from value.dims
+        out.extend(value.dims)
+
+
+def child_list(node: Node) -> list[Node]:
+    """The direct child nodes of ``node`` (types' extent expressions included), in field order."""
+    out: list[Node] = []
+    for name in _child_fields(type(node)):
+        _collect(getattr(node, name), out)
+    return out
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct child nodes of ``node`` (types' extent expressions included)."""
+    return iter(child_list(node))
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -418,7 +439,9 @@ def walk(node: Node) -> Iterator[Node]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(reversed(list(children(n))))
+        kids = child_list(n)
+        kids.reverse()
+        stack.extend(kids)
 
 
 def scalars_written(node: Node) -> set[str]:
