@@ -319,23 +319,29 @@ def host_runtime_object(out: Path, flags: list[str], text: str, compiler: str = 
     flags = [f for k, f in enumerate(flags) if f != "-iquote" and (k == 0 or flags[k - 1] != "-iquote")]
     compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
     key = hashlib.sha256("\0".join([_header_text(), text, compiler, *compile_flags]).encode()).hexdigest()[:16]
+    return _object_once(out, f"dropin_rt-{key}", text, [*compile_flags, "-DCUDA_SIM_RUNTIME_EXTERN"], compiler, timeout)
+
+
+def _object_once(out: Path, name: str, text: str, flags: list[str], compiler: str, timeout: float) -> Path | None:
+    """``text`` compiled with ``flags`` into ``objects_dir(out) / (name + ".o")`` unless it is there
+    (``name`` carries the hash of everything that goes into it); None if the compile fails, which is
+    remembered (``name.failed``), or times out, which is not."""
     out = objects_dir(out)
-    obj = out / f"dropin_rt-{key}.o"
+    obj = out / f"{name}.o"
     failed = obj.with_suffix(".failed")
     if obj.exists():
         return obj
     if failed.exists():
         return None
-    src = out / f"dropin_rt-{key}.cpp"
+    src = out / f"{name}.cpp"
     _write_once(src, text)
     tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        proc = _run([compiler, *compile_flags, "-DCUDA_SIM_RUNTIME_EXTERN", "-c", "-x", "c++", str(src), "-o",
-                     str(tmp)], compiler, timeout, str(src))
-    except SimBuildError:
+        proc = _run([compiler, *flags, "-c", "-x", "c++", str(src), "-o", str(tmp)], compiler, timeout, str(src))
+    except SimBuildError:  # a timeout (or no compiler): the single build will say so; nothing is cached
         tmp.unlink(missing_ok=True)
         return None
-    if proc.returncode != 0:
+    if proc.returncode != 0:  # deterministic: remembered, so later builds go straight to the single build
         tmp.unlink(missing_ok=True)
         failed.write_text(proc.stderr)
         return None
@@ -398,26 +404,7 @@ def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: 
             path = Path(flags[k + 1]) if Path(flags[k + 1]).is_absolute() else INCLUDE_DIR / flags[k + 1]
             texts.append(path.read_text() if path.is_file() else flags[k + 1])
     key = hashlib.sha256("\0".join([_header_text(), *texts, compiler, *flags]).encode()).hexdigest()[:16]
-    out = objects_dir(out)
-    obj = out / f"cuda_sim_rt-{key}.o"
-    failed = obj.with_suffix(".failed")
-    if obj.exists():
-        return obj
-    if failed.exists():
-        return None
-    src = out / f"cuda_sim_rt-{key}.cpp"
-    _write_once(src, "// the simulator's runtime functions: everything comes from the -include'd headers\n")
-    tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
-    try:
-        proc = _run([compiler, *compile_flags, "-DCUDA_SIM_RUNTIME_OBJECT", "-c", "-x", "c++", str(src), "-o",
-                     str(tmp)], compiler, timeout, str(src))
-    except SimBuildError:  # a timeout (or no compiler): the single build will say so; nothing is cached
-        tmp.unlink(missing_ok=True)
-        return None
-    if proc.returncode != 0:  # deterministic: remembered, so later builds go straight to the single build
-        tmp.unlink(missing_ok=True)
-        failed.write_text(proc.stderr)
-        return None
-    os.replace(tmp, obj)
-    return obj
+    return _object_once(out, f"cuda_sim_rt-{key}",
+                        "// the simulator's runtime functions: everything comes from the -include'd headers\n",
+                        [*compile_flags, "-DCUDA_SIM_RUNTIME_OBJECT"], compiler, timeout)
