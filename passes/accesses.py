@@ -93,7 +93,7 @@ class StmtInfo:
 def parameters(kernel: ir.Kernel) -> frozenset[str]:
     """Integer scalars that are constant throughout every loop nest of ``kernel``."""
     written: dict[str, int] = {}
-    for n in ir.walk(kernel):
+    for n in ir.statements(kernel):
         if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var):
             written[n.target.name] = written.get(n.target.name, 0) + 1
     names = {p.name for p in kernel.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int

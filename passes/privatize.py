@@ -188,7 +188,7 @@ def _into(loop: ir.For, decl: ir.Decl) -> ir.For | None:
     if not (isinstance(first, ir.Assign) and isinstance(first.target, ir.Var)
             and first.target.name == decl.name and not _mentions_expr(first.value, decl.name)):
         return None
-    if any(isinstance(s, ir.Decl) and s.name == decl.name for s in ir.walk(loop)):
+    if any(isinstance(s, ir.Decl) and s.name == decl.name for s in ir.statements(loop)):
         return None  # a shadowing declaration inside: leave the scopes alone
     body = list(loop.body)
     body[users[0]] = ir.Decl(decl.name, decl.ty, first.value, loc=first.loc)
@@ -196,8 +196,7 @@ def _into(loop: ir.For, decl: ir.Decl) -> ir.For | None:
 
 
 def _mentions(s: ir.Node, name: str) -> bool:
-    return any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(s)) or any(
-        isinstance(n, ir.Decl) and n.name == name for n in ir.walk(s))
+    return any((isinstance(n, ir.Var) or isinstance(n, ir.Decl)) and n.name == name for n in ir.walk(s))
 
 
 def _mentions_expr(e: ir.Expr, name: str) -> bool:

@@ -1,5 +1,6 @@
 """ir.walk / ir.children against a plain traversal of every dataclass field: the per-class field
-table (ir._child_fields) that skips plain-data fields must visit exactly the same nodes."""
+table (ir._child_fields) that skips plain-data fields must visit exactly the same nodes; and
+ir.statements, which skips expressions, the same statements in the same order."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def _plain_walk(node: ir.Node) -> list[int]:
 
 def _same(node: ir.Node) -> None:
     assert [id(n) for n in ir.walk(node)] == _plain_walk(node)
+    stmts = (ir.Decl, ir.Alloc, ir.Assign, ir.For, ir.If, ir.Return, ir.Launch)
+    assert [id(n) for n in ir.statements(node)] == [id(n) for n in ir.walk(node) if isinstance(n, stmts)]
     for n in ir.walk(node):
         assert [id(c) for c in ir.children(n)] == [id(c) for c in _every_field(n)]
 

@@ -444,10 +444,33 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(kids)
 
 
+_STMTS = (Decl, Alloc, Assign, For, If, Return, Launch)
+
+
+def statements(node: Node) -> Iterator[Stmt]:
+    """The statements under ``node`` (itself included if it is one), in the order :func:`walk` visits
+    them; expressions, which hold no statements, are not entered (most of a tree's nodes)."""
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _STMTS):
+            yield n
+        if isinstance(n, (For, Launch, Kernel, Func)):
+            kids: list[Node] = list(n.body)
+        elif isinstance(n, If):
+            kids = [*n.then, *n.orelse]
+        elif isinstance(n, Module):
+            kids = [*n.funcs, *n.kernels]
+        else:
+            continue
+        kids.reverse()
+        stack.extend(kids)
+
+
 def scalars_written(node: Node) -> set[str]:
     """Names of the scalar variables assigned under ``node`` (an initialised Decl writes its name)."""
     out: set[str] = set()
-    for n in walk(node):
+    for n in statements(node):
         if isinstance(n, Assign) and isinstance(n.target, Var):
             out.add(n.target.name)
         elif isinstance(n, Decl) and n.init is not None:
@@ -458,9 +481,9 @@ def scalars_written(node: Node) -> set[str]:
 def outer_scalars_written(node: Node) -> dict[str, Scalar]:
     """The scalars assigned under ``node`` that it does not declare, with their types, in the order
     first assigned: what running ``node`` changes outside it (no scalar is declared twice, ircheck)."""
-    local = {n.name for n in walk(node) if isinstance(n, Decl)}
+    local = {n.name for n in statements(node) if isinstance(n, Decl)}
     out: dict[str, Scalar] = {}
-    for n in walk(node):
+    for n in statements(node):
         if isinstance(n, Assign) and isinstance(n.target, Var) and n.target.name not in local:
             out.setdefault(n.target.name, n.target.ty)
     return out

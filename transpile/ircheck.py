@@ -460,7 +460,7 @@ def _written(body: tuple[ir.Stmt, ...]) -> tuple[set[str], set[str]]:
     scalars: set[str] = set()
     arrays: set[str] = set()
     for s in body:
-        for n in ir.walk(s):
+        for n in ir.statements(s):
             if isinstance(n, ir.Assign):
                 if isinstance(n.target, ir.Var):
                     scalars.add(n.target.name)
