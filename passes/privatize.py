@@ -196,7 +196,7 @@ def _into(loop: ir.For, decl: ir.Decl) -> ir.For | None:
 
 
 def _mentions(s: ir.Node, name: str) -> bool:
-    return any((isinstance(n, ir.Var) or isinstance(n, ir.Decl)) and n.name == name for n in ir.walk(s))
+    return any(isinstance(n, (ir.Var, ir.Decl)) and n.name == name for n in ir.walk(s))
 
 
 def _mentions_expr(e: ir.Expr, name: str) -> bool:

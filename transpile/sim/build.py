@@ -316,10 +316,24 @@ def host_runtime_object(out: Path, flags: list[str], text: str, compiler: str = 
     """``text`` (:func:`host_runtime_split`'s object unit) compiled with ``flags`` (a split build's, from
     :func:`_extern_flags`) into an object in ``out``, once; None if that fails (then the library is
     built with its runtime, as any file)."""
-    flags = [f for k, f in enumerate(flags) if f != "-iquote" and (k == 0 or flags[k - 1] != "-iquote")]
-    compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
+    compile_flags = _compile_flags(flags, ("-iquote",))
     key = hashlib.sha256("\0".join([_header_text(), text, compiler, *compile_flags]).encode()).hexdigest()[:16]
     return _object_once(out, f"dropin_rt-{key}", text, [*compile_flags, "-DCUDA_SIM_RUNTIME_EXTERN"], compiler, timeout)
+
+
+def _compile_flags(flags: list[str], drop: tuple[str, ...]) -> list[str]:
+    """``flags`` without the link-only ones (``-shared``, ``-Wl,...``) and without each flag of ``drop``
+    together with its argument (``-iquote DIR``: one object then serves every directory)."""
+    out: list[str] = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+        elif f in drop:
+            skip = True
+        elif f != "-shared" and not f.startswith("-Wl,"):
+            out.append(f)
+    return out
 
 
 def _object_once(out: Path, name: str, text: str, flags: list[str], compiler: str, timeout: float) -> Path | None:
@@ -327,26 +341,32 @@ def _object_once(out: Path, name: str, text: str, flags: list[str], compiler: st
     (``name`` carries the hash of everything that goes into it); None if the compile fails, which is
     remembered (``name.failed``), or times out, which is not."""
     out = objects_dir(out)
-    obj = out / f"{name}.o"
-    failed = obj.with_suffix(".failed")
-    if obj.exists():
-        return obj
-    if failed.exists():
-        return None
-    src = out / f"{name}.cpp"
+    obj, src = out / f"{name}.o", out / f"{name}.cpp"
     _write_once(src, text)
-    tmp = obj.with_name(f"{obj.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    return obj if _built_once(obj, [compiler, *flags, "-c", "-x", "c++", str(src)], compiler, timeout) else None
+
+
+def _built_once(target: Path, cmd: list[str], compiler: str, timeout: float) -> bool:
+    """Whether ``target`` exists or ``cmd -o target`` makes it (written under a temporary name, then
+    renamed); a failed compile is remembered beside it (``.failed``: deterministic, so later builds go
+    straight to the fallback), a timeout or a missing compiler is not (the fallback build says so)."""
+    failed = target.with_suffix(".failed")
+    if target.exists():
+        return True
+    if failed.exists():
+        return False
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        proc = _run([compiler, *flags, "-c", "-x", "c++", str(src), "-o", str(tmp)], compiler, timeout, str(src))
-    except SimBuildError:  # a timeout (or no compiler): the single build will say so; nothing is cached
+        proc = _run([*cmd, "-o", str(tmp)], compiler, timeout, cmd[-1])
+    except SimBuildError:
         tmp.unlink(missing_ok=True)
-        return None
-    if proc.returncode != 0:  # deterministic: remembered, so later builds go straight to the single build
+        return False
+    if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         failed.write_text(proc.stderr)
-        return None
-    os.replace(tmp, obj)
-    return obj
+        return False
+    os.replace(tmp, target)
+    return True
 
 
 def precompiled_header(out: Path, flags: list[str], compiler: str = "g++", timeout: float = 300.0) -> list[str]:
@@ -359,37 +379,13 @@ def precompiled_header(out: Path, flags: list[str], compiler: str = "g++", timeo
                 None)
     if decl is None:
         return []
-    keep: list[str] = []
-    skip = False
-    for f in flags:
-        if skip:
-            skip = False
-        elif f in ("-iquote", "-include"):
-            skip = True  # the .cu's directory, and the -include'd headers themselves
-        elif f != "-shared" and not f.startswith("-Wl,"):
-            keep.append(f)
-    keep.append("-DCUDA_SIM_RUNTIME_EXTERN")
+    # Neither the .cu's directory nor the -include'd headers: the .gch is the first of them.
+    keep = [*_compile_flags(flags, ("-iquote", "-include")), "-DCUDA_SIM_RUNTIME_EXTERN"]
     key = hashlib.sha256("\0".join([compiler, *keep]).encode()).hexdigest()[:16]
     d = objects_dir(out) / f"cuda_sim_pch-{key}"
-    gch = d / "cuda_sim.h.gch"
-    if gch.exists():
-        return [f"-I{d}"]
-    if (d / "failed").exists():
-        return []
     d.mkdir(parents=True, exist_ok=True)
-    tmp = gch.with_name(f"{gch.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        proc = _run([compiler, *keep, "-x", "c++-header", str(Path(decl) / "cuda_sim.h"), "-o", str(tmp)],
-                    compiler, timeout, "cuda_sim.h")
-    except SimBuildError:
-        tmp.unlink(missing_ok=True)
-        return []
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        (d / "failed").write_text(proc.stderr)
-        return []
-    os.replace(tmp, gch)
-    return [f"-I{d}"]
+    cmd = [compiler, *keep, "-x", "c++-header", str(Path(decl) / "cuda_sim.h")]
+    return [f"-I{d}"] if _built_once(d / "cuda_sim.h.gch", cmd, compiler, timeout) else []
 
 
 def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: float = 300.0) -> Path | None:
@@ -404,7 +400,7 @@ def runtime_object(out: Path, flags: list[str], compiler: str = "g++", timeout: 
             path = Path(flags[k + 1]) if Path(flags[k + 1]).is_absolute() else INCLUDE_DIR / flags[k + 1]
             texts.append(path.read_text() if path.is_file() else flags[k + 1])
     key = hashlib.sha256("\0".join([_header_text(), *texts, compiler, *flags]).encode()).hexdigest()[:16]
-    compile_flags = [f for f in flags if f != "-shared" and not f.startswith("-Wl,")]
+    compile_flags = _compile_flags(flags, ())
     return _object_once(out, f"cuda_sim_rt-{key}",
                         "// the simulator's runtime functions: everything comes from the -include'd headers\n",
                         [*compile_flags, "-DCUDA_SIM_RUNTIME_OBJECT"], compiler, timeout)
