@@ -153,14 +153,17 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
 
 @needs_gxx
 @pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1",
-                                  "caller=0", "share=1", "share=1,threads=2"])
+                                  "caller=0", "share=1", "share=1,threads=2", "first=small", "first=pageable",
+                                  "first=full"])
 def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     # A ring of three 256-byte slots and chunks of at least 16 bytes: an 800-byte array crosses in
     # several chunks that wrap around the ring, copied by the caller and helper threads (as many as
     # the machine has hardware threads, up to 3 in all).
-    # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.
+    # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.  A first
+    # call stages through two 128-byte slots (first=small), which the next call replaces by the ring.
     flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_STAGE_SLOTS=3",
+             "-DTRANSPILE_FIRST_RING_SLOTS=2", "-DTRANSPILE_FIRST_RING_SLOT_BYTES=128",
              "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=16", "-DTRANSPILE_STAGE_THREADS=3",
              "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128",
              "-DTRANSPILE_STAGE_MIN_PIECE_BYTES=16")
@@ -176,16 +179,20 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
             monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("threads=")[1])
     elif mode.startswith("threads="):  # fewer copying threads than built with (1: the caller alone)
         monkeypatch.setenv("TRANSPILE_DROPIN_THREADS", mode.split("=")[1])
+    elif mode.startswith("first="):  # a first call's path: small ring, pageable copies, the full ring
+        monkeypatch.setenv("TRANSPILE_DROPIN_FIRST", mode.split("=")[1])
     elif mode == "caller=0":  # the calling thread only issues DMAs (the helpers copy every chunk)
         monkeypatch.setenv("TRANSPILE_DROPIN_CALLER_COPIES", "0")
     elif mode != "auto":
         monkeypatch.setenv("TRANSPILE_DROPIN_COPY", mode)
     rng = np.random.default_rng(5)
     capfd.readouterr()
-    for n in (100, 37, 8, 1, 0, 100):  # the state (pool, stream, staging buffers) is kept between calls
+    for k, n in enumerate((100, 37, 8, 1, 0, 100)):  # the state (pool, stream, staging) is kept between calls
         got = _call(lib, n, rng)
         for name, want in _expected(n, got["A"]).items():
             np.testing.assert_array_equal(got[name], want, err_msg=f"{name} (n={n}, {mode})")
+        if k == 0 and mode in ("auto", "first=pageable"):  # a first call this small allocates no ring
+            assert lib.live_allocations() == 0, mode
     sys.path.insert(0, str(ROOT / "bench"))
     import dropin  # type: ignore[import-not-found]
 
