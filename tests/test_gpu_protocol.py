@@ -280,3 +280,51 @@ def test_check_timed_calls_reads_samples_and_the_last_call() -> None:
     last[99] = np.nan
     missed = {**good, "last": {"set": 0, "call": 0, "arrays": {"y": last}}}
     assert "whole output: y: 1 of 100 elements" in (gpu.check_timed_calls(Sig(), missed, draws, 1.0, "k") or "")
+
+
+STATE = r'''
+struct FillState { unsigned long long seed; int on; int pad; unsigned long long count; };
+__attribute__((visibility("hidden"))) struct FillState fill_state;
+__attribute__((visibility("hidden"))) struct FillState *the_state(void) { return &fill_state; }
+'''
+
+READER = r'''
+#include <string.h>
+struct FillState;
+struct FillState *the_state(void);
+void probe(int n, unsigned char *out) { if (n >= 24) memcpy(out, the_state(), 24); }
+'''
+
+
+@needs_gcc
+def test_the_worker_sets_the_fill_through_the_stripped_librarys_offset(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fill switch is hidden and its name stripped from the library; the worker reaches it by the
+    # offset nm gave before stripping: each checking call gets its own seed, timing none.
+    (tmp_path / "state.c").write_text(STATE)
+    (tmp_path / "reader.c").write_text(READER)
+    for name in ("state", "reader"):
+        subprocess.run(["gcc", "-fPIC", "-O1", "-c", str(tmp_path / f"{name}.c"), "-o", str(tmp_path / f"{name}.o")],
+                       check=True)
+    lib = tmp_path / "libprobe.so"
+    subprocess.run(["gcc", "-shared", "-o", str(lib), str(tmp_path / "reader.o"), str(tmp_path / "state.o")], check=True)
+    offset, why = gpu.hide_interposer(lib, tmp_path / "state.o")
+    assert offset is not None and not why, why
+    symbols = subprocess.run(["nm", "-a", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert "fill_state" not in symbols and "the_state" not in symbols
+    monkeypatch.setattr(gpu, "RUNTIME", "host")
+    inputs = {"n": np.int32(64), "out": np.zeros(64, np.uint8)}
+    w = gpu.Worker(lib=gpu.GpuLibrary(lib, offset))
+    try:
+        assert w.request({"op": "load", "lib": str(lib), "params": PROBE_PARAMS, "name": "probe",
+                          "fill_offset": offset}, timeout=60)["fill"]
+        seen = [w.request({"op": "run", "inputs": inputs, "device": False, "fill_seed": seed}, timeout=60)["arrays"]["out"]
+                for seed in (12345, 2**62 + 7)]
+        timed = w.request({"op": "time", "sets": [inputs], "outputs": ["out"], "device": False, "dropin_iters": 1},
+                          timeout=60)["last_dropin"]["arrays"]["out"]
+    finally:
+        w.close()
+    state = [np.frombuffer(bytes(s[:16]), dtype=np.dtype([("seed", "<u8"), ("on", "<i4"), ("pad", "<i4")]))[0]
+             for s in (*seen, timed)]
+    assert [(int(s["seed"]), int(s["on"])) for s in state[:2]] == [(12345, 1), (2**62 + 7, 1)]
+    assert int(state[2]["on"]) == 0

@@ -315,7 +315,8 @@ class Worker:
         except (OSError, EOFError, TimeoutError) as e:
             self.close(kill=True)
             raise WorkerError("crash", f"the GPU worker did not start ({type(e).__name__})", self.output()) from None
-        self.pid = int(hello.get("pid", self.proc.pid))
+        pid = int(hello.get("pid") or 0) if isinstance(hello, dict) else 0
+        self.pid = pid if pid > 1 else self.proc.pid  # never 0 or 1: os.kill would signal a group or init
         if self.pid != self.proc.pid:
             try:
                 self.pidfd = os.pidfd_open(self.pid)
@@ -330,29 +331,43 @@ class Worker:
     def alive(self) -> bool:
         if self.pid == self.proc.pid:
             return self.proc.poll() is None
-        if self.pidfd is None:
+        if self.pidfd is not None:
+            return not select.select([self.pidfd], [], [], 0)[0]
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
             return False
-        return not select.select([self.pidfd], [], [], 0)[0]
+        return True
 
     def _kill(self) -> None:
         if self.pid == self.proc.pid:
             if self.proc.poll() is None:
                 self.proc.kill()
-        elif self.pidfd is not None and self.alive():
-            try:
+            return
+        try:
+            if self.pidfd is not None:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except (OSError, AttributeError):
-                pass
+            elif self.pid > 1 and self.alive():
+                os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def _wait(self, timeout: float) -> bool:
-        if self.pid == self.proc.pid:
-            try:
-                self.proc.wait(timeout=timeout)
-                return True
-            except subprocess.TimeoutExpired:
+        """Wait up to ``timeout`` seconds for the worker (and the process started for it) to end."""
+        deadline = time.monotonic() + timeout
+        if self.pid != self.proc.pid:
+            while self.alive() and time.monotonic() < deadline:
+                if self.pidfd is not None:
+                    select.select([self.pidfd], [], [], max(0.0, deadline - time.monotonic()))
+                else:
+                    time.sleep(0.05)
+            if self.alive():
                 return False
-        self.proc.wait()  # the first child, which exits at once
-        return self.pidfd is None or bool(select.select([self.pidfd], [], [], timeout)[0])
+        try:  # the first child (exits at once), or the tool that ran the worker (writes its report first)
+            self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def _died(self) -> str:
         """How the worker ended: its exit status, or the signal faulthandler named in its log."""
@@ -766,6 +781,8 @@ def _timing_draws(report: Report, target: Any, shape: Shape, depth: float, first
     """The rotated input sets of stage (f): independent draws at full size (as stage (e)'s), as many as
     fill 120 MB (2 to 8), each with its reference outputs and tolerance."""
     sets = int(max(2, min(8, math.ceil(2 * 60e6 / max(first_bytes, 1)), 2e9 // max(first_bytes, 1))))
+    if target.reference.kind == "interp":  # each draw runs the (slow) interpreter three times
+        sets = 2
     draws: list[FullDraw] = []
     why: list[str] = []
     recipes = _preferred_recipes(report)

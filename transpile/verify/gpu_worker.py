@@ -475,10 +475,13 @@ class _DlInfo(ctypes.Structure):
 
 def _load_base(fn: Any) -> int:
     """The address the library holding function ``fn`` was loaded at (``dladdr``)."""
-    libc = ctypes.CDLL(None)
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:  # glibc before 2.34: in libdl
+        dladdr = ctypes.CDLL("libdl.so.2").dladdr
     info = _DlInfo()
-    libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-    if not libc.dladdr(ctypes.cast(fn, ctypes.c_void_p), ctypes.byref(info)):
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    if not dladdr(ctypes.cast(fn, ctypes.c_void_p), ctypes.byref(info)):
         raise OSError("dladdr found no library for the candidate's function")
     return int(info.dli_fbase or 0)
 
