@@ -1,24 +1,27 @@
 """Stages (d)-(f) on a GPU: small shapes, full size with several seeds, timing.
 
-The candidate is built with ``nvcc -arch=sm_90 -Xcompiler -fPIC -shared``
-and ``-include include/gpu_poison.h`` (every cudaMalloc it makes returns
-memory filled with 0xFF bytes, except while timing), cached by content, and run by :mod:`transpile.verify.gpu_worker` in a
-separately started interpreter; the reference and the judging stay here.
+The candidate is built as a user builds it (``nvcc -O3 -arch=sm_90 -Xcompiler -fPIC -c``, nothing
+of ours), linked with include/gpu_interpose.cpp by ``--wrap`` (every allocation it makes is
+filled from the call's seed, except while timing), cached by content, and run by
+:mod:`transpile.verify.gpu_worker` in a separately started, neutral interpreter (docs/verify.md,
+"Running the candidate as a user does"); the reference and the judging stay here.
 
-(d) small shapes, as stage (c) but on the device: runs A (first inputs), B
-    (second inputs: ``fresh-input``), A2 (first again: ``determinism``, within
+(d) small shapes, as stage (c) but on the device, every call in one process: runs A (first
+    inputs), B (second inputs: ``fresh-input``), A2 (first again: ``determinism``, within
     the tolerance since atomics may reorder sums) and D (``NAME_device`` on a
     non-blocking stream, read back through that stream only: work left on
-    another stream shows as ``device-entry``), with poisoned outputs, host guard
-    zones and read-only inputs checked; then ``compute-sanitizer`` memcheck and
+    another stream shows as ``device-entry``), then new inputs in the same buffers and
+    NAME_device on new ones (:data:`DEVICE_RUNS`, ``repeated-call``), with poisoned outputs,
+    host guard zones and read-only inputs checked; then ``compute-sanitizer`` memcheck and
     racecheck on one shape when the tool is installed.
 (e) the requested size (or the largest power of two within budget), one input
     draw per seed; the reference runs before the candidate for even seeds and
     after it for odd ones.
-(f) timing: ``NAME_device`` on K rotated input sets (float inputs scaled by
-    1 + k/1024) resident on the device, warm-up, a device-wide synchronize
+(f) timing: ``NAME_device`` on K rotated input sets (independent full-size draws with their
+    own references) resident on the device, warm-up, a device-wide synchronize
     before every measurement, CUDA events on a non-blocking stream, median.
-    Checked: events vs the worker's host clock (events cannot exceed it), the
+    Checked: every call's outputs (sampled elements, the last calls whole: ``timing-output``,
+    :func:`check_timed_calls`), events vs the worker's host clock (events cannot exceed it), the
     device going idle soon after the end event (``stream``: work outside the
     timed stream), the parent's wall clock around the whole loop (``timer``:
     a tampered timer; the worker starts the loop only after the parent has
@@ -277,7 +280,7 @@ RUNTIME = ""
 class Worker:
     """The parent's handle on a gpu_worker process.
 
-    Started as ``python3 -`` with gpu_worker's text on stdin (its process and command line name
+    Started as ``<python> -`` (the interpreter by its path) with gpu_worker's text on stdin (its process and command line name
     nothing of the project), in a fresh directory that holds its own copy of the library, with
     :func:`worker_env`; then it leaves the verifier's process tree (``orphan``) unless a tool
     (``prefix``, e.g. compute-sanitizer) must follow it.  ``command`` replaces the whole start

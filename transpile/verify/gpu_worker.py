@@ -3,7 +3,7 @@
 A candidate must not be able to tell the verifier's process from a user's, nor a checking call
 from a timed one (docs/verify.md, "Running the candidate as a user does").  So this module is
 self-contained (it imports no ``transpile`` module: numpy, and cupy or libcudart) and
-:mod:`transpile.verify.gpu` starts it as ``python3 -`` with this file's text fed on stdin and a
+:mod:`transpile.verify.gpu` starts it as ``<python> -`` (the interpreter by its path) with this file's text fed on stdin and a
 last line ``_start(R, W, orphan)`` appended: the command line, the process name and the open
 files name nothing of the project; the environment is the parent's less the project's and
 pytest's variables, the same for every worker of a run; every mode (check, time, fill seeds)
@@ -778,7 +778,7 @@ def serve(chan: Channel) -> int:
 
 
 def _start(fd_in: int, fd_out: int, orphan: bool) -> None:
-    """The entry point of the worker started as ``python3 -`` (see the module docstring)."""
+    """The entry point of the worker started as ``<python> -`` (see the module docstring)."""
     import faulthandler
 
     faulthandler.enable()  # a crash of the candidate names its signal in the log
@@ -792,7 +792,7 @@ def _start(fd_in: int, fd_out: int, orphan: bool) -> None:
 
 
 def source(fd_in: int, fd_out: int, orphan: bool) -> str:
-    """The program fed to ``python3 -``: this module's text and the call of :func:`_start`."""
+    """The program fed to ``<python> -``: this module's text and the call of :func:`_start`."""
     with open(__file__, encoding="utf-8") as f:
         text = f.read()
     return f"{text}\n_start({int(fd_in)}, {int(fd_out)}, {bool(orphan)})\n"
@@ -811,5 +811,5 @@ def main(argv: list[str] | None = None) -> int:
     return serve(Channel(args.fd_in, args.fd_out))
 
 
-if __name__ == "__main__" and len(sys.argv) > 1:  # run as ``python3 -`` the appended _start(...) line runs
+if __name__ == "__main__" and len(sys.argv) > 1:  # run as ``<python> -`` the appended _start(...) line runs
     sys.exit(main())
