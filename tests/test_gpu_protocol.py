@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from transpile import frontend
-from transpile.verify import gpu
+from transpile.verify import gpu, gpu_build
 from transpile.verify.reference import GccReference
 from transpile.verify.report import FAIL, PASS, Report
 from transpile.verify.signature import kernel_sig
@@ -308,7 +308,7 @@ def test_the_worker_sets_the_fill_through_the_stripped_librarys_offset(tmp_path:
                        check=True)
     lib = tmp_path / "libprobe.so"
     subprocess.run(["gcc", "-shared", "-o", str(lib), str(tmp_path / "reader.o"), str(tmp_path / "state.o")], check=True)
-    offset, why = gpu.hide_interposer(lib, tmp_path / "state.o")
+    offset, why = gpu_build.hide_interposer(lib, tmp_path / "state.o")
     assert offset is not None and not why, why
     symbols = subprocess.run(["nm", "-a", str(lib)], capture_output=True, text=True, check=True).stdout
     assert "fill_state" not in symbols and "the_state" not in symbols

@@ -15,21 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from transpile.verify import gpu
+from transpile.verify import gpu_build
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("nm") is None
                                 or shutil.which("objdump") is None, reason="nvcc or binutils not installed")
 
 
 def test_the_candidate_is_compiled_with_a_users_flags_only() -> None:
-    cmd = gpu.user_compile("nvcc", "k.cu", Path("/o/k.o"))
+    cmd = gpu_build.user_compile("nvcc", "k.cu", Path("/o/k.o"))
     assert cmd == ["nvcc", "-O3", "-arch=sm_90", "-Xcompiler", "-fPIC", "-c", "k.cu", "-o", "/o/k.o"]
     assert not any(a.startswith(("-include", "-D", "-I", "-U", "--pre-include")) for a in cmd)
-    link = gpu.link("nvcc", [Path("k.o"), Path("interpose.o")], Path("libk.so"))
+    link = gpu_build.link("nvcc", [Path("k.o"), Path("interpose.o")], Path("libk.so"))
     assert "k.o" in link and "interpose.o" in link and "-shared" in link
     wraps = link[link.index("-Xlinker") + 1].split(",")
-    assert wraps == [f"--wrap={name}" for name in gpu.WRAPPED]
-    assert {"cudaMalloc", "cudaMallocAsync", "cudaMallocFromPoolAsync", "cudaMallocManaged"} <= set(gpu.WRAPPED)
+    assert wraps == [f"--wrap={name}" for name in gpu_build.WRAPPED]
+    assert {"cudaMalloc", "cudaMallocAsync", "cudaMallocFromPoolAsync", "cudaMallocManaged"} <= set(gpu_build.WRAPPED)
 
 
 ALLOCS = r'''
@@ -67,7 +67,7 @@ def test_the_library_links_the_fill_by_wrap_and_names_only_the_candidate(tmp_pat
     src.mkdir()
     cu = src / "allocs.cu"
     cu.write_text(ALLOCS)
-    lib, output = gpu.build_gpu_library(cu)
+    lib, output = gpu_build.build_gpu_library(cu)
     assert lib is not None, output
     assert lib.fill_offset is not None, output
     # Exported: the candidate's functions and nothing of ours.
@@ -98,5 +98,5 @@ def test_the_library_links_the_fill_by_wrap_and_names_only_the_candidate(tmp_pat
     assert bss is not None
     assert int(bss.group(2), 16) <= lib.fill_offset < int(bss.group(2), 16) + int(bss.group(1), 16)
     # Cached by content: the same file again is not rebuilt.
-    again, out2 = gpu.build_gpu_library(cu)
+    again, out2 = gpu_build.build_gpu_library(cu)
     assert again == lib and out2 == ""

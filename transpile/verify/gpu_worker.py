@@ -677,6 +677,7 @@ class Worker:
                                    "arrays": self._samples(bufs[k], arrays[k], outputs, rng, count, whole=True)}
                 for n, p in pristine[k].items():  # the set starts from its inputs again
                     self.rt.memcpy(bufs[k][n], p, arrays[k][n].nbytes, D2D)
+                self.rt.device_sync()  # (a legacy-stream copy: the next call's stream does not wait for it)
 
             for i in range(int(req.get("warmup", 3))):
                 ret = int(fn(*calls[i % k_sets], ctypes.c_void_p(stream)))
