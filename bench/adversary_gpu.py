@@ -30,7 +30,7 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,18 +141,19 @@ def main() -> int:
         print(f"no adversaries under {ADVERSARY}")
         return 1
     rows = []
-    with ThreadPoolExecutor(max(1, args.j)) as pool:
-        for r in pool.map(lambda f: run(f, args), files):
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "adversary_gpu.jsonl", "w") as log, ThreadPoolExecutor(max(1, args.j)) as pool:
+        for fut in as_completed([pool.submit(run, f, args) for f in files]):
+            r = fut.result()
             rows.append(r)
+            log.write(json.dumps(r, default=str) + "\n")
+            log.flush()
             print(f"{r['file']:56} {r['expect']:6} {r['verdict']:12} {r['where']:28} {r['seconds']:6.1f} s  "
                   f"{(r.get('reason') or '')[:100]}", flush=True)
+    rows.sort(key=lambda r: r["file"])
     text = table(rows)
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "adversary_gpu.md").write_text(text + "\n")
-    with open(args.out / "adversary_gpu.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, default=str) + "\n")
     bad = [r["file"] for r in rows if not good(r)]
     print(f"\n{len(rows)} files; as expected: {len(rows) - len(bad)}/{len(rows)}" + (f"; not: {' '.join(bad)}" if bad else ""))
     return 1 if bad else 0
