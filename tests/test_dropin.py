@@ -269,6 +269,8 @@ def test_closing_the_library_frees_what_the_drop_in_keeps(partial_cu: Path, tmp_
     lib.set_quiet(True)
     rng = np.random.default_rng(3)
     _call(lib, 100, rng)
+    assert lib.live_allocations() == 0  # a first call this small copies directly: no ring
+    _call(lib, 100, rng)
     assert lib.live_allocations() == 1  # the staging ring stays between calls
     lib.close()
     assert lib.live_allocations() == 0 and lib.findings().ok
@@ -499,6 +501,7 @@ def test_refused_registration_falls_back_to_staging(partial_cu: Path, tmp_path: 
     lib = SimLibrary(build(cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
     monkeypatch.setenv("TRANSPILE_DROPIN_COPY", "register")
+    monkeypatch.setenv("TRANSPILE_DROPIN_FIRST", "full")  # a first call's path is not the point here
     n = 100
     a = np.random.default_rng(9).uniform(-1.0, 1.0, n)
     arrays = {"A": a, **{k: np.full(n, -7.0) for k in "BCDE"}}
