@@ -524,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.detect:
         print(json.dumps(_detect()), flush=True)
         return 0
+    from transpile.dropin_host import ENV as HOST_ENV
+
+    os.environ[HOST_ENV] = "0"  # the GPU stages check the GPU path (the host path: stage (c)'s run H)
     chan = Channel(args.fd_in, args.fd_out)
     worker: Worker | None = None
     while True:
