@@ -21,6 +21,10 @@ every call, from the call's sizes, which path to take:
   emitter made one thread: ``LaunchInfo.shape == "serial"``) one thread's chain;
 * ``host_work``: statement executions of the original function.
 
+Both branches of an ``if`` count, except a data-dependent branch in a one-thread launch, which
+counts as not taken: such a branch is a fallback (the min-plus closure's re-run of a step whose pivot
+row or column moved, :mod:`passes.closure`), and counting it as always taken (n^3 statements on one
+GPU thread) would send floyd-warshall to the host at every size.
 Counts are C expressions in the scalar parameters: a loop's trip count, with every loop variable
 around it at its midpoint (a triangular nest counts its average row), times the trips of the loops
 around it.  Where a loop bound reads an array or a scalar the function assigns, there is no count
@@ -187,6 +191,8 @@ class _Counter:
             if isinstance(s, ir.Assign):
                 (self.host if where is None else where).append(" * ".join(trips) or "1.0")
             elif isinstance(s, ir.If):
+                if where is self.serial and (_reads(s.cond) or not _names(s.cond) <= self.fixed | set(mid)):
+                    continue  # a one-thread launch's data-dependent branch: taken as not run (module docstring)
                 self._block(s.then, trips, mid, where)
                 self._block(s.orelse, trips, mid, where)
             elif isinstance(s, ir.Launch):  # parallel work, unless the emitter made it one thread
