@@ -7,10 +7,13 @@ kernel is there for must fire in both forms."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from passes import footprint
@@ -108,3 +111,46 @@ def test_box_bounds_over_fixed_extents_are_the_loop_bounds() -> None:
                                            "if (i > 100) {\n        c[i][j] = a[i][j] * 2.0;\n      }")).kernels[0]
     (_, ihi), _ = footprint.analyze(guarded)["c"].write_box
     assert ihi is None  # min(ni - 1, 7): the extent's own bound
+
+
+def _reference(name: str, tmp: Path) -> ctypes.CDLL:
+    """The file as gcc compiles it (with its utility unit), as a shared library."""
+    lib = tmp / f"ref_{name}.so"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-D_POSIX_C_SOURCE=199309L",
+                    "-Wno-unknown-pragmas", str(HERE / f"{name}.c"), str(HERE / "kr_util.c"), "-o", str(lib)],
+                   check=True)
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path) -> None:
+    """The fixed form's drop-in, with sizes below the extents (nb < NB, nt < NT, nk < NK): the expanded
+    scratch, its copy back over acc[0..nk), the copies over the loops' box, and the host path leave every
+    element (those outside the loops' box included) as gcc's build of the file does."""
+    from tests.interp_check import sim_library
+
+    module = frontend.load(HERE / "scratch.c", function="kernel_scratch", include_dirs=[str(HERE)])
+    code = cuda.emit(pipeline.lower(module), source="scratch.c", host=module)
+    lib = sim_library(code, tmp_path / "sim")
+    ref = _reference("scratch", tmp_path)
+    rng = np.random.default_rng(7)
+    sizes = (5, 7, 9)
+    x, w, acc = rng.random((12, 10, 16)), rng.random((16, 16)) - 0.5, rng.random(16)
+    want = [a.copy() for a in (x, w, acc)]
+    ptr = ctypes.POINTER(ctypes.c_double)
+    ref.kernel_scratch(*[ctypes.c_int(s) for s in sizes], *[a.ctypes.data_as(ptr) for a in want])
+    saved = os.environ.get("TRANSPILE_DROPIN_HOST")
+    try:
+        for path in ("0", "1"):
+            os.environ["TRANSPILE_DROPIN_HOST"] = path
+            got = [a.copy() for a in (x, w, acc)]
+            run = lib.run("kernel_scratch", *sizes, *got, restype=None)
+            assert run.ok, run.diagnostics
+            assert (run.launches == 0) == (path == "1")
+            for g, r, label in zip(got, want, ("x", "w", "acc")):
+                np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14, err_msg=f"{label}, host path {path}")
+    finally:
+        if saved is None:
+            os.environ.pop("TRANSPILE_DROPIN_HOST", None)
+        else:
+            os.environ["TRANSPILE_DROPIN_HOST"] = saved
