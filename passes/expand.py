@@ -140,7 +140,7 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str,
     assert isinstance(p.ty, ir.ArrayType)
     used = ir.identifiers(kernel)
     name = fresh_name(f"{array}_x", used)
-    trips = [_sub(lp.hi, lp.lo) for lp in prefix]
+    trips = [_trips(lp) for lp in prefix]
     if any(t.ty != prefix[0].ty for t in trips):
         return None
     ty = ir.ArrayType(p.ty.elem, (*trips, *p.ty.dims))
@@ -205,6 +205,17 @@ def _affine_expr(a: Affine, ty: ir.Scalar, types: dict[str, ir.Scalar], loc: ir.
     if out is None:
         return ir.Const(a.const, ty, loc=loc)
     return out if a.const == 0 else ir.Binary("+", out, ir.Const(a.const, ty, loc=loc), ty, loc=loc)
+
+
+def _trips(lp: ir.For) -> ir.Expr:
+    """The trip count of a step-1 loop as an extent: ``hi - lo`` clamped at 0 (an empty loop
+    ``1..m - 1`` at ``m = 1`` must not give the copy a negative extent); a parameter ``n`` for
+    ``0..n`` (an extent of the same value where the loop runs, as the C front end gives a VLA's)."""
+    if isinstance(lp.lo, ir.Const) and lp.lo.value == 0 and isinstance(lp.hi, (ir.Var, ir.Const)):
+        return lp.hi
+    diff = _sub(lp.hi, lp.lo)
+    zero = ir.Const(0, diff.ty, loc=diff.loc)
+    return ir.Select(ir.Binary(">", diff, zero, ir.I32, loc=diff.loc), diff, zero, diff.ty, loc=diff.loc)
 
 
 def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:
