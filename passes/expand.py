@@ -31,7 +31,11 @@ iteration's ``X`` is its own: ``X[s]`` in ``B`` becomes
 every iteration writes all of ``X``, its value after the nest is the last
 iteration's: a copy ``X[e] = X_x[hi1 - lo1 - 1]...[e]`` follows the nest,
 when every loop of ``P`` runs at least once (otherwise ``X`` is untouched, as
-before).  A local array that nothing outside the nest touches needs neither the
+before).  Over fixed extents (``double sum[NP]`` filled by ``for (p = 0; p < np; p++)``,
+``np <= NP``) ``B`` writes its box ``0..np - 1`` in full but not the extent: the
+rule then takes the box (footprint's ``box_written`` and ``reads_own``, the box
+depending on no loop of ``P``), and the copy after the nest covers the box only;
+the elements outside keep their values.  A local array that nothing outside the nest touches needs neither the
 copy nor itself: both go (the C front end makes one of every array declared
 in a loop body, e.g. a per-row scratch row).
 
