@@ -122,6 +122,7 @@ def _reference(name: str, tmp: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(lib))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path) -> None:
     """The fixed form's drop-in, with sizes below the extents (nb < NB, nt < NT, nk < NK): the expanded

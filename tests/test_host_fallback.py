@@ -117,6 +117,7 @@ def test_without_the_module_before_lowering_there_is_no_host_path() -> None:
     assert ENV in _code("jacobi-1d")
 
 
+@pytest.mark.slow
 def test_the_verifier_runs_the_host_path(tmp_path: Path) -> None:
     """Stage (c) passes the emitted file, and fails one whose host path alone is wrong."""
     from transpile.verify import Options, verify_file
