@@ -105,7 +105,7 @@ def _match(kernel: ir.Kernel, s: ir.Stmt) -> tuple[ir.For, ir.For, ir.For, ir.As
     loops = (kl, il, jl)
     if len({lp.var for lp in loops}) != 3 or any(lp.step != 1 or lp.par or lp.reduce for lp in loops):
         return None
-    # One extent n: every loop runs 0..n, and X is n x n (so X[k][..] and X[..][k] are in range).
+    # One extent n: every loop runs 0..n (so X[k][..] and X[..][k] are elements the nest touches).
     n = il.hi
     if not all(isinstance(lp.lo, ir.Const) and lp.lo.value == 0 and lp.hi == n for lp in loops):
         return None
@@ -115,8 +115,10 @@ def _match(kernel: ir.Kernel, s: ir.Stmt) -> tuple[ir.For, ir.For, ir.For, ir.As
     t = update.target
     if not (isinstance(t, ir.Index) and t.indices == (i, j) and t.ty.is_int):
         return None
+    # X's extents need not be n: the launches touch X[a][b] for a, b in 0..n only, elements the
+    # nest itself touches for every n > 0 (so over fixed extents, int X[N][N] with n <= N, as well).
     param = kernel.param(t.array)
-    if param is None or not isinstance(param.ty, ir.ArrayType) or param.ty.dims != (n, n):
+    if param is None or not isinstance(param.ty, ir.ArrayType) or len(param.ty.dims) != 2:
         return None
     v = update.value
     if not (isinstance(v, ir.Select) and v.then == t and isinstance(v.cond, ir.Binary) and v.cond.op == "<"

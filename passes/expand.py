@@ -31,7 +31,11 @@ iteration's ``X`` is its own: ``X[s]`` in ``B`` becomes
 every iteration writes all of ``X``, its value after the nest is the last
 iteration's: a copy ``X[e] = X_x[hi1 - lo1 - 1]...[e]`` follows the nest,
 when every loop of ``P`` runs at least once (otherwise ``X`` is untouched, as
-before).  A local array that nothing outside the nest touches needs neither the
+before).  Over fixed extents (``double sum[NP]`` filled by ``for (p = 0; p < np; p++)``,
+``np <= NP``) ``B`` writes its box ``0..np - 1`` in full but not the extent: the
+rule then takes the box (footprint's ``box_written`` and ``reads_own``, the box
+depending on no loop of ``P``), and the copy after the nest covers the box only;
+the elements outside keep their values.  A local array that nothing outside the nest touches needs neither the
 copy nor itself: both go (the C front end makes one of every array declared
 in a loop body, e.g. a per-row scratch row).
 
@@ -46,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps, footprint
+from passes.accesses import Affine
 from passes.builders import copy_nest, fresh_name
 from transpile import ir
 
@@ -61,8 +66,8 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         if not prefix:
             continue
         index = next(n for n, s in enumerate(kernel.body) if s is nest)
-        for array in _candidates(kernel, prefix):
-            trial = _expand(kernel, index, prefix, array)
+        for array, box in _candidates(kernel, prefix).items():
+            trial = _expand(kernel, index, prefix, array, box)
             if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
                 kernel = trial[0]
                 break  # the nest was rebuilt: one array per nest
@@ -93,39 +98,53 @@ def _reads(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Index) for n in ir.walk(e))
 
 
-def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
+def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> dict[str, footprint.Box | None]:
     """Array parameters written in the prefix's body, whose subscripts there use no prefix loop, that the
-    body writes in full before any read of them (footprint analysis with the prefix loops as parameters)."""
+    body writes in full before any read of them (footprint analysis with the prefix loops as parameters),
+    each with the part every iteration writes: None for all of it, else its box (see :func:`_written`)."""
     body = prefix[-1].body
     vars_ = {lp.var for lp in prefix}
     written = sorted({n.target.array for s in body for n in ir.walk(s)
                       if isinstance(n, ir.Assign) and isinstance(n.target, ir.Index)})
     if not written:
-        return []
+        return {}
     # The body as a kernel of its own, the prefix loops' variables as (integer) parameters, and the
     # kernel's local arrays as array parameters (footprint analyses parameters).
     allocs = tuple(ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
     params = (*kernel.params, *allocs, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
-    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc))
-    out = []
+    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc), own=True)
+    out: dict[str, footprint.Box | None] = {}
     for name in written:
         fp = fps.get(name)  # array parameters and local arrays only
-        if fp is None or not fp.must_write or fp.reads_input:
+        if fp is None or not _written(fp, vars_):
             continue
         refs = [n for s in body for n in ir.walk(s) if isinstance(n, ir.Index) and n.array == name]
         if not any(_uses(x, vars_) for r in refs for x in r.indices):
-            out.append(name)
+            out[name] = None if fp.must_write else fp.write_box
     return out
 
 
-def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> tuple[ir.Kernel, int] | None:
+def _written(fp: footprint.Footprint, prefix_vars: set[str]) -> bool:
+    """Whether every iteration of the prefix writes the same part of the array before any read of it:
+    all of it (``must_write``), or its write box, when that box depends on no prefix loop (over fixed
+    extents, ``double sum[NP]`` filled by ``for (p = 0; p < np; p++)``: the box ``0..np - 1``)."""
+    if fp.must_write and not fp.reads_input:
+        return True
+    if not (fp.box_written and fp.reads_own) or fp.write_box is None:
+        return False
+    return all(b is None or not (b.names & prefix_vars) for pair in fp.write_box for b in pair)
+
+
+def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str,
+            box: footprint.Box | None) -> tuple[ir.Kernel, int] | None:
     """``kernel`` with ``array`` expanded over ``prefix`` (the nest at ``kernel.body[index]``), and the
-    rebuilt nest's position in it; None where the trip counts' types differ."""
+    rebuilt nest's position in it; None where the trip counts' types differ.  ``box``: the part of
+    ``array`` every iteration writes, copied back after the nest (None: all of it)."""
     p = kernel.param(array) or next(a for a in kernel.body if isinstance(a, ir.Alloc) and a.name == array)
     assert isinstance(p.ty, ir.ArrayType)
     used = ir.identifiers(kernel)
     name = fresh_name(f"{array}_x", used)
-    trips = [_sub(lp.hi, lp.lo) for lp in prefix]
+    trips = [_trips(lp) for lp in prefix]
     if any(t.ty != prefix[0].ty for t in trips):
         return None
     ty = ir.ArrayType(p.ty.elem, (*trips, *p.ty.dims))
@@ -135,7 +154,10 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> 
     nest = _rebuild(prefix, body)
     # After the nest, the last iteration's copy is the array's value (every iteration writes all of it).
     last = tuple(ir.Binary("-", t, ir.Const(1, t.ty, loc=loc), t.ty, loc=loc) for t in trips)
-    copy = copy_nest(array, (), name, last, p.ty, "x", used, loc)
+    copy = (copy_nest(array, (), name, last, p.ty, "x", used, loc) if box is None
+            else _copy_box(array, name, last, p.ty, box, used, kernel, loc))
+    if copy is None:
+        return None
     ran = None
     for t in trips:
         c = ir.Binary(">", t, ir.Const(0, t.ty, loc=loc), ir.I32, loc=loc)
@@ -151,6 +173,53 @@ def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> 
         return dataclasses.replace(kernel, body=(ir.Alloc(name, ty, loc=loc), *before, nest, *after)), len(before) + 1
     new_body = (ir.Alloc(name, ty, loc=loc), *before, nest, back, *after)
     return dataclasses.replace(kernel, body=new_body), index + 1
+
+
+def _copy_box(dst: str, src: str, lead: tuple[ir.Expr, ...], ty: ir.ArrayType, box: footprint.Box,
+              used: set[str], kernel: ir.Kernel, loc: ir.Loc | None) -> ir.Stmt | None:
+    """``dst[v] = src[lead][v]`` for ``v`` over ``box`` (a bound None: the extent's own); None where a
+    bound names anything but the kernel's integer scalar parameters."""
+    types = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int}
+    if any(v not in types for pair in box for b in pair if b is not None for v in b.names):
+        return None
+    index = ir.I64 if any(d.ty.bits > 32 for d in ty.dims) else ir.I32
+    names: list[str] = []
+    for _ in ty.dims:
+        names.append(fresh_name(f"x{len(names)}", used))
+        used.add(names[-1])
+    subs = tuple(ir.Var(v, index, loc=loc) for v in names)
+    stmt: ir.Stmt = ir.Assign(ir.Index(dst, subs, ty.elem, loc=loc),
+                              ir.Index(src, (*lead, *subs), ty.elem, loc=loc), loc=loc)
+    for v, d, (lo, hi) in reversed(list(zip(names, ty.dims, box))):
+        start = ir.Const(0, index, loc=loc) if lo is None else _affine_expr(lo, index, types, loc)
+        end = (d if d.ty == index else ir.Cast(d, index, loc=loc)) if hi is None else _affine_expr(
+            Affine(hi.coeffs, hi.const + 1), index, types, loc)
+        stmt = ir.For(v, index, start, end, 1, (stmt,), loc=loc)
+    return stmt
+
+
+def _affine_expr(a: Affine, ty: ir.Scalar, types: dict[str, ir.Scalar], loc: ir.Loc | None) -> ir.Expr:
+    """``a`` (over the integer scalar parameters typed by ``types``) as an expression of type ``ty``."""
+    out: ir.Expr | None = None
+    for v, c in a.coeffs:
+        var: ir.Expr = ir.Var(v, types[v], loc=loc)
+        var = var if types[v] == ty else ir.Cast(var, ty, loc=loc)
+        term = var if c == 1 else ir.Binary("*", ir.Const(c, ty, loc=loc), var, ty, loc=loc)
+        out = term if out is None else ir.Binary("+", out, term, ty, loc=loc)
+    if out is None:
+        return ir.Const(a.const, ty, loc=loc)
+    return out if a.const == 0 else ir.Binary("+", out, ir.Const(a.const, ty, loc=loc), ty, loc=loc)
+
+
+def _trips(lp: ir.For) -> ir.Expr:
+    """The trip count of a step-1 loop as an extent: ``hi - lo`` clamped at 0 (an empty loop
+    ``1..m - 1`` at ``m = 1`` must not give the copy a negative extent); a parameter ``n`` for
+    ``0..n`` (an extent of the same value where the loop runs, as the C front end gives a VLA's)."""
+    if isinstance(lp.lo, ir.Const) and lp.lo.value == 0 and isinstance(lp.hi, (ir.Var, ir.Const)):
+        return lp.hi
+    diff = _sub(lp.hi, lp.lo)
+    zero = ir.Const(0, diff.ty, loc=diff.loc)
+    return ir.Select(ir.Binary(">", diff, zero, ir.I32, loc=diff.loc), diff, zero, diff.ty, loc=diff.loc)
 
 
 def _sub(a: ir.Expr, b: ir.Expr) -> ir.Expr:

@@ -30,6 +30,19 @@ one entry per array parameter, for the drop-in's host transfers
   test of the read's iteration domain against the union, over the writes,
   of the instances so covered).  ``tmp[i] = 0; ... tmp[i] += ...`` reads
   no input.
+* ``box_written`` / ``reads_own`` (computed when :func:`analyze` is asked with ``own=True``, for
+  :mod:`passes.expand`): every element of ``write_box`` is written by an exact unconditional
+  instance, and every read sees a value the kernel wrote before it.  ``must_write`` is the first
+  over the whole extent; a kernel over fixed extents (``double sum[NP]`` filled by
+  ``for (p = 0; p < np; p++)``, ``np <= NP``) writes its box in full but not its extent.
+
+**Accesses stay inside the extents.**  An unconditional access with exact bounds (one that runs
+whenever its loops do, before any ``return``) outside its array is undefined behaviour in C, so
+the parameter values that would make one leave the extent are no values of a correct call:
+where a bound of the box is not one affine piece over all values (``min(np - 1, NP - 1)``, for
+a fixed extent ``NP`` and a loop bound ``np``), it is taken again over the values for which every
+such access of the array stays inside (there ``np <= NP``, and the bound is ``np - 1``).  A bound
+that is one piece without that assumption is kept as it is.
 
 Row-major order makes the flattened range ``[offset(lower corner),
 offset(upper corner)]`` of a box contain every touched element, because
@@ -77,6 +90,8 @@ class Footprint:
     must_write: bool
 
     reads_input: bool = True
+    box_written: bool = False
+    reads_own: bool = False
 
     @property
     def copy_in(self) -> bool:
@@ -161,8 +176,9 @@ def sites(kernel: ir.Kernel, params: frozenset[str]) -> list[Site]:
     return list(_sites(kernel.body, (), True, params, (), [0]))
 
 
-def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
-    """The footprint of every array parameter of ``kernel``, in parameter order."""
+def analyze(kernel: ir.Kernel, *, own: bool = False) -> dict[str, Footprint]:
+    """The footprint of every array parameter of ``kernel``, in parameter order; ``own`` also
+    proves ``box_written`` and ``reads_own`` (more isl work, which only expansion needs)."""
     params = parameters(kernel)
     every = sites(kernel, params)
     returns = any(isinstance(n, ir.Return) for n in ir.walk(kernel))
@@ -176,11 +192,16 @@ def analyze(kernel: ir.Kernel) -> dict[str, Footprint]:
         reads = [s for s in mine if not s.write]
         try:
             with isl_limit():
+                inside = None if returns else _inside(mine, dims, params)
                 must = not returns and _must_write(writes, dims, params)
+                covered = (must or own) and all(_covered(r, writes, params) for r in reads)
+                write_box = _box(writes, dims, params, inside)
                 out[p.name] = Footprint(
                     p.name, read=bool(reads), written=bool(writes),
-                    box=_box(mine, dims, params), write_box=_box(writes, dims, params), must_write=must,
-                    reads_input=bool(reads) and not (must and all(_covered(r, writes, params) for r in reads)))
+                    box=_box(mine, dims, params, inside), write_box=write_box, must_write=must,
+                    reads_input=bool(reads) and not (must and covered),
+                    box_written=own and not returns and _box_written(writes, write_box, dims, params, inside),
+                    reads_own=own and covered)
         except isl.Error:  # past MAX_OPERATIONS: the whole extent, copied in
             whole = tuple((None, None) for _ in dims)
             out[p.name] = Footprint(p.name, read=bool(reads), written=bool(writes),
@@ -266,12 +287,73 @@ def _union(refs: list[Site], params: frozenset[str]) -> isl.Set:
     return u.coalesce()
 
 
-def _box(refs: list[Site], dims: list[Affine | None], params: frozenset[str]) -> Box | None:
+def _box(refs: list[Site], dims: list[Affine | None], params: frozenset[str],
+         inside: isl.Set | None = None) -> Box | None:
     if not refs:
         return None
     # Every access stays inside the extent (C semantics): intersecting bounds non-affine subscripts.
     touched = _union(refs, params).intersect(_extent(dims, params))
-    return tuple((_bound(touched, d, lower=True), _bound(touched, d, lower=False)) for d in range(len(dims)))
+    out = []
+    for d in range(len(dims)):
+        lo, hi = _bound(touched, d, lower=True), _bound(touched, d, lower=False)
+        if (lo is None or hi is None) and inside is not None:  # over the values of correct calls
+            there = touched.intersect_params(inside)
+            lo = _bound(there, d, lower=True) if lo is None else lo
+            hi = _bound(there, d, lower=False) if hi is None else hi
+        out.append((lo, hi))
+    return tuple(out)
+
+
+def _inside(refs: list[Site], dims: list[Affine | None], params: frozenset[str]) -> isl.Set | None:
+    """The parameter values for which every exact access of ``refs`` stays inside the extents
+    ``dims`` (elsewhere a call is undefined in C); None when no access constrains them."""
+    head = f"[{', '.join(deps.param_name(p) for p in sorted(params))}] -> {{ : "
+    bad: isl.Set | None = None
+    for site in refs:
+        if not site.exact:
+            continue
+        names = {lp.var: f"i{k}" for k, lp in enumerate(site.loops)}
+        outside = []
+        for sub, dim in zip(site.subscripts, dims):
+            if sub is None:
+                continue
+            at = deps.render_affine(sub, names)
+            outside.append(f"{at} < 0")
+            if dim is not None:
+                outside.append(f"{at} >= {deps.render_affine(dim, {})}")
+        if not outside:
+            continue
+        cons = [*deps.domain_constraints(site.loops, names, params), "(" + " or ".join(outside) + ")"]
+        body = " and ".join(cons)
+        if names:
+            body = f"exists ({', '.join(names.values())} : {body})"
+        s = isl_set(head + body + " }")
+        bad = s if bad is None else bad.union(s)
+    if bad is None or bad.is_empty():
+        return None
+    return bad.complement().coalesce()
+
+
+def _box_written(writes: list[Site], box: Box | None, dims: list[Affine | None], params: frozenset[str],
+                 inside: isl.Set | None) -> bool:
+    """Whether exact unconditional writes cover every element of the write box ``box``."""
+    exact = [s for s in writes if s.exact and all(x is not None for x in s.subscripts)]
+    if not exact or box is None:
+        return False
+    head, svars = set_head(params, len(dims))
+    cons = []
+    for s, (lo, hi), dim in zip(svars, box, dims):
+        cons.append(f"{s} >= {0 if lo is None else deps.render_affine(lo, {})}")
+        if hi is not None:
+            cons.append(f"{s} <= {deps.render_affine(hi, {})}")
+        elif dim is not None:
+            cons.append(f"{s} < {deps.render_affine(dim, {})}")
+        else:
+            return False
+    want = isl_set(head + " and ".join(cons) + " }")
+    if inside is not None:
+        want = want.intersect_params(inside)
+    return bool(want.is_subset(_union(exact, params)))
 
 
 def _bound(s: isl.Set, d: int, *, lower: bool) -> Bound:

@@ -142,3 +142,41 @@ def test_local_scratch_array_read_after_the_nest_keeps_its_last_value() -> None:
     for nr in (1, 4):
         _same(m, out, nr=nr)
         _same(m, pipeline.lower(m), nr=nr, shuffles=(0, 1, 2))
+
+
+#: doitgen over fixed extents, as the real PolyBench file declares it (``double sum[NP]``, loops to
+#: ``np <= NP``): each iteration writes ``w[0..n)``, not all of ``w[8]``.
+FIXED = "kernel k(i32 nr, i32 n, inout f64 a[nr][8], in f64 c[8][8], inout f64 w[8], inout f64 out[1]) {\n"
+
+
+def _same_fixed(m: ir.Module, got_m: ir.Module, nr: int, n: int, shuffles: tuple[int | None, ...]) -> None:
+    rng = np.random.default_rng(nr * 10 + n)
+    args = {"nr": nr, "n": n, "a": rng.random((nr, 8)), "c": rng.random((8, 8)), "w": rng.random(8),
+            "out": rng.random(1)}
+    assert_same_results(m, got_m, "k", args, ("a", "w", "out"), shuffles)
+
+
+@pytest.mark.parametrize(("nr", "n"), [(0, 3), (1, 8), (5, 3), (5, 8)])
+def test_fixed_extent_scratch_gets_a_copy_per_iteration(nr: int, n: int) -> None:
+    """The copy back covers what every iteration writes (``w[0..n)``); ``w[n..8)`` keeps the caller's values."""
+    m = text.parse(FIXED + DOITGEN_LIKE + "}\n")
+    out = _run(m)
+    assert _allocs(out) == ["w_x"]
+    k = out.kernels[0]
+    (nest,) = [s for s in k.body if isinstance(s, ir.For)]
+    assert deps.loop_ids(k)[id(nest)] in deps.parallel_loops(k)
+    _same_fixed(m, out, nr, n, (None,))
+    _same_fixed(m, pipeline.lower(m), nr, n, (0, 1, 2))
+
+
+@pytest.mark.parametrize("body", [
+    # What an iteration writes depends on r: the last iteration's part is not every iteration's.
+    DOITGEN_LIKE.replace("for p in 0..n {\n      w[p] = 0.0;", "for p in 0..r {\n      w[p] = 0.0;"),
+    # w[0] is read but written only from p = 1: the previous iteration's value flows in.
+    DOITGEN_LIKE.replace("for p in 0..n {\n      w[p] = 0.0;", "for p in 1..n {\n      w[p] = 0.0;"),
+    # A conditional write proves nothing.
+    DOITGEN_LIKE.replace("w[p] = 0.0;", "if (n > 2) {\n        w[p] = 0.0;\n      }"),
+])
+def test_fixed_extent_refusals(body: str) -> None:
+    m = text.parse(FIXED + body + "}\n")
+    assert expand.run(m.kernels[0]) is m.kernels[0]

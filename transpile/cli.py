@@ -272,7 +272,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         else:
             lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
                                      reassociate=reassociate)
-            result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
+            result = cuda.emit(lowered, source=file.name, tiling=tiling, host=module)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
             _verify_output(module, lowered, result, file, function, include_dirs, defines)
         if report is not None:

@@ -917,6 +917,7 @@ class _KernelEmitter:
         self.arrays: dict[str, ir.ArrayType] = {p.name: p.ty for p in kernel.params
                                                 if isinstance(p.ty, ir.ArrayType)}
         self.allocs = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}
+        self.original: ir.Kernel | None = None  # the kernel before lowering: the drop-in's host path
 
         # Extents for flattening.  A dimension is rendered inline when it reads only
         # scalar params that never change; otherwise its value is hoisted (on entry
@@ -1178,7 +1179,7 @@ class _KernelEmitter:
             host.flush()
         steps = host.steps
 
-        from transpile import cuda_host  # the drop-in's transfers (templates/dropin.cu.j2)
+        from transpile import cuda_host, dropin_host  # the drop-in's transfers and host path (dropin.cu.j2)
 
         arrays = cuda_host.arrays(self)
         plan = cuda_host.plan(self.k, {n: bool(a["copy_in"]) for n, a in arrays.items()},
@@ -1202,7 +1203,8 @@ class _KernelEmitter:
             "device_args": [arrays[p.name]["dev"] if p.name in arrays else self.ident(p.name)
                             for p in self.k.params] + [DEFAULT_STREAM],
             "arrays": list(arrays.values()),
-            "dropin": {**cuda_host.dropin(self), "last": plan.last, "phased": bool(plan.starts)},
+            "dropin": {**cuda_host.dropin(self), "last": plan.last, "phased": bool(plan.starts),
+                       "host": dropin_host.host_path(self, self.original, list(arrays.values()))},
             "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
                         for a in self.arrays for h, d in self.hoisted.get(a, [])],
             "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()]
@@ -1261,13 +1263,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None) -> str:
+def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None,
+         host: ir.Module | None = None) -> str:
     """The CUDA translation unit for ``module``, whose kernels must be mapped (``passes.map_gpu``).
 
     ``source`` names the input in the header comment; ``tiling`` overrides the
-    tiled matmul path's defaults (:mod:`passes.tile`).
+    tiled matmul path's defaults (:mod:`passes.tile`); ``host``, the module before lowering, gives
+    each drop-in a host path (:mod:`transpile.dropin_host`).
     """
-    return regions.clean(_render(module, source=source, tiling=tiling))
+    return regions.clean(_render(module, source=source, tiling=tiling, host=host))
 
 
 def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None = None
@@ -1318,23 +1322,25 @@ def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options |
     return regions.clean(text), launches
 
 
-def _render(module: ir.Module, *, source: str, tiling: tile.Options | None) -> str:
+def _render(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None = None) -> str:
     """The translation unit with region markers (:mod:`transpile.regions`)."""
-    return _render_logged(module, source=source, tiling=tiling)[0]
+    return _render_logged(module, source=source, tiling=tiling, host=host)[0]
 
 
-def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | None
+def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None = None
                    ) -> tuple[str, dict[str, list[LaunchInfo]]]:
     """:func:`_render`, and each kernel's launches as its emitter logged them."""
     assert "\n" not in source, f"bad source name {source!r}"
-    emitted = _emitted(module, tiling)
+    emitted = _emitted(module, tiling, host)
     funcs = [_func(f) for f in module.funcs]
     text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=[c for _, c in emitted])
     return text, {k.name: e.launch_log for k, (e, _) in zip(module.kernels, emitted)}
 
 
-def _emitted(module: ir.Module, tiling: tile.Options | None) -> list[tuple[_KernelEmitter, dict[str, object]]]:
-    """Each kernel's emitter, after it made the kernel's template context, and that context."""
+def _emitted(module: ir.Module, tiling: tile.Options | None, host: ir.Module | None = None
+             ) -> list[tuple[_KernelEmitter, dict[str, object]]]:
+    """Each kernel's emitter, after it made the kernel's template context, and that context;
+    ``host``: the module before lowering (each drop-in's host path)."""
     cuda_names.check(module)
     module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
     generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
@@ -1342,4 +1348,7 @@ def _emitted(module: ir.Module, tiling: tile.Options | None) -> list[tuple[_Kern
                   for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
     emitters = [_KernelEmitter(k, module_names | generated, tiling) for k in module.kernels]
+    originals = {k.name: k for k in host.kernels} if host is not None else {}
+    for e in emitters:
+        e.original = originals.get(e.name)
     return [(e, e.context()) for e in emitters]

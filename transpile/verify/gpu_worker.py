@@ -501,6 +501,10 @@ class Worker:
     def load(self, req: dict[str, Any]) -> dict[str, Any]:
         self.lib = ctypes.CDLL(req["lib"], mode=os.RTLD_LOCAL)
         self.params, self.name = req["params"], req["name"]
+        try:  # a transpile drop-in with a host path: the GPU stages run its GPU code (stage (c) runs both)
+            ctypes.c_int.in_dll(self.lib, "transpile_dropin_path_mode").value = 0
+        except ValueError:
+            pass
         device = req.get("device", False)
         try:
             self.lib[f"{self.name}_device"]

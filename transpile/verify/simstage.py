@@ -27,6 +27,10 @@ W     first set, shuffled schedule, row programs  ``launch-by-launch``
 G     first set, shuffled schedule, atomic bins   ``launch-by-launch``
       in global memory (only files with shared
       bins: transpile/cuda_atomics.py)
+H     first set, the drop-in's host path (only    ``host-path``
+      files that have one: every other run is
+      forced onto the GPU path,
+      transpile/dropin_host.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -55,6 +59,7 @@ from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in globa
 from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
+from transpile.dropin_host import ENV as HOST_ENV  # run H: 1, the drop-in's host path; 0 for the others
 from transpile.verify.checks import HostBuffers, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream
@@ -283,6 +288,8 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
             return "launch-by-launch", (f"{where}correct with each block's bins in shared memory, wrong with "
                                         f"the bins in global memory ({PRIVATE_ENV}=0, the form of many bins; "
                                         f"schedule seed {schedule_seed}): {msg}")
+        if label == "H":
+            return "host-path", f"{where}correct on the GPU path, wrong on the host path ({HOST_ENV}=1): {msg}"
         if label == "S":
             return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
                                         f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
@@ -331,6 +338,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     fused_steps = STEPS_ENV in text
     row_programs = ROWPROG_ENV in text
     private_bins = PRIVATE_ENV in text
+    host_path = HOST_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -366,6 +374,9 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("W", prep.x1, sched, env=((ROWPROG_ENV, "0"),)))
         if private_bins:  # the shapes' bins fit in shared memory: now the global form
             calls.append(Call("G", prep.x1, sched, env=((PRIVATE_ENV, "0"),)))
+        if host_path:  # the runs above on the GPU path whatever the environment says; H on the host's
+            calls = [Call(c.label, c.inputs, c.seed, c.device, ((HOST_ENV, "0"), *c.env)) for c in calls]
+            calls.append(Call("H", prep.x1, 0, env=((HOST_ENV, "1"),)))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
@@ -384,7 +395,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                     out = safe_output(err.output)
                     what = {"A": "", "B": "second call ", "A2": "third call ", "C": "shuffled-schedule call ",
                             "D": f"{sig.name}_device call ", "L": "launch-by-launch call ",
-                            "S": "one-by-one call ", "W": "warp-a-row call ", "G": "global-bins call "}[call.label]
+                            "S": "one-by-one call ", "W": "warp-a-row call ", "G": "global-bins call ",
+                            "H": "host-path call "}[call.label]
                     failed = (err.kind if err.kind in ("crash", "timeout") else "crash",
                               f"{where}{what}{err.message}{': ' + out if out else ''}")
                     stage.details["output"] = err.output[-2000:]

@@ -1,0 +1,139 @@
+"""The drop-in's host path (transpile/dropin_host.py, issue 39 item 2): the C function as written,
+compiled into the .cu for the host, taken where the model says one CPU core beats the GPU.
+
+In the simulator: the host path gives the reference's results (gcc, on fresh random inputs) and
+makes no launch; ``TRANSPILE_DROPIN_HOST`` forces either path; ``NAME_on_host`` reports the model's
+choice (``TRANSPILE_DROPIN_HOST=model``: the simulator otherwise takes the GPU path), which is the
+host for tiny sizes and the GPU for large ones; and the verifier's stage (c) runs the host path too
+(a wrong host path fails it while the GPU path is right)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests import polybench
+from tests.interp_check import sim_library
+from transpile import cuda, dropin_host, frontend, pipeline
+
+ENV = dropin_host.ENV
+
+#: Named in issue 39 (slower than one CPU core at LARGE): a stencil of many small steps, and a
+#: sequential solver (a host loop of short launches, a local array on the heap).
+KERNELS = ("jacobi-1d", "durbin")
+
+
+def _code(name: str, host: bool = True) -> str:
+    module = frontend.load(polybench.spec(name).path)
+    return cuda.emit(pipeline.lower(module), source=f"{name}.c", host=module if host else None)
+
+
+@pytest.fixture(scope="module", params=KERNELS)
+def built(request: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
+    name = request.param
+    return name, sim_library(_code(name), tmp_path_factory.mktemp(name.replace("-", "_")))
+
+
+@pytest.fixture
+def env() -> Iterator[dict[str, str]]:
+    """Sets variables for one test (restored after it)."""
+    saved = os.environ.get(ENV)
+    values: dict[str, str] = {}
+    yield values
+    if saved is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = saved
+
+
+def _set(value: str | None) -> None:
+    if value is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = value
+
+
+def _fresh(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_both_paths_give_the_reference_results(built: tuple[str, Any], env: dict[str, str], seed: int) -> None:
+    name, lib = built
+    spec = polybench.spec(name)
+    args = polybench.make_args(name, np.random.default_rng(seed))
+    want = polybench.run_c(name, _fresh(args))
+    for value, on_host in (("1", True), ("0", False), (None, False)):  # unset: the simulator takes the GPU
+        _set(value)
+        got = _fresh(args)
+        run = lib.run(spec.function, *got.values(), restype=None)
+        assert run.ok, run.diagnostics
+        assert (run.launches == 0) == on_host, (value, run.launches)
+        for k, v in want.items():
+            np.testing.assert_allclose(got[k], v, rtol=1e-12, atol=1e-14, err_msg=f"{k}, {ENV}={value}")
+
+
+def _on_host(lib: Any, name: str, sizes: dict[str, int]) -> int:
+    """``NAME_on_host`` for these sizes (arrays NULL: the choice reads the sizes only)."""
+    spec = polybench.spec(name)
+    fn = lib.lib[f"{spec.function}_on_host"]
+    fn.restype = ctypes.c_int
+    args = [ctypes.c_int(sizes[p.name]) if p.kind == "size" else ctypes.c_void_p(None) for p in spec.params]
+    return int(fn(*args))
+
+
+#: Per kernel: sizes where one core wins (tiny), and sizes where the GPU does.
+SIZES = {
+    "jacobi-1d": ({"tsteps": 2, "n": 30}, {"tsteps": 10, "n": 200_000_000}),
+    "durbin": ({"n": 40}, {"n": 2_000_000}),
+}
+
+
+def test_the_model_takes_the_host_for_tiny_sizes_and_the_gpu_for_large_ones(
+        built: tuple[str, Any], env: dict[str, str]) -> None:
+    name, lib = built
+    tiny, large = SIZES[name]
+    _set("model")
+    assert _on_host(lib, name, tiny) == 1
+    assert _on_host(lib, name, large) == 0
+    _set("1")
+    assert _on_host(lib, name, large) == 1
+    _set("0")
+    assert _on_host(lib, name, tiny) == 0
+    _set(None)  # the simulator: the GPU path, whatever the model says
+    assert _on_host(lib, name, tiny) == 0
+
+
+def test_without_the_module_before_lowering_there_is_no_host_path() -> None:
+    """``cuda.emit`` without ``host=``: the drop-in as before (the tests' and examples' CUDA unchanged)."""
+    code = _code("jacobi-1d", host=False)
+    assert ENV not in code and "_on_host" not in code
+    assert ENV in _code("jacobi-1d")
+
+
+@pytest.mark.slow
+def test_the_verifier_runs_the_host_path(tmp_path: Path) -> None:
+    """Stage (c) passes the emitted file, and fails one whose host path alone is wrong."""
+    from transpile.verify import Options, verify_file
+
+    name = "jacobi-1d"
+    spec = polybench.spec(name)
+    good = _code(name)
+    start = good.index(f"static void {spec.function}_host(")
+    at = good.index("0.33333", start)
+    bad = good[:at] + "0.33334" + good[at + len("0.33333"):]
+    for text, ok in ((good, True), (bad, False)):
+        cu = tmp_path / f"{'good' if ok else 'bad'}.cu"
+        cu.write_text(text)
+        report = verify_file(cu, spec.path, function=spec.function,
+                             options=Options(mode="quick", stages="abc", gpu=False, sanitizer=False))
+        stage = report.stages["c"]
+        assert (stage.status == "pass") == ok, stage.message
+        if not ok:
+            assert stage.check == "host-path", stage.message
