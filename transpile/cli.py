@@ -119,6 +119,10 @@ def main() -> None:
 @click.option("--no-mma", is_flag=True,
               help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
                    "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
+@click.option("--arch", "arch", metavar="sm_XX", default=None,
+              help="The one GPU architecture to build for (sm_75 ... sm_120). Default: every one; the "
+                   "tensor-core kernels (sm_80/sm_90) come with FMA kernels the host launches elsewhere "
+                   "(docs/architectures.md).")
 @click.option("--evolve", is_flag=True,
               help="Search schedules (fusion, tiles, micro-tiles, staging, tensor-core shapes, block shapes) and "
                    "keep the fastest verified one: timed on a GPU, else ranked by the structural cost model; "
@@ -150,7 +154,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
-                **llm: object) -> None:
+                arch: str | None = None, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         if evolve:
@@ -172,7 +176,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                         mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
                         rows=rows or defaults.rows, stream=stream or defaults.stream, sweep=sweep or defaults.sweep,
                         steps=not no_fuse_steps, reassociate=not no_reassociate)
-    tiling = replace(schedule.options(), enabled=not naive)
+    tiling = replace(schedule.options(), enabled=not naive, arch=_arch(arch))
     problem = tiling.problem()
     if problem is not None:
         raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows' / '--stream' / "
@@ -195,6 +199,18 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
                             reassociate=not no_reassociate, evolving=evolving))
+
+
+def _arch(value: str | None) -> int:
+    """``--arch``'s value as ``tile.Options.arch`` (0: every architecture)."""
+    from transpile import arches
+
+    if value is None:
+        return 0
+    try:
+        return arches.parse(value)
+    except TranspileError as e:
+        raise click.BadParameter(e.msg.split(": ", 1)[-1], param_hint="'--arch'") from None
 
 
 def _sweep(value: str | None) -> tuple[int, int, int, int] | None:

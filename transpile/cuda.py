@@ -1035,6 +1035,12 @@ class _KernelEmitter:
             more_params, more_args = config.pop("params", []), config.pop("args", [])
             for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
                 params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
+            fallback = config.pop("fallback", None)
+            if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
+                fb = self.namer.fresh(f"{name}_fma")
+                self.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
+                                     "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
+                config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
             return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
                     {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
         printer = StmtPrinter(self.expr, namer)

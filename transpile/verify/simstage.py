@@ -27,6 +27,9 @@ W     first set, shuffled schedule, row programs  ``launch-by-launch``
 G     first set, shuffled schedule, atomic bins   ``launch-by-launch``
       in global memory (only files with shared
       bins: transpile/cuda_atomics.py)
+M     first set, shuffled schedule, the FMA       ``launch-by-launch``
+      kernels in place of the tensor-core ones
+      (files with both: transpile/cuda_mma.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -52,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
+from transpile.cuda_mma import ENV as MMA_ENV  # run M: 0, the FMA kernels (GPUs before the tensor cores')
 from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
@@ -283,6 +287,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
             return "launch-by-launch", (f"{where}correct with each block's bins in shared memory, wrong with "
                                         f"the bins in global memory ({PRIVATE_ENV}=0, the form of many bins; "
                                         f"schedule seed {schedule_seed}): {msg}")
+        if label == "M":
+            return "launch-by-launch", (f"{where}correct with the tensor-core kernels, wrong with their FMA "
+                                        f"kernels ({MMA_ENV}=0, the path of GPUs before sm_80/sm_90; schedule "
+                                        f"seed {schedule_seed}): {msg}")
         if label == "S":
             return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
                                         f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
@@ -331,6 +339,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     fused_steps = STEPS_ENV in text
     row_programs = ROWPROG_ENV in text
     private_bins = PRIVATE_ENV in text
+    fma_kernels = MMA_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -366,6 +375,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("W", prep.x1, sched, env=((ROWPROG_ENV, "0"),)))
         if private_bins:  # the shapes' bins fit in shared memory: now the global form
             calls.append(Call("G", prep.x1, sched, env=((PRIVATE_ENV, "0"),)))
+        if fma_kernels:  # the simulator has the tensor-core bodies (no __CUDA_ARCH__): now their fallbacks
+            calls.append(Call("M", prep.x1, sched, env=((MMA_ENV, "0"),)))
         def child(send: Any, c: list[Call] = calls) -> None:
             _child(send, str(b.library), sig, c, audit)
 
