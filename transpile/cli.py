@@ -119,6 +119,9 @@ def main() -> None:
 @click.option("--no-mma", is_flag=True,
               help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
                    "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
+@click.option("--header", "header", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Also write a C header (extern \"C\" guards for C++) with the prototypes of NAME, NAME_device "
+                   "and NAME_release (docs/header.md).")
 @click.option("--arch", "arch", metavar="sm_XX", default=None,
               help="The one GPU architecture to build for (sm_75 ... sm_120). Default: every one; the "
                    "tensor-core kernels (sm_80/sm_90) come with FMA kernels the host launches elsewhere "
@@ -154,7 +157,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
-                arch: str | None = None, **llm: object) -> None:
+                arch: str | None = None, header: Path | None = None, **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         if evolve:
@@ -198,7 +201,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                schedule=schedule)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving))
+                            reassociate=not no_reassociate, evolving=evolving, header=header))
 
 
 def _arch(value: str | None) -> int:
@@ -265,8 +268,11 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: _EvolveArgs | None = None) -> None:
+             evolving: _EvolveArgs | None = None, header: Path | None = None) -> None:
     from transpile import frontend
+
+    if header is not None and emit != "cuda":
+        raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
     _check_uninit(module)
@@ -295,6 +301,10 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
             from transpile import static_report
 
             write_atomic(report, static_report.render(static_report.analyse(result, file.name)))
+        if header is not None:
+            from transpile import header as c_header
+
+            write_atomic(header, c_header.render(result, source=file.name, guard=header.name))
     if output == "-":
         sys.stdout.write(result)
         return

@@ -1220,6 +1220,8 @@ class _KernelEmitter:
         }
 
     def _c_param(self, p: ir.Param, *, device: bool) -> str:
+        if not device and p.ctype is not None:  # the drop-in: the C type as written (transpile/header.py)
+            return f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{self.ident(p.name)}"
         if isinstance(p.ty, ir.Scalar):
             return f"{ctype(p.ty)} {self.ident(p.name)}"
         const = "const " if device and p.intent == "in" else ""
