@@ -51,6 +51,10 @@ class _DefaultGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "compile")
+        if args and args[0] == "compile":  # -O2, -std=c11, -Wall, -w, -v ... (transpile/cliopts.py)
+            from transpile import cliopts
+
+            args[1:] = cliopts.normalize(args[1:])
         return super().parse_args(ctx, args)
 
 
@@ -122,6 +126,11 @@ def main() -> None:
 @click.option("--header", "header", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Also write a C header (extern \"C\" guards for C++) with the prototypes of NAME, NAME_device "
                    "and NAME_release (docs/header.md).")
+@click.option("--verbose", is_flag=True, help="-v: say what was done (the verifier's stages, the files written).")
+@click.option("--quiet", is_flag=True, help="-q: no warnings and no notes; errors only.")
+@click.option("--w-off", is_flag=True, hidden=True)  # -w
+@click.option("--w-error", multiple=True, hidden=True)  # -Werror, -Werror=ID
+@click.option("--w-on", multiple=True, hidden=True)  # -WID
 @click.option("--arch", "arch", metavar="sm_XX", default=None,
               help="The one GPU architecture to build for (sm_75 ... sm_120). Default: every one; the "
                    "tensor-core kernels (sm_80/sm_90) come with FMA kernels the host launches elsewhere "
@@ -157,8 +166,21 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
-                arch: str | None = None, header: Path | None = None, **llm: object) -> None:
-    """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
+                arch: str | None = None, header: Path | None = None, verbose: bool = False, quiet: bool = False,
+                w_off: bool = False, w_error: tuple[str, ...] = (), w_on: tuple[str, ...] = (),
+                **llm: object) -> None:
+    """Compile FILE (.c or .ir; - reads stdin), or a natural-language spec (--from-text SPEC), to CUDA.
+
+    Also takes the C compiler's -O0..-O3, -std=, -x c, -w, -W..., -Werror, -v and -q (docs/cli.md)."""
+    from transpile import diagnostics
+
+    for wid in (*w_on, *(w for w in w_error if w != "all")):
+        if wid not in diagnostics.WARNINGS:
+            click.echo(f"transpile: warning: unknown warning option '-W{wid}' (known: "
+                       f"{', '.join(diagnostics.WARNINGS)}) [-Wunknown-warning-option]", err=True)
+    diagnostics.configure(off=w_off or quiet, errors=frozenset(w_error))
+    if file is not None and str(file) == "-":
+        file, output = _stdin_file(), "-" if output is None else output
     if from_text is not None or file is None:
         if evolve:
             raise click.BadParameter("not supported with --from-text yet: compile the spec to .ir "
@@ -201,7 +223,20 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                schedule=schedule)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving, header=header))
+                            reassociate=not no_reassociate, evolving=evolving, header=header,
+                            verbose=verbose, quiet=quiet))
+
+
+def _stdin_file() -> Path:
+    """``-``: standard input, saved as ``stdin.c`` in a directory of its own (removed at exit)."""
+    import atexit
+    import shutil
+
+    d = Path(tempfile.mkdtemp(prefix="transpile-stdin."))
+    atexit.register(shutil.rmtree, d, True)
+    path = d / "stdin.c"
+    path.write_bytes(sys.stdin.buffer.read())
+    return path
 
 
 def _arch(value: str | None) -> int:
@@ -268,7 +303,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: _EvolveArgs | None = None, header: Path | None = None) -> None:
+             evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
+             quiet: bool = False) -> None:
     from transpile import frontend
 
     if header is not None and emit != "cuda":
@@ -296,7 +332,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
                                      reassociate=reassociate)
             result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
-            _verify_output(module, lowered, result, file, function, include_dirs, defines)
+            _verify_output(module, lowered, result, file, function, include_dirs, defines, verbose=verbose,
+                           quiet=quiet)
         if report is not None:
             from transpile import static_report
 
@@ -309,9 +346,13 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         sys.stdout.write(result)
         return
     dest = Path(output) if output is not None else file.with_suffix(suffix)
+    if dest.is_dir():  # -o DIR: DIR/<stem>.cu
+        dest = dest / file.with_suffix(suffix).name
     if dest.resolve() == file.resolve():
         raise TranspileError(None, f"output file '{dest}' would overwrite the input")
     write_atomic(dest, result)
+    if verbose:
+        click.echo(f"transpile: wrote {dest}" + (f" and {header}" if header is not None else ""), err=True)
 
 
 class _Bars:
@@ -382,7 +423,8 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
 
 
 def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
-                   include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> None:
+                   include_dirs: tuple[str, ...], defines: tuple[str, ...], *, verbose: bool = False,
+                   quiet: bool = False) -> None:
     """Verify emitted CUDA (quick shapes); a failure is an error, an inconclusive test a warning."""
     from transpile.verify import Options, verify_module
 
@@ -390,10 +432,12 @@ def _verify_output(module: object, lowered: object, text: str, file: Path, funct
                             include_dirs=include_dirs, defines=defines,
                             options=Options(mode="quick", full_seeds=1, sanitizer=False))
     for r in reports:
+        if verbose:
+            click.echo(r.summary(), err=True)
         if r.verdict == "fail":
             raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
                                        f"(replay: transpile verify OUT.cu --against {file.name} --seed {r.seed})")
-        if r.verdict != "pass":
+        if r.verdict != "pass" and not quiet:
             click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
                        err=True)
 
@@ -474,12 +518,19 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     from transpile.diagnostics import TranspileWarning
 
     if isinstance(message, TranspileWarning):
-        click.echo(str(message), err=True)
+        click.echo(_colored(str(message)), err=True)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
 
 
 _python_show_warning = warnings.showwarning
+
+
+def _colored(text: str) -> str:
+    """A diagnostic in clang's colours on a terminal (not with NO_COLOR), else as it is."""
+    from transpile.diagnostics import paint, use_color
+
+    return paint(text) if use_color(sys.stderr) else text
 
 
 def _guard(action: object) -> None:
@@ -490,7 +541,7 @@ def _guard(action: object) -> None:
     except TranspileError as e:
         if e.source is None and e.loc is not None:  # raised past the front end: the caret line still helps
             e.source = _source_of(e.loc)
-        click.echo(str(e), err=True)
+        click.echo(_colored(str(e)), err=True)
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
         raise
