@@ -10,7 +10,7 @@ there (``__CUDA_ARCH__``); the host launches their FMA kernels elsewhere.
 The verifier's stage (b) compiles the sm_90 cubin (its resource report) and,
 for files whose code can depend on the architecture (:func:`arch_dependent`:
 inline PTX, ``__CUDA_ARCH__``, intrinsics of sm_80 and later), also
-:data:`VERIFY_ARCHES` in one ``nvcc -c``: sm_75 (no fp64 tensor cores, no
+:data:`VERIFY_ARCHES` in one ``nvcc -fatbin`` (device code only): sm_75 (no fp64 tensor cores, no
 ``cp.async``) and sm_80 (those of Ampere, not Hopper's) are the oldest of the
 feature levels the emitter distinguishes; sm_86/89 compile the same code as
 sm_80 and sm_100/120 the same as sm_90.  The full list is compiled in CI

@@ -292,7 +292,7 @@ def stage_b(report: Report, cu: Path) -> None:
 
 def _older_arches(exe: str, cu: Path, text: bytes, key: str) -> str | None:
     """For a file whose code may depend on the architecture (:func:`transpile.arches.arch_dependent`):
-    ``nvcc -c`` for :data:`transpile.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
+    ``nvcc -fatbin`` for :data:`transpile.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
     from transpile import arches
 
     if not arches.arch_dependent(text.decode(errors="replace")):
@@ -303,7 +303,8 @@ def _older_arches(exe: str, cu: Path, text: bytes, key: str) -> str | None:
         return None
     with tempfile.TemporaryDirectory() as d:
         try:
-            proc = subprocess.run([exe, *flags, "-c", "-o", str(Path(d) / "k.o"), str(cu)],
+            # -fatbin: the device code alone (what differs between targets), no host compile.
+            proc = subprocess.run([exe, *flags, "-fatbin", "-o", str(Path(d) / "k.fatbin"), str(cu)],
                                   capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             return "nvcc timed out after 600 s (sm_75, sm_80)"
