@@ -37,7 +37,7 @@ CXX_PROTOTYPE = ('extern "C" void axpy(size_t n, const idx_t m, real a, const re
     ("const real *restrict x", "const double *__restrict__"), ("float w[10]", "float *"),
     ("double v[restrict 4]", "double *__restrict__"), ("const double *const z", "const double *const"),
     ("unsigned long u", "unsigned long"), ("int64_t k", "int64_t"), ("double A[3][4]", None),
-    ("double **pp", None), ("struct s *p", None),
+    ("double **pp", None), ("struct s *p", None), ("_Bool b", "bool"), ("const unsigned char *c", "const unsigned char *"),
 ])
 def test_spelling(decl: str, want: str | None) -> None:
     src = ("typedef unsigned long size_t; typedef long int64_t; typedef long idx_t; typedef double real; "

@@ -84,6 +84,7 @@ RESERVED = frozenset("""
     static_assert static_cast template this thread_local throw true try typeid typename using
     virtual wchar_t xor xor_eq threadIdx blockIdx blockDim gridDim warpSize dim3 size_t
     cudaStream_t cudaError_t transpile_check transpile_extent transpile_grid transpile_block transpile_sm_count
+    transpile_mma_ok
 """.split())
 
 # C operator precedence (higher binds tighter), as in pycparser's c_generator.

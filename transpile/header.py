@@ -51,7 +51,7 @@ def spelling(node: c_ast.Node, typedefs: dict[str, c_ast.Node], _depth: int = 0)
         if len(names) == 1 and names[0] in typedefs and names[0] not in STANDARD:
             base = spelling(typedefs[names[0]], typedefs, _depth + 1)
             return None if base is None or "*" in base else " ".join([*quals, base])
-        return " ".join([*quals, *names])
+        return " ".join([*quals, *("bool" if n == "_Bool" else n for n in names)])  # C++ has no _Bool
     return None
 
 
