@@ -210,8 +210,9 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         silence(wid)
     evolving = None
     if evolve:
-        if naive or emit != "cuda" or dump_ir is not None:
-            raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
+        if naive or emit != "cuda" or dump_ir is not None or arch is not None:
+            raise click.BadParameter("cannot be combined with --naive (-O0), --emit ir, --dump-ir or --arch",
+                                     param_hint="'--evolve' (-O3)")
         given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
                                     ("mma", no_mma or no_reassociate), ("rows", rows), ("stream", stream),
