@@ -118,8 +118,7 @@ def test_stage_c_runs_the_fma_kernels() -> None:
                    sim_work=simstage.SMALL_WORK)
     (report,) = verify_module(module, bad, source=path, lowered=lowered, options=opts)
     assert not report.ok and "TRANSPILE_MMA=0" in report.stage("c").message, report.summary()
-    (report,) = verify_module(module, out, source=path, lowered=lowered, options=opts)
-    assert report.ok, report.summary()
+    # The right file passes with run M: tests/test_mma.py verifies gemm's default output.
 
 
 def _float_variant(name: str) -> str:
