@@ -189,6 +189,7 @@ class Options:
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
     chain: int = DEFAULT_CHAIN  # chain launches: threads per block
     steps: bool = True  # host loops of stencil launches: one fused kernel a step (transpile/cuda_steps.py)
+    arch: int = 0  # the one target (10 * major + minor; --arch), or 0: every architecture (docs/architectures.md)
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""
@@ -272,6 +273,7 @@ class Plan:
     scalar: ir.Decl | None = None
     epilogue: ir.Assign | None = None
     mma_edge: bool = True  # k_tri on tensor cores: the edge terms too, masked (Options.mma_edge)
+    arch: int = 0  # Options.arch: the one target, or 0 (every architecture: the FMA kernel beside the MMA one)
 
     @property
     def output(self) -> ir.Index:
@@ -416,7 +418,7 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
              else DEFAULT_MMA_TRIANGULAR if triangular and opts.mma_shape == DEFAULT_MMA
              else DEFAULT_MMA_K_TRI if k_tri and not opts.mma_edge and opts.mma_shape == DEFAULT_MMA
              else opts.mma_shape,
-             opts.mma_inst, k_tri, scalar, epilogue, opts.mma_edge)
+             opts.mma_inst, k_tri, scalar, epilogue, opts.mma_edge, opts.arch)
     while p.shared_bytes > SHARED_LIMIT and p.bk > 1:
         p = dataclasses.replace(p, bk=p.bk // 2)
     return p if p.shared_bytes <= SHARED_LIMIT else None

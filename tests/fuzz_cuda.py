@@ -70,7 +70,7 @@ def classify(rc: int | None, err: str) -> str:
         return "crash"
     if "verification of the generated CUDA" in err:
         # the compiler warned that the C reads or writes out of bounds: no defined result to match
-        return "undefined" if "[out-of-bounds]" in err or "[uninitialized]" in err else "miscompile"
+        return "undefined" if "[-Wout-of-bounds]" in err or "[-Wuninitialized]" in err else "miscompile"
     if rc == 1 and re.search(r":\d+:\d+: error: ", err):
         return "rejected"
     if rc == 1 and ": error: " in err:

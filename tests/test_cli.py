@@ -191,4 +191,4 @@ def test_a_result_through_a_pointer_compiles_and_verifies(tmp_path: Path) -> Non
     proc = transpile(str(src), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "not fully verified" not in proc.stderr
-    assert 'extern "C" void l2(int n, double *x, double *y, double *out)' in out.read_text()
+    assert 'extern "C" void l2(int n, const double *x, double *y, double *out)' in out.read_text()  # as declared

@@ -305,3 +305,18 @@ def test_timeout_gives_an_error_record(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r["id"] for r in recs] == ["ir:dot", "ir:saxpy"]
     assert recs[0]["errors"][0]["stage"] == "export" and recs[0]["errors"][0]["message"].startswith("timeout")
     assert recs[1]["candidates"][0]["cuda"] and recs[1]["errors"] == []
+
+
+def test_source_paths_are_relative_to_the_inputs(tmp_path: Path) -> None:
+    """Absolute inputs outside the current directory are recorded relative to the input's directory."""
+    sub = tmp_path / "specs"
+    sub.mkdir()
+    (sub / "saxpy.ir").write_text((ROOT / "examples" / "specs" / "saxpy.ir").read_text())
+    out = tmp_path / "d.jsonl"
+    for args, want in (([str(sub)], "specs/saxpy.ir"), ([str(sub / "saxpy.ir")], "saxpy.ir"),
+                       ([str(sub), "--absolute-paths"], str((sub / "saxpy.ir").resolve())),
+                       (["examples/specs/saxpy.ir"], "examples/specs/saxpy.ir")):
+        proc = transpile("dataset", *args, "-o", str(out), "--stages", "a")
+        assert proc.returncode == 0, proc.stderr
+        (rec,) = dataset.load(out)
+        assert rec["source"]["path"] == want

@@ -413,7 +413,7 @@ def test_cli_warns_where_a_pointer_stays_flat(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "transpile.cli", str(src), "-o", str(tmp_path / "w.cu"),
                            "--no-verify"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert f"{src}:1:" in proc.stderr and "[flat-index]" in proc.stderr
+    assert f"{src}:1:" in proc.stderr and "[-Wflat-index]" in proc.stderr
     quiet = subprocess.run([sys.executable, "-m", "transpile.cli", str(src), "-o", str(tmp_path / "w.cu"),
                             "--no-verify", "--silence", "flat-index"], capture_output=True, text=True)
     assert quiet.returncode == 0 and "flat-index" not in quiet.stderr

@@ -182,3 +182,26 @@ def test_modules_are_imported_before_any_fork() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parent.parent)
     assert run.returncode == 0, run.stderr
+
+
+def test_bad_lines_are_error_records_and_the_rest_are_scored(tmp_path: Path) -> None:
+    """A malformed line or a missing file costs only that submission (issue 41, item 7)."""
+    (tmp_path / "ref").mkdir()
+    ref = tmp_path / "ref" / "k.c"
+    ref.write_text("void k(int n, double x[n]) { for (int i = 0; i < n; i++) x[i] = 2.0 * x[i]; }\n")
+    cuda = 'extern "C" void k(int n, double *x) {}\n'
+    lines = [json.dumps({"id": "good", "cuda": cuda, "reference": "ref/k.c"}), "{not json",
+             json.dumps({"id": "gone", "cuda_path": "gone.cu", "reference": "ref/k.c"}), ""]
+    subs = tmp_path / "subs.jsonl"
+    subs.write_text("\n".join(lines))
+    out = tmp_path / "scores.jsonl"
+    run = subprocess.run([sys.executable, "-m", "transpile.cli", "evaluate", str(subs), "-o", str(out),
+                          "--stages", "a", "--no-gpu", "-q"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    recs = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(recs) == {"good", "line 2", "gone"}
+    assert recs["good"]["status"] == "scored" and recs["good"]["stages_passed"] == ["a"], recs["good"]
+    assert recs["line 2"]["status"] == "error" and "subs.jsonl:2:2: error: not JSON" in recs["line 2"]["reason"]
+    assert recs["gone"]["line"] == 3 and "cuda_path 'gone.cu': no such file" in recs["gone"]["reason"]
+    assert str(tmp_path) not in recs["gone"]["reason"].split("error:", 1)[1]  # the path as the list gives it
+    assert "subs.jsonl:2:2: error: not JSON" in run.stderr

@@ -59,7 +59,7 @@ def test_text_form_round_trips_and_is_checked(tmp_path: Path) -> None:
 def test_the_drop_in_returns_the_value_and_the_device_entry_takes_the_slot(tmp_path: Path) -> None:
     path, m = _load(DOT, tmp_path, "dot")
     cu = cuda.emit(pipeline.lower(m), source=path.name)
-    assert 'extern "C" double dot(int n, double *x, double *y)' in cu and "  return result[0];" in cu
+    assert 'extern "C" double dot(int n, const double *x, const double *y)' in cu and "  return result[0];" in cu
     assert "// double dot(int n, double *x, double *y);" in cu
     sig = kernel_sig(m.kernels[0])
     params, extern_c = find_dropin(cu, "dot")

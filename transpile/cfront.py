@@ -104,9 +104,20 @@ def _decode(data: bytes, path: str) -> str:
         raise _binary_error(data, data.index(b"\0"), path)
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line, col = _line_col(data, e.start)
-        raise TranspileError(Loc(path, line, col), "file is not valid UTF-8 text: not a C source file") from None
+    except UnicodeDecodeError:
+        pass
+    # Other bytes (Latin-1, ...) in comments and string literals, as gcc takes them; elsewhere an error.
+    text = data.decode("latin-1")
+    inside = [m.span() for m in _COMMENT_OR_STRING.finditer(text)]
+    stray = next((i for i, ch in enumerate(text) if ord(ch) > 127 and not any(a <= i < b for a, b in inside)), None)
+    if stray is None:
+        return text
+    line, col = _line_col(data, stray)
+    raise TranspileError(Loc(path, line, col), "file is not valid UTF-8 text: not a C source file "
+                                                "(other encodings only in comments and string literals)", source=text)
+
+
+_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
 def _line_col(data: bytes, pos: int) -> tuple[int, int]:
@@ -198,6 +209,15 @@ def _gcc(mode: list[str], text: str, filename: str, on_disk: bool, include_dirs:
     return args, stdin
 
 
+#: The C standard library's and common POSIX headers: one missing here is not the user's to add with -I.
+_SYSTEM_HEADERS = frozenset({
+    "assert.h", "complex.h", "ctype.h", "errno.h", "fenv.h", "float.h", "inttypes.h", "iso646.h", "limits.h",
+    "locale.h", "math.h", "setjmp.h", "signal.h", "stdalign.h", "stdarg.h", "stdatomic.h", "stdbool.h",
+    "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "stdnoreturn.h", "string.h", "tgmath.h", "threads.h",
+    "time.h", "uchar.h", "wchar.h", "wctype.h", "pthread.h", "fcntl.h", "sys/mman.h", "sys/stat.h",
+    "immintrin.h", "xmmintrin.h", "emmintrin.h", "arm_neon.h"})
+
+
 def _cpp_error(stderr: str, filename: str, srcmap: SourceMap) -> TranspileError:
     for line in stderr.splitlines():
         m = _GCC_ERROR.match(line)
@@ -210,7 +230,12 @@ def _cpp_error(stderr: str, filename: str, srcmap: SourceMap) -> TranspileError:
             if 1 <= lineno <= len(lines):
                 col = len(lines[lineno - 1].encode("utf-8")[: col - 1].decode("utf-8", "replace")) + 1
         missing = re.match(r"(.+): No such file or directory$", msg)
-        if missing is not None:
+        if missing is not None and missing.group(1) in _SYSTEM_HEADERS:
+            have = sorted(str(h.relative_to(INCLUDE_DIR)) for h in INCLUDE_DIR.rglob("*.h")
+                          if not h.name.startswith("_"))
+            msg = (f"the system header <{missing.group(1)}> is not supported (what it declares cannot be "
+                   f"offloaded); the supported ones: {', '.join(f'<{h}>' for h in have)}")
+        elif missing is not None:
             msg = (f"include file '{missing.group(1)}' not found: add its directory to the include "
                    "path (-I)")
         return TranspileError(Loc(file, lineno, col), msg)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pycparser import c_ast
 
 from transpile import cfront_loops as loops
-from transpile import ir
+from transpile import header, ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
 from transpile.cfront_srcmap import SourceMap
@@ -188,6 +188,7 @@ class Lowerer(ExprLowerer):
         self.ret: ir.Scalar | None = None
         self.top_level = False  # is the statement being lowered directly in the function body?
         self.param_names: set[str] = set()
+        self.spelled: dict[str, str | None] = {}  # parameter -> its C type as written (transpile/header.py)
         self.hoisted: list[ir.Alloc] = []  # local arrays declared in loops or ifs, moved to the top
         self.slot: tuple[str, ir.Scalar] | None = None  # a kernel's return slot (name, type), if it returns a value
 
@@ -257,7 +258,7 @@ class Lowerer(ExprLowerer):
                     for i, d in enumerate(ap.dims)]
             ty = ir.ArrayType(ap.sym.ty, tuple(dims))  # type: ignore[arg-type]
             intent = ir.intent_of(*uses.get(pname, (False, False)))
-            params.append(ir.Param(pname, ty, intent, ap.sym.pointer, loc=ap.loc))
+            params.append(ir.Param(pname, ty, intent, ap.sym.pointer, loc=ap.loc, ctype=self.spelled.get(pname)))
         if self.slot is not None:  # the return slot, last (see ir.Kernel)
             slot, ty = self.slot
             params.append(ir.Param(slot, ir.ArrayType(ty, (ir.Const(1, ir.I32),)), "out", loc=loc))
@@ -301,12 +302,15 @@ class Lowerer(ExprLowerer):
             typed.append((p, t))
         scalars: dict[str, ir.Param] = {}
         arrays: dict[str, _ArrayParam] = {}
+        # The declared types as written, for the drop-in's signature (transpile/header.py).
+        self.spelled = {p.name: header.spelling(p.type, self.unit.typedefs) for p, _t in typed}
         for p, t in typed:
             if isinstance(t, ir.Scalar):
                 sym = Sym("scalar", p.name, p.name, t, is_param=True)
                 self.declare(sym)
                 self.param_names.add(p.name)
-                scalars[p.name] = ir.Param(p.name, t, "in", loc=self.loc(declarator_name(p)))
+                scalars[p.name] = ir.Param(p.name, t, "in", loc=self.loc(declarator_name(p)),
+                                           ctype=self.spelled[p.name])
         for p, t in typed:
             if isinstance(t, ir.Scalar):
                 continue

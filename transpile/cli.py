@@ -51,6 +51,10 @@ class _DefaultGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "compile")
+        if args and args[0] == "compile":  # -O2, -std=c11, -Wall, -w, -v ... (transpile/cliopts.py)
+            from transpile import cliopts
+
+            args[1:] = cliopts.normalize(args[1:])
         return super().parse_args(ctx, args)
 
 
@@ -119,6 +123,18 @@ def main() -> None:
 @click.option("--no-mma", is_flag=True,
               help="Matmul-like f64 launches: no fp64 tensor cores (DMMA); the exact-order FMA kernel "
                    "(also implied by --no-reassociate, --tile and --coarsen, which shape it).")
+@click.option("--header", "header", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Also write a C header (extern \"C\" guards for C++) with the prototypes of NAME, NAME_device "
+                   "and NAME_release (docs/header.md).")
+@click.option("--verbose", is_flag=True, help="-v: say what was done (the verifier's stages, the files written).")
+@click.option("--quiet", is_flag=True, help="-q: no warnings and no notes; errors only.")
+@click.option("--w-off", is_flag=True, hidden=True)  # -w
+@click.option("--w-error", multiple=True, hidden=True)  # -Werror, -Werror=ID
+@click.option("--w-on", multiple=True, hidden=True)  # -WID
+@click.option("--arch", "arch", metavar="sm_XX", default=None,
+              help="The one GPU architecture to build for (sm_75 ... sm_120). Default: every one; the "
+                   "tensor-core kernels (sm_80/sm_90) come with FMA kernels the host launches elsewhere "
+                   "(docs/architectures.md).")
 @click.option("--evolve", is_flag=True,
               help="Search schedules (fusion, tiles, micro-tiles, staging, tensor-core shapes, block shapes) and "
                    "keep the fastest verified one: timed on a GPU, else ranked by the structural cost model; "
@@ -150,8 +166,21 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
+                arch: str | None = None, header: Path | None = None, verbose: bool = False, quiet: bool = False,
+                w_off: bool = False, w_error: tuple[str, ...] = (), w_on: tuple[str, ...] = (),
                 **llm: object) -> None:
-    """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
+    """Compile FILE (.c or .ir; - reads stdin), or a natural-language spec (--from-text SPEC), to CUDA.
+
+    Also takes the C compiler's -O0..-O3, -std=, -x c, -w, -W..., -Werror, -v and -q (docs/cli.md)."""
+    from transpile import diagnostics
+
+    for wid in (*w_on, *(w for w in w_error if w != "all")):
+        if wid not in diagnostics.WARNINGS:
+            click.echo(f"transpile: warning: unknown warning option '-W{wid}' (known: "
+                       f"{', '.join(diagnostics.WARNINGS)}) [-Wunknown-warning-option]", err=True)
+    diagnostics.configure(off=w_off or quiet, errors=frozenset(w_error))
+    if file is not None and str(file) == "-":
+        file, output = _stdin_file(), "-" if output is None else output
     if from_text is not None or file is None:
         if evolve:
             raise click.BadParameter("not supported with --from-text yet: compile the spec to .ir "
@@ -172,7 +201,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                         mma=not (no_mma or no_reassociate or tile_shape or coarsen), block1=b1, block2=b2, block3=b3,
                         rows=rows or defaults.rows, stream=stream or defaults.stream, sweep=sweep or defaults.sweep,
                         steps=not no_fuse_steps, reassociate=not no_reassociate)
-    tiling = replace(schedule.options(), enabled=not naive)
+    tiling = replace(schedule.options(), enabled=not naive, arch=_arch(arch))
     problem = tiling.problem()
     if problem is not None:
         raise click.BadParameter(problem, param_hint="'--tile' / '--coarsen' / '--block' / '--rows' / '--stream' / "
@@ -181,8 +210,9 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         silence(wid)
     evolving = None
     if evolve:
-        if naive or emit != "cuda" or dump_ir is not None:
-            raise click.BadParameter("cannot be combined with --naive, --emit ir or --dump-ir", param_hint="'--evolve'")
+        if naive or emit != "cuda" or dump_ir is not None or arch is not None:
+            raise click.BadParameter("cannot be combined with --naive (-O0), --emit ir, --dump-ir or --arch",
+                                     param_hint="'--evolve' (-O3)")
         given_blocks = {n for n, (b, d) in enumerate(zip(blocks or defaults.blocks, defaults.blocks), 1) if b != d}
         fixed = {k for k, given in (("tile", tile_shape), ("coarsen", coarsen), ("shared", no_shared),
                                     ("mma", no_mma or no_reassociate), ("rows", rows), ("stream", stream),
@@ -194,7 +224,32 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                schedule=schedule)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving))
+                            reassociate=not no_reassociate, evolving=evolving, header=header,
+                            verbose=verbose, quiet=quiet))
+
+
+def _stdin_file() -> Path:
+    """``-``: standard input, saved as ``stdin.c`` in a directory of its own (removed at exit)."""
+    import atexit
+    import shutil
+
+    d = Path(tempfile.mkdtemp(prefix="transpile-stdin."))
+    atexit.register(shutil.rmtree, d, True)
+    path = d / "stdin.c"
+    path.write_bytes(sys.stdin.buffer.read())
+    return path
+
+
+def _arch(value: str | None) -> int:
+    """``--arch``'s value as ``tile.Options.arch`` (0: every architecture)."""
+    from transpile import arches
+
+    if value is None:
+        return 0
+    try:
+        return arches.parse(value)
+    except TranspileError as e:
+        raise click.BadParameter(e.msg.split(": ", 1)[-1], param_hint="'--arch'") from None
 
 
 def _sweep(value: str | None) -> tuple[int, int, int, int] | None:
@@ -249,8 +304,12 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: _EvolveArgs | None = None) -> None:
+             evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
+             quiet: bool = False) -> None:
     from transpile import frontend
+
+    if header is not None and emit != "cuda":
+        raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
     _check_uninit(module)
@@ -274,18 +333,27 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
                                      reassociate=reassociate)
             result = cuda.emit(lowered, source=file.name, tiling=tiling, host=module)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
-            _verify_output(module, lowered, result, file, function, include_dirs, defines)
+            _verify_output(module, lowered, result, file, function, include_dirs, defines, verbose=verbose,
+                           quiet=quiet)
         if report is not None:
             from transpile import static_report
 
             write_atomic(report, static_report.render(static_report.analyse(result, file.name)))
+        if header is not None:
+            from transpile import header as c_header
+
+            write_atomic(header, c_header.render(result, source=file.name, guard=header.name))
     if output == "-":
         sys.stdout.write(result)
         return
     dest = Path(output) if output is not None else file.with_suffix(suffix)
+    if dest.is_dir():  # -o DIR: DIR/<stem>.cu
+        dest = dest / file.with_suffix(suffix).name
     if dest.resolve() == file.resolve():
         raise TranspileError(None, f"output file '{dest}' would overwrite the input")
     write_atomic(dest, result)
+    if verbose:
+        click.echo(f"transpile: wrote {dest}" + (f" and {header}" if header is not None else ""), err=True)
 
 
 class _Bars:
@@ -356,7 +424,8 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
 
 
 def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
-                   include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> None:
+                   include_dirs: tuple[str, ...], defines: tuple[str, ...], *, verbose: bool = False,
+                   quiet: bool = False) -> None:
     """Verify emitted CUDA (quick shapes); a failure is an error, an inconclusive test a warning."""
     from transpile.verify import Options, verify_module
 
@@ -364,10 +433,12 @@ def _verify_output(module: object, lowered: object, text: str, file: Path, funct
                             include_dirs=include_dirs, defines=defines,
                             options=Options(mode="quick", full_seeds=1, sanitizer=False))
     for r in reports:
+        if verbose:
+            click.echo(r.summary(), err=True)
         if r.verdict == "fail":
             raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
                                        f"(replay: transpile verify OUT.cu --against {file.name} --seed {r.seed})")
-        if r.verdict != "pass":
+        if r.verdict != "pass" and not quiet:
             click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
                        err=True)
 
@@ -448,12 +519,19 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     from transpile.diagnostics import TranspileWarning
 
     if isinstance(message, TranspileWarning):
-        click.echo(str(message), err=True)
+        click.echo(_colored(str(message)), err=True)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
 
 
 _python_show_warning = warnings.showwarning
+
+
+def _colored(text: str) -> str:
+    """A diagnostic in clang's colours on a terminal (not with NO_COLOR), else as it is."""
+    from transpile.diagnostics import paint, use_color
+
+    return paint(text) if use_color(sys.stderr) else text
 
 
 def _guard(action: object) -> None:
@@ -464,7 +542,7 @@ def _guard(action: object) -> None:
     except TranspileError as e:
         if e.source is None and e.loc is not None:  # raised past the front end: the caret line still helps
             e.source = _source_of(e.loc)
-        click.echo(str(e), err=True)
+        click.echo(_colored(str(e)), err=True)
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
         raise

@@ -84,6 +84,7 @@ RESERVED = frozenset("""
     static_assert static_cast template this thread_local throw true try typeid typename using
     virtual wchar_t xor xor_eq threadIdx blockIdx blockDim gridDim warpSize dim3 size_t
     cudaStream_t cudaError_t transpile_check transpile_extent transpile_grid transpile_block transpile_sm_count
+    transpile_mma_ok
 """.split())
 
 # C operator precedence (higher binds tighter), as in pycparser's c_generator.
@@ -1036,6 +1037,12 @@ class _KernelEmitter:
             more_params, more_args = config.pop("params", []), config.pop("args", [])
             for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
                 params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
+            fallback = config.pop("fallback", None)
+            if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
+                fb = self.namer.fresh(f"{name}_fma")
+                self.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
+                                     "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
+                config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
             return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
                     {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
         printer = StmtPrinter(self.expr, namer)
@@ -1216,6 +1223,8 @@ class _KernelEmitter:
         }
 
     def _c_param(self, p: ir.Param, *, device: bool) -> str:
+        if not device and p.ctype is not None:  # the drop-in: the C type as written (transpile/header.py)
+            return f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{self.ident(p.name)}"
         if isinstance(p.ty, ir.Scalar):
             return f"{ctype(p.ty)} {self.ident(p.name)}"
         const = "const " if device and p.intent == "in" else ""

@@ -41,6 +41,12 @@ off): no term outside a row's range is ever multiplied into a result
 (``tests/test_mma.py`` puts inf and NaN where it would show).  :func:`_fit` shrinks the shape
 until it fits 48 KB of static shared memory.
 
+Architectures (docs/architectures.md): the body is compiled only where its
+instructions exist (``__CUDA_ARCH__ >= 10 * arch(inst)``, :func:`arch`; else a
+``__trap()``); :func:`transpile.cuda_tiled.launch` pairs the kernel with the FMA
+kernel of the same plan, which the host launches instead when the file's code
+for the device was compiled for an older architecture (``cfg["arch"]``).
+
 The instruction (:func:`instruction`: ``Plan.mma_inst``, one of
 ``passes.tile.MMA_INSTRUCTIONS``) sits in a lambda at the top of the kernel:
 inline PTX under ``__CUDA_ARCH__``, else an emulation with ``__shfl_sync``
@@ -65,6 +71,9 @@ from transpile import ir
 from transpile.cuda_tiled import row_bound, scalar_form, tile_grid
 
 TEMPLATE = "mma_matmul.cu.j2"
+#: Set to 0 in the environment, the host launches the FMA kernels in place of the tensor-core ones
+#: (templates/module.cu.j2, ``transpile_mma_ok``): the verifier's stage (c) runs both.
+ENV = "TRANSPILE_MMA"
 #: The instruction D = A * B + C on f64 fragments (A row-major, B column-major): operands
 #: ``%0..`` are the accumulators (read and written), then A's and B's registers.
 PTX_DMMA = "mma.sync.aligned.m{m}n8k{k}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"
@@ -96,6 +105,13 @@ class Instruction:
         nd, na, nb = self.counts
         regs = [", ".join(f"%{i}" for i in range(lo, lo + n)) for lo, n in ((0, nd), (nd, na), (nd + na, nb))]
         return PTX_DMMA.format(m=self.rows, k=self.k, d=regs[0], a=regs[1], b=regs[2])
+
+
+def arch(inst: Instruction) -> int:
+    """The compute capability (``10 * major + minor``) the kernel needs: f64 ``mma.sync`` m8n8k4 and
+    ``cp.async`` came with sm_80, the other f64 shapes with sm_90 (ptxas: "Feature '.m16n8k8 with
+    double types' requires .target sm_90 or higher")."""
+    return 80 if (inst.rows, inst.k) == (8, 4) else 90
 
 
 def instruction(inst: tuple[int, int], wm: int, bk: int) -> Instruction:
@@ -187,6 +203,8 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         return None
     bm, bn, bk, wm, wn, nbuf = shape
     inst = instruction(plan.mma_inst, wm, bk)
+    if plan.arch and plan.arch < arch(inst):
+        return None  # --arch: a target without the instruction (the FMA kernel alone)
     warps_c = bn // wn
     threads = (bm // wm) * warps_c * 32
     copy = nbuf >= 2  # cp.async into nbuf buffers; else one buffer and register prefetch
@@ -299,7 +317,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
         edge = printer.lines
     ctx = {
         "loads": loads, "stages": stages, "steps": steps, "bounds": bounds, "n": names, "cuda": CUDA,
-        "inst": inst, "mma": _lambda(inst, names, fresh), "triangular": plan.triangular, "row_j": row_j,
+        "inst": inst, "mma": _lambda(inst, names, fresh), "arch": arch(inst), "fallback": not plan.arch, "triangular": plan.triangular, "row_j": row_j,
         "k_tri": plan.k_tri, "row_k": row_k, "edge": edge, "edge_mma": plan.k_tri and plan.mma_edge,
         "edge_k": decl(plan.red, names["kq"]) if plan.k_tri else "",
         "c": {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "fm": wm // 8, "fn": wn // 8,
@@ -320,6 +338,7 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     cfg = dict(config)
     cfg["grid"] = tile_grid(config, plan.triangular, bm, bn)
     cfg["shape"] = "mma"
+    cfg["arch"] = arch(inst)
     cfg["block"] = [f"{threads}u", "1u", "1u"]
     blocks = _min_blocks(threads, wm, wn, inst, edge=plan.k_tri and plan.mma_edge) if copy else 0
     bounds_arg = f"{threads}, {blocks}" if blocks > 1 else f"{threads}"

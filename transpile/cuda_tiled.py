@@ -56,16 +56,31 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
            ) -> tuple[str, list[str], dict[str, object]]:
     """``(qualifiers, body lines, launch config)`` of the tiled kernel.
 
-    ``expr`` is the kernel's expression printer (extents, renames), ``namer``
+    A tensor-core kernel (:mod:`transpile.cuda_mma`) carries its fallback in the
+    config's ``fallback`` entry (qualifiers, body, grid, block): the FMA kernel,
+    launched where the tensor-core instructions were not compiled in
+    (docs/architectures.md).  ``expr`` is the kernel's expression printer (extents, renames), ``namer``
     the launch's :class:`~transpile.cuda.Namer`, ``loads`` the device-scalar
     loads that open the body, ``config`` the plain launch configuration (trip
     counts and guard), whose grid and block are replaced.
     """
     from transpile import cuda_mma
 
+    before = cu.Namer(namer.taken)  # the fallback's names: those the FMA kernel has without the tensor cores
     shaped = cuda_mma.launch(plan, expr, namer, loads, config)  # fp64 tensor cores, if allowed and bilinear
-    if shaped is not None:
-        return shaped
+    if shaped is None or plan.arch:  # --arch: one target, the tensor-core kernel alone where it has one
+        return shaped or fma_launch(plan, expr, namer, loads, config)
+    # The tensor-core kernel's body exists only where its instructions do (cuda_mma.arch_guard); the
+    # exact-order FMA kernel of the same plan is the fallback the host launches elsewhere.
+    quals, body, cfg = shaped
+    fb_quals, fb_body, fb_cfg = fma_launch(plan, expr, before, loads, config)
+    cfg["fallback"] = {"qualifiers": fb_quals, "body": fb_body, "grid": fb_cfg["grid"], "block": fb_cfg["block"]}
+    return quals, body, cfg
+
+
+def fma_launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], config: dict[str, object]
+               ) -> tuple[str, list[str], dict[str, object]]:
+    """``(qualifiers, body lines, launch config)`` of the exact-order FMA tiled kernel (any architecture)."""
     printer = cu.StmtPrinter(expr, namer, depth=0)
     p = expr
     fresh = namer.fresh

@@ -48,10 +48,33 @@ def expand(paths: Sequence[Path]) -> list[Path]:
     return list(unique.values())
 
 
+def shown(files: Sequence[Path], given: Sequence[Path], *, absolute: bool = False) -> list[str]:
+    """The ``source.path`` of each file's record: relative to the current directory when the file is
+    under it, else to the directory holding the input it came from (a directory ``/x/kernels`` gives
+    ``kernels/gemm.c``, a file ``/x/k.c`` gives ``k.c``), so a dataset does not carry the machine's
+    absolute paths; ``absolute``: the resolved path."""
+    cwd = Path.cwd().resolve()
+    anchors = [g.resolve().parent for g in given]
+    out = []
+    for f in files:
+        full = f.resolve()
+        if absolute:
+            out.append(str(full))
+            continue
+        if full.is_relative_to(cwd):
+            out.append(str(full.relative_to(cwd)))
+            continue
+        anchor = next((a for a in anchors if full.is_relative_to(a)), full.parent)
+        out.append(str(full.relative_to(anchor)))
+    return out
+
+
 def export(files: Sequence[Path], *, args: dict[str, Any], jobs: int = 1, backend: str = "local",
            address: str | None = None, timeout: float = 600.0,
-           progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """The records of ``files``, in their order; ``args`` are :func:`~transpile.dataset.record_for`'s keywords."""
+           progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+           paths: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The records of ``files``, in their order; ``args`` are :func:`~transpile.dataset.record_for`'s keywords;
+    ``paths``: each record's ``source.path`` (:func:`shown`; default: the file as given)."""
     seed = int(args["seed"])
     _preload(specs=args.get("llm") is not None)
     records: list[dict[str, Any] | None] = [None] * len(files)
@@ -61,6 +84,8 @@ def export(files: Sequence[Path], *, args: dict[str, Any], jobs: int = 1, backen
         if found:  # our bug: keep the export valid, and say so
             rec = dataset.error_record(str(files[index]), f"internal error: invalid record: {found[0]}",
                                        seed=seed, stage="internal")
+        if paths is not None:
+            rec["source"]["path"] = paths[index]
         records[index] = rec
         done += 1
         if progress is not None:
@@ -167,10 +192,13 @@ def _report(done: int, total: int, rec: dict[str, Any]) -> None:
               help="Seconds per file; a file still running is stopped and gets an error record.")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include path for C inputs.")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for C inputs.")
+@click.option("--absolute-paths", is_flag=True,
+              help="Record each source's absolute path (default: relative to the current directory, or to "
+                   "the input's directory for files outside it).")
 @llm_options
 def dataset_cmd(paths: tuple[Path, ...], output: str, candidates: str, seed: int | None, stages: str, jobs: int,
                 backend: str, address: str | None, timeout: float, include_dirs: tuple[str, ...],
-                defines: tuple[str, ...], **llm: Any) -> None:
+                defines: tuple[str, ...], absolute_paths: bool = False, **llm: Any) -> None:
     """Export a dataset: for each input under PATHS (.c, .ir, or a .txt spec through the LLM), one JSON
     record with the source, the IR, the CUDA of each candidate schedule with its labelled region
     spans, and the verifier's record (docs/dataset.md; read back with transpile.dataset.load)."""
@@ -193,7 +221,7 @@ def dataset_cmd(paths: tuple[Path, ...], output: str, candidates: str, seed: int
                 "include_dirs": list(include_dirs), "defines": list(defines),
                 "llm": _llm_args(llm) if any(dataset.kind_of(f) == "spec" for f in files) else None}
         records = export(files, args=args, jobs=jobs, backend=backend, address=address, timeout=timeout,
-                         progress=_report)
+                         progress=_report, paths=shown(files, paths, absolute=absolute_paths))
         exported = [r for r in records if any(c["cuda"] is not None for c in r["candidates"])]
         verified = sum(r["ok"] for r in records)
         click.echo(f"transpile: dataset: {len(records)} record(s), {len(exported)} with CUDA, {verified} with a "

@@ -327,46 +327,79 @@ def unfinished(key: str, outcome: Outcome, timeout: float) -> dict[str, Any]:
 
 
 def load_submissions(path: Path) -> list[dict[str, Any]]:
-    """The submissions of a JSONL file, checked (``file:line:col: error:`` for a bad line)."""
+    """The submissions of a JSONL file, checked (``file:line:col: error:`` for the first bad line)."""
+    subs, errors = read_submissions(path)
+    if errors:
+        raise errors[0][1]
+    return subs
+
+
+def read_submissions(path: Path) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], TranspileError]]]:
+    """The well-formed submissions of a JSONL file, and for each bad line (not JSON, a missing or
+    repeated id, a missing file, ...) its error record (:func:`error_record`) and diagnostic: one bad
+    line does not stop the others.  A file that cannot be read at all is an error."""
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        text = path.read_text(errors="surrogateescape")
+    except OSError as e:
         raise TranspileError(None, f"cannot read '{path}': {e}") from None
-    base = path.parent
     subs: list[dict[str, Any]] = []
+    errors: list[tuple[dict[str, Any], TranspileError]] = []
     seen: set[str] = set()
     for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
-        where = Loc(str(path), n)
         try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise TranspileError(Loc(str(path), n, e.colno), f"not JSON: {e.msg}", source=text) from None
-        if not isinstance(item, dict):
-            raise TranspileError(where, "expected a JSON object {\"id\", \"cuda\" or \"cuda_path\", \"reference\"}")
-        sid = item.get("id")
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid) in seen:
-            raise TranspileError(where, "each submission needs a unique \"id\" (a string or an integer)")
-        seen.add(str(sid))
-        if ("cuda" in item) == ("cuda_path" in item):
-            raise TranspileError(where, f"submission {sid}: give exactly one of \"cuda\" and \"cuda_path\"")
-        for key in ("cuda", "cuda_path", "reference", "function"):
-            if key in item and not isinstance(item[key], str):
-                raise TranspileError(where, f"submission {sid}: \"{key}\" must be a string")
-        if "reference" not in item:
-            raise TranspileError(where, f"submission {sid}: missing \"reference\" (a .c or .ir path)")
-        sub: dict[str, Any] = {"id": str(sid), "reference": str(base / item["reference"]),
-                               "function": item.get("function")}
-        if "cuda_path" in item:
-            sub["cuda_path"] = str(base / item["cuda_path"])
-        else:
-            sub["cuda"] = item["cuda"]
-        for key in ("reference", "cuda_path"):
-            if key in sub and not Path(sub[key]).is_file():
-                raise TranspileError(where, f"submission {sid}: {key} '{sub[key]}': no such file")
-        subs.append(sub)
-    return subs
+            subs.append(_submission(path, text, n, raw, seen))
+        except TranspileError as e:
+            sid = e.sid if isinstance(getattr(e, "sid", None), str) else f"line {n}"  # type: ignore[attr-defined]
+            errors.append((error_record(sid, e.headline, n), e))
+    return subs, errors
+
+
+def error_record(sid: str, reason: str, line: int) -> dict[str, Any]:
+    """The line of a submission that could not be scored (its line of the list was malformed)."""
+    return {"id": sid, "status": "error", "verdict": "error", "ok": False, "reason": reason, "stage": None,
+            "check": None, "stages_reached": [], "stages_passed": [], "seed": None, "timing": {},
+            "rewards": {"stage": 0.0, "speed": 0.0}, "feedback": reason, "line": line, "seconds": 0.0}
+
+
+def _submission(path: Path, text: str, n: int, raw: str, seen: set[str]) -> dict[str, Any]:
+    """Line ``n`` of the list as a submission; TranspileError (``sid`` set once the id is known)."""
+    base = path.parent
+    where = Loc(str(path), n)
+    try:
+        item = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise TranspileError(Loc(str(path), n, e.colno), f"not JSON: {e.msg}", source=text) from None
+    if not isinstance(item, dict):
+        raise TranspileError(where, "expected a JSON object {\"id\", \"cuda\" or \"cuda_path\", \"reference\"}")
+    sid = item.get("id")
+    if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid) in seen:
+        raise TranspileError(where, "each submission needs a unique \"id\" (a string or an integer)")
+    seen.add(str(sid))
+
+    def bad(msg: str) -> TranspileError:
+        err = TranspileError(where, f"submission {sid}: {msg}")
+        err.sid = str(sid)  # type: ignore[attr-defined]
+        return err
+
+    if ("cuda" in item) == ("cuda_path" in item):
+        raise bad("give exactly one of \"cuda\" and \"cuda_path\"")
+    for key in ("cuda", "cuda_path", "reference", "function"):
+        if key in item and not isinstance(item[key], str):
+            raise bad(f"\"{key}\" must be a string")
+    if "reference" not in item:
+        raise bad("missing \"reference\" (a .c or .ir path)")
+    sub: dict[str, Any] = {"id": str(sid), "reference": str(base / item["reference"]),
+                           "function": item.get("function")}
+    if "cuda_path" in item:
+        sub["cuda_path"] = str(base / item["cuda_path"])
+    else:
+        sub["cuda"] = item["cuda"]
+    for key in ("reference", "cuda_path"):
+        if key in sub and not Path(sub[key]).is_file():
+            raise bad(f"{key} '{item[key]}': no such file")
+    return sub
 
 
 @click.command("evaluate")
@@ -401,7 +434,9 @@ def evaluate_cmd(submissions: Path, output: str, jobs: int, backend: str, addres
 
 def _evaluate(path: Path, output: str, jobs: int, backend: str, address: str | None, timeout: float,
               stages: str, mode: str, seed: int | None, no_gpu: bool, quiet: bool) -> None:
-    subs = load_submissions(path)
+    subs, errors = read_submissions(path)
+    if not subs and errors:
+        raise errors[0][1]  # nothing to score: the first bad line is the error
     gpu = not no_gpu and any(k in stages for k in "def")
     if backend == "ray":
         import_ray()  # the clear error before any work
@@ -409,6 +444,10 @@ def _evaluate(path: Path, output: str, jobs: int, backend: str, address: str | N
     tasks = [Task(s["id"], "transpile.evaluate:score_submission", {**s, **common}) for s in subs]
     out = sys.stdout if output == "-" else open(output, "w")  # streamed line by line, closed below
     try:
+        for rec, err in errors:  # the bad lines' records first; the rest are scored
+            out.write(json.dumps(rec) + "\n")
+            out.flush()
+            click.echo(err.headline, err=True)
         for n, o in enumerate(run_tasks(tasks, jobs=jobs, timeout=timeout, backend=backend, address=address,
                                         gpu=gpu), 1):
             line = {**o.value, "seconds": round(o.seconds, 3)} if o.ok else \

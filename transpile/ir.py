@@ -315,6 +315,8 @@ Stmt: TypeAlias = Decl | Alloc | Assign | For | If | Return | Launch
 # Param(name, ty, intent, pointer): a parameter.  Arrays carry intent (in:
 # only read, out: only written, inout: both); ``pointer`` records that the C
 # source declared it ``T *p`` (flat, extent derived from its index range).
+# ``ctype``: the C type as written (transpile/header.py), for the drop-in's
+# signature; not part of the IR's meaning (not compared, not in the text form).
 @dataclass(frozen=True, slots=True)
 class Param(Node):
     """A function parameter."""
@@ -324,6 +326,7 @@ class Param(Node):
     intent: Intent = "in"
     pointer: bool = False
     loc: Loc | None = _loc()
+    ctype: str | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
 # Func(name, params, ret, body): a scalar device function callable from

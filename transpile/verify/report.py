@@ -15,7 +15,7 @@ from typing import Any
 
 STAGES: dict[str, str] = {
     "a": "front end and IR checks",
-    "b": "nvcc compile (sm_90)",
+    "b": "nvcc compile (sm_90; sm_75, sm_80 if arch-dependent)",
     "c": "CPU simulation of the CUDA",
     "d": "GPU run, small sizes",
     "e": "GPU run, full size",

@@ -31,6 +31,9 @@ H     first set, the drop-in's host path (only    ``host-path``
       files that have one: every other run is
       forced onto the GPU path,
       transpile/dropin_host.py)
+M     first set, shuffled schedule, the FMA       ``launch-by-launch``
+      kernels in place of the tensor-core ones
+      (files with both: transpile/cuda_mma.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -56,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
+from transpile.cuda_mma import ENV as MMA_ENV  # run M: 0, the FMA kernels (GPUs before the tensor cores')
 from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
@@ -290,6 +294,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
                                         f"schedule seed {schedule_seed}): {msg}")
         if label == "H":
             return "host-path", f"{where}correct on the GPU path, wrong on the host path ({HOST_ENV}=1): {msg}"
+        if label == "M":
+            return "launch-by-launch", (f"{where}correct with the tensor-core kernels, wrong with their FMA "
+                                        f"kernels ({MMA_ENV}=0, the path of GPUs before sm_80/sm_90; schedule "
+                                        f"seed {schedule_seed}): {msg}")
         if label == "S":
             return "launch-by-launch", (f"{where}wrong with each host loop's launches one by one "
                                         f"({ONE_BLOCK_ENV}=0, {STEPS_ENV}=0): {msg}")
@@ -339,6 +347,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     row_programs = ROWPROG_ENV in text
     private_bins = PRIVATE_ENV in text
     host_path = HOST_ENV in text
+    fma_kernels = MMA_ENV in text
     if device:
         params, _ = find_dropin(text, f"{sig.name}_device")
         if params is None or len(params) != len(sig.args) + 1 or check_dropin(sig, params[:-1]):
@@ -374,6 +383,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             calls.append(Call("W", prep.x1, sched, env=((ROWPROG_ENV, "0"),)))
         if private_bins:  # the shapes' bins fit in shared memory: now the global form
             calls.append(Call("G", prep.x1, sched, env=((PRIVATE_ENV, "0"),)))
+        if fma_kernels:  # the simulator has the tensor-core bodies (no __CUDA_ARCH__): now their fallbacks
+            calls.append(Call("M", prep.x1, sched, env=((MMA_ENV, "0"),)))
         if host_path:  # the runs above on the GPU path whatever the environment says; H on the host's
             calls = [Call(c.label, c.inputs, c.seed, c.device, ((HOST_ENV, "0"), *c.env)) for c in calls]
             calls.append(Call("H", prep.x1, 0, env=((HOST_ENV, "1"),)))

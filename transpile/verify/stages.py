@@ -3,7 +3,8 @@
 (a) front end and IR checks: the reference parses and passes ``ircheck``
     (for the pipeline, the lowered kernel IR too); the candidate defines
     ``extern "C" void NAME(...)`` with the reference's parameters.
-(b) ``nvcc -arch=sm_90 -cubin -Xptxas -v``: compiles, and ptxas's resource
+(b) ``nvcc -arch=sm_90 -cubin -Xptxas -v``: compiles (an architecture-dependent file also for
+    sm_75 and sm_80: :mod:`transpile.arches`), and ptxas's resource
     report (registers, shared memory, spills, stack per kernel) is recorded.
 (c) the CUDA itself on the CPU simulator, small shapes (:mod:`.simstage`).
 (d)-(f) on a GPU (:mod:`.gpu`): small shapes, full size with several
@@ -21,6 +22,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -237,7 +239,8 @@ def parse_ptxas(text: str) -> list[dict[str, Any]]:
 
 
 def stage_b(report: Report, cu: Path) -> None:
-    """Stage (b): nvcc compile for sm_90 and the resource report (cached by content)."""
+    """Stage (b): nvcc compile for sm_90 and the resource report (cached by content); an
+    architecture-dependent file also for sm_75 and sm_80 (docs/architectures.md)."""
     stage = report.stage("b")
     t0 = time.perf_counter()
     exe = nvcc()
@@ -274,6 +277,10 @@ def stage_b(report: Report, cu: Path) -> None:
         stage.message = "nvcc: " + (errors[0] if errors else output.strip().splitlines()[-1] if output.strip() else "failed")
         stage.details["output"] = output[-4000:]
         return
+    older = _older_arches(exe, cu, text, key)  # a file that may build for sm_90 only: sm_75 and sm_80 too
+    if older is not None:
+        stage.status, stage.check, stage.message = FAIL, "compile", older
+        return
     report.resources = parse_ptxas(output)
     stage.status = PASS
     spills = sum(r.get("spill_stores", 0) + r.get("spill_loads", 0) for r in report.resources)
@@ -281,6 +288,33 @@ def stage_b(report: Report, cu: Path) -> None:
                      f" registers{', spills' if spills else ''}")
     if spills:
         report.note(f"ptxas reports {spills} bytes of register spills")
+
+
+def _older_arches(exe: str, cu: Path, text: bytes, key: str) -> str | None:
+    """For a file whose code may depend on the architecture (:func:`transpile.arches.arch_dependent`):
+    ``nvcc -fatbin`` for :data:`transpile.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
+    from transpile import arches
+
+    if not arches.arch_dependent(text.decode(errors="replace")):
+        return None
+    flags = arches.gencode(arches.VERIFY_ARCHES)
+    done = cache_dir("nvcc") / f"{cu.stem}-{key}-sm{'-'.join(map(str, arches.VERIFY_ARCHES))}.ok"
+    if done.exists():
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            # -fatbin: the device code alone (what differs between targets), no host compile.
+            proc = subprocess.run([exe, *flags, "-fatbin", "-o", str(Path(d) / "k.fatbin"), str(cu)],
+                                  capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return "nvcc timed out after 600 s (sm_75, sm_80)"
+    if proc.returncode != 0:
+        out = proc.stdout + proc.stderr
+        errors = [ln.strip() for ln in out.splitlines() if "error" in ln]
+        where = ", ".join(f"sm_{a}" for a in arches.VERIFY_ARCHES)
+        return f"nvcc ({where}): " + (errors[0] if errors else out.strip().splitlines()[-1] if out.strip() else "failed")
+    done.touch()
+    return None
 
 
 # ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <mutex>
 
 // Aborts the program, naming the kernel and the step that failed.
@@ -99,11 +100,50 @@
   return block;
 }
 
+// This file builds for every architecture from sm_75 (docs/architectures.md): the tensor-core kernels
+// need sm_80 or sm_90 and are paired with FMA kernels, launched where they are not compiled in.
+// Whether to launch a tensor-core kernel that needs compute capability `need` (10 * major + minor)
+// rather than its FMA kernel: the code this device runs was compiled for `need` or later (the kernel's
+// PTX version, the __CUDA_ARCH__ it saw; asked once per device), and TRANSPILE_MMA in the environment
+// is not 0 (0: the FMA kernels everywhere).  A file built for sm_80 alone runs its sm_80 code on an
+// sm_90 GPU (from its PTX), where the sm_90 kernels' bodies are not compiled in.
+[[maybe_unused]] static bool transpile_mma_ok(const void *kernel, int need)
+{
+  enum { MAX_DEVICES = 64 };
+  static std::atomic<int> seen[MAX_DEVICES];  // the PTX version + 1; 0: not asked yet
+  const char *const env = getenv("TRANSPILE_MMA");
+  if (env != NULL && atoi(env) == 0) {
+    return false;
+  }
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();  // not left pending: the launch reports the device's error
+    return false;
+  }
+  const bool cached = dev >= 0 && dev < MAX_DEVICES;
+  int v = cached ? seen[dev].load() - 1 : -1;
+  if (v < 0) {
+    cudaFuncAttributes attr;
+    if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();  // no code for this device: the FMA kernel's launch reports it
+      return false;
+    }
+    v = attr.ptxVersion;
+    if (cached) {
+      seen[dev].store(v + 1);
+    }
+  }
+  return v >= need;
+}
+
 // ---------------------------------------------------------------------------
 // kernel_gemm
 
 __global__ void __launch_bounds__(128, 3) kernel_gemm_kernel0(int ni, int nj, int nk, double alpha, double beta, double *__restrict__ C, const double *__restrict__ A, const double *__restrict__ B)
 {
+// Compiled where the instructions exist (sm_90 and later, and off the GPU); elsewhere the host
+// launches the FMA kernel that follows instead (transpile_mma_ok), and this one would stop the grid.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
   __shared__ __align__(16) double sr0[4][8][68];
   __shared__ __align__(16) double sc1[4][8][68];
   // D(16x8) += A(16x8) * B(8x8) by one warp (PTX mma.sync m16n8k8 f64): for the
@@ -442,6 +482,133 @@ __global__ void __launch_bounds__(128, 3) kernel_gemm_kernel0(int ni, int nj, in
       }
     }
   }
+#else
+  __trap();
+#endif
+}
+
+__global__ void __launch_bounds__(256) kernel_gemm_kernel0_fma(int ni, int nj, int nk, double alpha, double beta, double *__restrict__ C, const double *__restrict__ A, const double *__restrict__ B)
+{
+  __shared__ __align__(16) double sA0[16][65];
+  __shared__ __align__(16) double sB1[16][65];
+  const int tx = (int)threadIdx.x;
+  const int ty = (int)threadIdx.y;
+  const int tid = ty * 16 + tx;
+  const long long i_lo = (long long)0;
+  const long long i_hi = (long long)ni;
+  const long long j_lo = (long long)0;
+  const long long j_hi = (long long)nj;
+  const long long k_lo = (long long)0;
+  const long long k_hi = (long long)nk;
+  // Block tiles of 64x64 outputs, grid-stride; each thread owns a 4x4 micro-tile
+  // (rows ty + 16*m, columns tx + 16*n) with its accumulators in registers.
+  for (long long ib = i_lo + (long long)blockIdx.y * 64; ib < i_hi; ib += (long long)gridDim.y * 64) {
+    const long long jmin = j_lo;
+    const long long jmax = j_hi;
+    // Each micro-tile row's j range (empty outside the i range).
+    long long rlo[4];
+    long long rhi[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const long long gi = ib + ty + 16 * m;
+      rlo[m] = gi < i_hi ? (long long)0 : 0;
+      rhi[m] = gi < i_hi ? (long long)nj : 0;
+    }
+    for (long long jb = jmin + (long long)blockIdx.x * 64; jb < jmax; jb += (long long)gridDim.x * 64) {
+      double acc[4][4];
+      double rA0[4];
+      double rB1[4];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          const long long gi = ib + ty + 16 * m;
+          const long long gj = jb + tx + 16 * n;
+          if (gj >= rlo[m] && gj < rhi[m]) {
+            const int i = (int)gi;
+            const int j = (int)gj;
+            acc[m][n] = C[(long long)i * nj + j];
+          } else {
+            acc[m][n] = 0.0;
+          }
+        }
+      }
+      #pragma unroll
+      for (int m = 0; m < 4; ++m) {
+      #pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          acc[m][n] *= beta;
+        }
+      }
+      for (long long kb = k_lo; kb < k_hi; kb += 16) {
+        // Stage this k-slice of every operand; out-of-range elements are zero and never stored.
+#pragma unroll
+        for (int t = tid; t < 1024; t += 256) {
+          const int r = t / 16;
+          const int kk = t % 16;
+          const long long gr = ib + r;
+          const long long gk = kb + kk;
+          if (gr < i_hi && (long long)0 < (long long)nj && gk < k_hi) {
+            const int i = (int)gr;
+            const int k = (int)gk;
+            sA0[kk][r] = A[(long long)i * nk + k];
+          } else {
+            sA0[kk][r] = 0.0;
+          }
+        }
+#pragma unroll
+        for (int t = tid; t < 1024; t += 256) {
+          const int r = t % 64;
+          const int kk = t / 64;
+          const long long gr = jb + r;
+          const long long gk = kb + kk;
+          if (gr < jmax && gk < k_hi) {
+            const int j = (int)gr;
+            const int k = (int)gk;
+            sB1[kk][r] = B[(long long)k * nj + j];
+          } else {
+            sB1[kk][r] = 0.0;
+          }
+        }
+        __syncthreads();
+        const int kn = k_hi - kb < 16 ? (int)(k_hi - kb) : 16;
+#pragma unroll
+        for (int kk = 0; kk < 16; ++kk) {
+          if (kk < kn) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              rA0[q] = sA0[kk][ty + 16 * q];
+            }
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              rB1[q] = sB1[kk][tx + 16 * q];
+            }
+            #pragma unroll
+            for (int m = 0; m < 4; ++m) {
+            #pragma unroll
+              for (int n = 0; n < 4; ++n) {
+                acc[m][n] += alpha * rA0[m] * rB1[n];
+              }
+            }
+          }
+        }
+        __syncthreads();
+      }
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          const long long gi = ib + ty + 16 * m;
+          const long long gj = jb + tx + 16 * n;
+          if (gj >= rlo[m] && gj < rhi[m]) {
+            const int i = (int)gi;
+            const int j = (int)gj;
+            C[(long long)i * nj + j] = acc[m][n];
+          }
+        }
+      }
+    }
+  }
 }
 
 // Runs kernel_gemm on device arrays, asynchronously on `stream`; returns the first CUDA error.
@@ -453,8 +620,13 @@ extern "C" cudaError_t kernel_gemm_device(int ni, int nj, int nk, double alpha, 
     const long long i_n = ni;
     const long long j_n = nj;
     if (i_n > 0 && j_n > 0) {
-      kernel_gemm_kernel0<<<dim3(transpile_grid(j_n, 64u, 2147483647u), transpile_grid(i_n, 64u, 65535u), 1u), dim3(128u, 1u, 1u), 0, stream>>>(ni, nj, nk, alpha, beta, C, A, B);
-      err = cudaGetLastError();
+      if (transpile_mma_ok((const void *)kernel_gemm_kernel0, 90)) {
+        kernel_gemm_kernel0<<<dim3(transpile_grid(j_n, 64u, 2147483647u), transpile_grid(i_n, 64u, 65535u), 1u), dim3(128u, 1u, 1u), 0, stream>>>(ni, nj, nk, alpha, beta, C, A, B);
+        err = cudaGetLastError();
+      } else {
+        kernel_gemm_kernel0_fma<<<dim3(transpile_grid(j_n, 64u, 2147483647u), transpile_grid(i_n, 64u, 65535u), 1u), dim3(16u, 16u, 1u), 0, stream>>>(ni, nj, nk, alpha, beta, C, A, B);
+        err = cudaGetLastError();
+      }
       if (err != cudaSuccess) {
         break;
       }
