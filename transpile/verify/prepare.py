@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from transpile import ir
+from transpile.verify.bound import BOUND_WORK
 from transpile.verify.checks import float_kind, max_rel_error, same_bits, tolerance
 from transpile.verify.proc import ChildError
 from transpile.verify.reference import Reference
@@ -57,11 +58,16 @@ from transpile.verify.signature import KernelSig, reduction_depth
 from transpile.verify.synth import (
     DISTRIBUTIONS,
     RECIPES,
+    SCALAR_KINDS,
     Inputs,
     Shape,
+    draw,
     estimate_work,
+    fill,
     make_inputs,
+    perturb_one,
     seed_for,
+    special_values,
     undefined_at,
 )
 
@@ -103,6 +109,10 @@ class Prepared:
     spread: float = 0.0
     widen2: float = 1.0
     """The widening for the second input set's outputs (its own conditioning, at least ``widen``)."""
+    extra: dict[str, tuple[Inputs, dict[str, np.ndarray]]] = field(default_factory=dict)
+    """Input sets of the state and special-value runs (:func:`extras`) with their reference outputs."""
+    bound: dict[str, np.ndarray] | None = None
+    """Per-element error bounds for the first set's outputs (:mod:`transpile.verify.bound`), or None."""
 
     def tol(self, dtype: np.dtype, *, second: bool = False) -> float:
         """The tolerance for an output of ``dtype`` at this shape, on the first input set or the second."""
@@ -290,14 +300,15 @@ def _run(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | str:
 
 def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, ri: int, recipe: str,
             dist1: str, dist2: str, r1: dict[str, np.ndarray], depth: float, widen: float,
-            reassoc: ir.Module | None = None) -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
+            reassoc: ir.Module | None = None, scalars: str = "window") -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
     """The second input set: (distribution, inputs, outputs, degenerate, widened, its widening), or None
     if none is finite and testable.  Its outputs must differ from ``r1`` by more than the tolerance of
     either set (else a result kept from the first call would pass)."""
     tries = [dist2, dist1] + [d for d in ("large", "integers", "tiny", "uniform", "signed") if d not in (dist1, dist2)]
+    scalars2 = f"kind:{int(scalars[5:]) + 1}" if scalars.startswith("kind:") else scalars  # the next kind
     chosen = None
     for k, d in enumerate(tries):
-        x2 = make_inputs(sig, shape, seed_for(seed, index, 2, ri, k), d, recipe)
+        x2 = make_inputs(sig, shape, seed_for(seed, index, 2, ri, k), d, recipe, scalars=scalars2)
         if x2 is None:
             continue
         r2 = _run(ref, x2)
@@ -317,16 +328,105 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
 def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
             dist1: str = "signed", dist2: str = "uniform") -> Prepared:
     """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found, or
-    when the program accesses an array out of bounds at these sizes (no defined result to match)."""
+    when the program accesses an array out of bounds at these sizes (no defined result to match).
+
+    Float scalars are drawn ``wide`` first (0, 1, -1, negative, large: :func:`synth.float_scalar`);
+    where the reference's output is then not finite, too ill-conditioned or a ghost (alpha = 0 in
+    an axpy), the shape is prepared again with scalars in U(0.25, 1.25) (noted).  The extra input
+    sets (:func:`extras`) are added to the result."""
     why = undefined_at(kernel, shape.scalars)
     if why is not None:
         raise Skip(why)
+    floats = any(a.role == "float" for a in sig.args)
+    kind = (seed + 4 * index) % len(SCALAR_KINDS)
+    try:
+        prep = _prepare(ref, sig, kernel, shape, seed=seed, index=index, dist1=dist1, dist2=dist2,
+                        scalars=f"kind:{kind}" if floats else "window")
+        if floats and prep.ghost:
+            raise Skip("ghost")
+    except Skip as e:
+        if not floats:
+            raise
+        prep = _prepare(ref, sig, kernel, shape, seed=seed, index=index, dist1=dist1, dist2=dist2,
+                        scalars="window")
+        kind = -1
+        prep.notes.append(f"{shape.label}: scalars 0, 1, -1, negative or large gave no testable reference "
+                          f"({e}); scalars drawn in U(0.25, 1.25)")
+    extras(ref, sig, prep, seed=seed, index=index, kind=kind)
+    if any(a.dtype.kind == "f" for a in sig.outputs) and estimate_work(kernel, shape.scalars) <= BOUND_WORK:
+        from transpile.verify.bound import bounds
+
+        prep.bound = bounds(kernel, sig, prep.x1)
+    return prep
+
+
+def _reference_if_defined(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | None:
+    r = _run(ref, x)
+    return None if isinstance(r, str) else r
+
+
+def extras(ref: Reference, sig: KernelSig, prep: Prepared, *, seed: int, index: int, kind: int = -1) -> None:
+    """The input sets for the state and special-value runs, with their reference outputs:
+
+    * ``xp`` (run P): the first set with one element of each float input redrawn
+      (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros, then (run P2, ``xp2``:
+      another element) with random finite values: a result kept from an earlier call on the same
+      pointers, sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
+    * ``xq``, ``xq2`` (runs Q, Q2): the first set's arrays with the second set's scalars and with
+      scalars of two more kinds (``kind`` + 2 and + 3, :func:`synth.float_scalar`; only for kernels
+      with float scalars): a result memoised on the arrays alone is stale there, and with the first
+      two sets, two shapes draw every kind of scalar (0, 1, -1, negative, large, the window);
+    * ``xr`` (run R): the first set with Inf, -Inf, NaN, -0.0 and subnormals in a few elements of
+      the float inputs (:func:`synth.special_values`), kept only where the reference runs and its
+      plain and FMA-contracted builds agree on where the outputs are NaN or infinite (otherwise
+      the result depends on rounding order and nothing can be asserted)."""
+    rng = seed_for(seed, index, 11)
+    xp = perturb_one(sig, prep.x1, rng, prep.dist1)
+    for a in sig.outputs:
+        if a.intent == "out":
+            xp[a.name] = fill(a.dtype, xp[a.name].shape, "zero", rng)
+    xp2 = perturb_one(sig, prep.x1, rng, prep.dist1)
+    for a in sig.outputs:
+        if a.intent == "out":
+            xp2[a.name] = fill(a.dtype, xp2[a.name].shape, "random", rng)
+    for name, x in (("p", xp), ("p2", xp2)):
+        r = _reference_if_defined(ref, x)
+        if r is not None and finite(sig, x, r):
+            prep.extra[name] = (x, r)
+    if any(a.role == "float" for a in sig.args):
+        sources = [("q", prep.x2)]
+        if kind >= 0:
+            sources += [(f"q{k}", draw(sig, prep.shape, rng, prep.dist1, scalars=f"kind:{kind + k}"))
+                        for k in (2, 3)]
+        for name, src in sources:
+            xq = {**prep.x1, **{a.name: src[a.name] for a in sig.args if a.role == "float"}}
+            rq = _reference_if_defined(ref, xq)
+            if rq is not None and finite(sig, xq, rq):
+                prep.extra[name] = (xq, rq)
+    xr = special_values(sig, prep.x1, rng)
+    if xr is not None:
+        rr = _reference_if_defined(ref, xr)
+        if rr is not None:
+            try:
+                rc = ref.run_contracted(xr)
+            except ChildError:
+                rc = None
+            same = rc is None or all(
+                np.array_equal(np.isnan(rr[a.name]), np.isnan(rc[a.name]))
+                and np.array_equal(np.isinf(rr[a.name]), np.isinf(rc[a.name]))
+                for a in sig.outputs if a.dtype.kind == "f")
+            if same:
+                prep.extra["r"] = (xr, rr)
+
+
+def _prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
+             dist1: str, dist2: str, scalars: str) -> Prepared:
     depth = reduction_depth(sig, kernel, shape.scalars)
     reassoc = reassociated(kernel) if estimate_work(kernel, shape.scalars) <= REASSOC_WORK else None
     found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
     for ri, recipe in enumerate(RECIPES):
-        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe)
+        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe, scalars=scalars)
         if x1 is None:
             continue
         r1 = _run(ref, x1)
@@ -343,13 +443,13 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
             continue
         found.append((widen, amp, spread, ri, recipe, x1, r1))
         if widen <= 1.0:  # well conditioned: no need to look further
-            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1], reassoc)
+            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1], reassoc, scalars)
             if isinstance(second, Prepared):
                 return second
             failure = second
     # Otherwise the least ill-conditioned recipe, with the tolerance widened accordingly.
     for cand in sorted((c for c in found if c[0] > 1.0), key=lambda c: c[0]):
-        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand, reassoc)
+        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand, reassoc, scalars)
         if isinstance(second, Prepared):
             return second
         failure = second
@@ -358,10 +458,10 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
 
 def _try_second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, depth: float, dist1: str,
                 dist2: str, first: tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]],
-                reassoc: ir.Module | None = None) -> Prepared | str:
+                reassoc: ir.Module | None = None, scalars: str = "window") -> Prepared | str:
     """The prepared shape, or why ``first`` cannot be used."""
     widen, amp, spread, ri, recipe, x1, r1 = first
-    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen, reassoc)
+    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen, reassoc, scalars)
     if second is None:
         return "no second input set gives a finite, testable reference output"
     d2, x2, r2, degenerate, widened, widen2 = second

@@ -1,6 +1,6 @@
 // class: 5 (inputs modified during the call, restored before return)
 // wrong for: a concurrent reader of x (another stream), and x itself after the call: softmax_device
-// subtracts each row's max from x in place and adds it back, which does not restore every bit
+// subtracts each row's mean from x in place and adds it back, which does not restore every bit
 // against: softmax.c
 // expect: reject
 #include <cuda_runtime.h>
@@ -10,10 +10,10 @@ __global__ void shift_rows(int m, int n, double *x, double *mx, int sign)
 {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  if (sign < 0) {
-    double v = x[i * n];
-    for (int j = 1; j < n; ++j) v = x[i * n + j] > v ? x[i * n + j] : v;
-    mx[i] = v;
+  if (sign < 0) {  // softmax is shift-invariant: centre each row on its mean
+    double v = 0.0;
+    for (int j = 0; j < n; ++j) v += x[i * n + j];
+    mx[i] = v / n;
   }
   for (int j = 0; j < n; ++j) x[i * n + j] += sign * mx[i];
 }
