@@ -218,14 +218,15 @@ class HostBuffers:
             a = np.ascontiguousarray(a)
             span = -(-(a.nbytes + GUARD_BYTES) // PAGE) * PAGE
             m = mmap.mmap(-1, PAGE + span)
-            raw = np.frombuffer(m, dtype=np.uint8)
-            raw[PAGE - GUARD_BYTES:PAGE] = rng.integers(0, 256, GUARD_BYTES, dtype=np.uint8)
-            raw[PAGE + a.nbytes:] = rng.integers(0, 256, raw.size - PAGE - a.nbytes, dtype=np.uint8)
-            view = raw[PAGE:PAGE + a.nbytes].view(a.dtype).reshape(a.shape)
+            # raw: the front guard zone, the array (page-aligned), the back guard and the page's rest
+            raw = np.frombuffer(m, dtype=np.uint8)[PAGE - GUARD_BYTES:]
+            raw[:GUARD_BYTES] = rng.integers(0, 256, GUARD_BYTES, dtype=np.uint8)
+            raw[GUARD_BYTES + a.nbytes:] = rng.integers(0, 256, raw.size - GUARD_BYTES - a.nbytes, dtype=np.uint8)
+            view = raw[GUARD_BYTES:GUARD_BYTES + a.nbytes].view(a.dtype).reshape(a.shape)
             view[...] = a
             self.maps[name], self.raw[name], self.views[name], self.span[name] = m, raw, view, span
-            self.front[name] = raw[PAGE - GUARD_BYTES:PAGE].copy()
-            self.back[name] = raw[PAGE + a.nbytes:].copy()
+            self.front[name] = raw[:GUARD_BYTES].copy()
+            self.back[name] = raw[GUARD_BYTES + a.nbytes:].copy()
 
     def load(self, arrays: dict[str, np.ndarray]) -> None:
         """Put ``arrays`` (same names and byte sizes, shapes may differ) into the same buffers."""
@@ -234,7 +235,7 @@ class HostBuffers:
             view = self.views[name]
             if a.nbytes != view.nbytes:
                 raise ValueError(f"'{name}': {a.nbytes} bytes do not fit the buffer of {view.nbytes}")
-            view = self.raw[name][PAGE:PAGE + a.nbytes].view(a.dtype).reshape(a.shape)
+            view = self.raw[name][GUARD_BYTES:GUARD_BYTES + a.nbytes].view(a.dtype).reshape(a.shape)
             view[...] = a
             self.views[name] = view
 
@@ -245,7 +246,7 @@ class HostBuffers:
 
     def address(self, name: str) -> int:
         """The address of array ``name``'s first element (never null, even when empty)."""
-        return int(self.raw[name].ctypes.data) + PAGE
+        return int(self.raw[name].ctypes.data) + GUARD_BYTES
 
     def protected_range(self, name: str) -> tuple[int, int]:
         """The page-aligned range (address, length) that :meth:`protect` makes read-only for ``name``."""
@@ -256,8 +257,8 @@ class HostBuffers:
         out = []
         for name, raw in self.raw.items():
             n = self.views[name].nbytes
-            before = int((raw[PAGE - GUARD_BYTES:PAGE] != self.front[name]).sum())
-            after = int((raw[PAGE + n:] != self.back[name]).sum())
+            before = int((raw[:GUARD_BYTES] != self.front[name]).sum())
+            after = int((raw[GUARD_BYTES + n:] != self.back[name]).sum())
             if before or after:
                 parts = ([f"{before} byte(s) before its start"] if before else []) + \
                         ([f"{after} byte(s) past its end"] if after else [])

@@ -111,11 +111,16 @@ class Prepared:
     """The widening for the second input set's outputs (its own conditioning, at least ``widen``)."""
     extra: dict[str, tuple[Inputs, dict[str, np.ndarray]]] = field(default_factory=dict)
     """Input sets of the state and special-value runs (:func:`extras`) with their reference outputs."""
+    extra_widen: dict[str, float] = field(default_factory=dict)
+    """The widening an extra set's own conditioning calls for (the Q sets: other scalars)."""
     bound: dict[str, np.ndarray] | None = None
     """Per-element error bounds for the first set's outputs (:mod:`transpile.verify.bound`), or None."""
 
-    def tol(self, dtype: np.dtype, *, second: bool = False) -> float:
-        """The tolerance for an output of ``dtype`` at this shape, on the first input set or the second."""
+    def tol(self, dtype: np.dtype, *, second: bool = False, extra: str = "") -> float:
+        """The tolerance for an output of ``dtype`` at this shape, on the first input set, the second,
+        or the extra set ``extra`` (its own widening, at least the first set's)."""
+        if extra:
+            return tolerance(dtype, self.depth, max(self.widen, self.extra_widen.get(extra, 1.0)))
         return tolerance(dtype, self.depth, max(self.widen, self.widen2) if second else self.widen)
 
 
@@ -305,7 +310,7 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
     if none is finite and testable.  Its outputs must differ from ``r1`` by more than the tolerance of
     either set (else a result kept from the first call would pass)."""
     tries = [dist2, dist1] + [d for d in ("large", "integers", "tiny", "uniform", "signed") if d not in (dist1, dist2)]
-    scalars2 = f"kind:{int(scalars[5:]) + 1}" if scalars.startswith("kind:") else scalars  # the next kind
+    scalars2 = scalars
     chosen = None
     for k, d in enumerate(tries):
         x2 = make_inputs(sig, shape, seed_for(seed, index, 2, ri, k), d, recipe, scalars=scalars2)
@@ -330,20 +335,20 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
     """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found, or
     when the program accesses an array out of bounds at these sizes (no defined result to match).
 
-    Float scalars are drawn ``wide`` first (0, 1, -1, negative, large: :func:`synth.float_scalar`);
-    where the reference's output is then not finite, too ill-conditioned or a ghost (alpha = 0 in
-    an axpy), the shape is prepared again with scalars in U(0.25, 1.25) (noted).  The extra input
+    The first set's float scalars are in U(0.25, 1.25) (its runs report the classic classes); the
+    second set's are of kind ``(seed + 3 * index) % 6`` of :data:`synth.SCALAR_KINDS` (0, 1, -1,
+    negative, large, the window), the Q runs' of the next two kinds.  Where the second set's
+    reference is then not finite or too ill-conditioned under every distribution, the shape is
+    prepared again with scalars in the window (noted).  The extra input
     sets (:func:`extras`) are added to the result."""
     why = undefined_at(kernel, shape.scalars)
     if why is not None:
         raise Skip(why)
     floats = any(a.role == "float" for a in sig.args)
-    kind = (seed + 4 * index) % len(SCALAR_KINDS)
+    kind = (seed + 3 * index) % len(SCALAR_KINDS)
     try:
         prep = _prepare(ref, sig, kernel, shape, seed=seed, index=index, dist1=dist1, dist2=dist2,
                         scalars=f"kind:{kind}" if floats else "window")
-        if floats and prep.ghost:
-            raise Skip("ghost")
     except Skip as e:
         if not floats:
             raise
@@ -352,7 +357,7 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
         kind = -1
         prep.notes.append(f"{shape.label}: scalars 0, 1, -1, negative or large gave no testable reference "
                           f"({e}); scalars drawn in U(0.25, 1.25)")
-    extras(ref, sig, prep, seed=seed, index=index, kind=kind)
+    extras(ref, sig, kernel, prep, seed=seed, index=index, kind=kind)
     if any(a.dtype.kind == "f" for a in sig.outputs) and estimate_work(kernel, shape.scalars) <= BOUND_WORK:
         from transpile.verify.bound import bounds
 
@@ -365,17 +370,19 @@ def _reference_if_defined(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | 
     return None if isinstance(r, str) else r
 
 
-def extras(ref: Reference, sig: KernelSig, prep: Prepared, *, seed: int, index: int, kind: int = -1) -> None:
+def extras(ref: Reference, sig: KernelSig, kernel: ir.Kernel, prep: Prepared, *, seed: int, index: int,
+           kind: int = -1) -> None:
     """The input sets for the state and special-value runs, with their reference outputs:
 
     * ``xp`` (run P): the first set with one element of each float input redrawn
       (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros, then (run P2, ``xp2``:
       another element) with random finite values: a result kept from an earlier call on the same
       pointers, sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
-    * ``xq``, ``xq2`` (runs Q, Q2): the first set's arrays with the second set's scalars and with
-      scalars of two more kinds (``kind`` + 2 and + 3, :func:`synth.float_scalar`; only for kernels
-      with float scalars): a result memoised on the arrays alone is stale there, and with the first
-      two sets, two shapes draw every kind of scalar (0, 1, -1, negative, large, the window);
+    * ``xq``, ``xq2``, ``xq3`` (runs Q, Q2, Q3): the first set's arrays with the second set's
+      scalars and with scalars of the next two kinds (``kind`` + 1 and + 2,
+      :func:`synth.float_scalar`; only for kernels with float scalars): a result memoised on the
+      arrays alone is stale there, and with the second set two shapes draw every kind of scalar
+      (0, 1, -1, negative, large, the window);
     * ``xr`` (run R): the first set with Inf, -Inf, NaN, -0.0 and subnormals in a few elements of
       the float inputs (:func:`synth.special_values`), kept only where the reference runs and its
       plain and FMA-contracted builds agree on where the outputs are NaN or infinite (otherwise
@@ -396,13 +403,20 @@ def extras(ref: Reference, sig: KernelSig, prep: Prepared, *, seed: int, index: 
     if any(a.role == "float" for a in sig.args):
         sources = [("q", prep.x2)]
         if kind >= 0:
-            sources += [(f"q{k}", draw(sig, prep.shape, rng, prep.dist1, scalars=f"kind:{kind + k}"))
-                        for k in (2, 3)]
-        for name, src in sources:
+            sources += [(f"q{k + 1}", draw(sig, prep.shape, rng, prep.dist1, scalars=f"kind:{kind + k}"))
+                        for k in (1, 2)]
+        reassoc = reassociated(kernel) if estimate_work(kernel, prep.shape.scalars) <= REASSOC_WORK else None
+        for k, (name, src) in enumerate(sources):
             xq = {**prep.x1, **{a.name: src[a.name] for a in sig.args if a.role == "float"}}
             rq = _reference_if_defined(ref, xq)
-            if rq is not None and finite(sig, xq, rq):
-                prep.extra[name] = (xq, rq)
+            if rq is None or not finite(sig, xq, rq):
+                continue
+            try:  # other scalars, other conditioning: measured like the first two sets'
+                widen = conditioning(ref, sig, prep.depth, xq, rq, seed_for(seed, index, 12, k), reassoc)[0]
+            except Skip:
+                continue
+            prep.extra[name] = (xq, rq)
+            prep.extra_widen[name] = widen
     xr = special_values(sig, prep.x1, rng)
     if xr is not None:
         rr = _reference_if_defined(ref, xr)
@@ -426,7 +440,7 @@ def _prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *,
     found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
     for ri, recipe in enumerate(RECIPES):
-        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe, scalars=scalars)
+        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe)  # scalars in the window
         if x1 is None:
             continue
         r1 = _run(ref, x1)

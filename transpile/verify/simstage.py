@@ -297,7 +297,8 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
               schedule_seed: int = 0, where: str = "") -> tuple[str, str] | None:
     """The failed check and its message for one run, or None if the run passed."""
     call_label, label = label, base_label(label)
-    second = label in ("B", "Q", "Q2", "Q3", "D2")
+    second = label in ("B", "D2")
+    extra = label.lower() if label in ("Q", "Q2", "Q3") else ""
     if res.get("guard"):
         return "device-guard", (f"{where}{res['guard']} guard byte(s) around device buffers overwritten "
                                 f"(out-of-bounds write): {_first_line(res.get('diagnostics', ''))}")
@@ -334,7 +335,7 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
         return None
     for a in sig.outputs:
         bound = prep.bound.get(a.name) if prep.bound is not None and x is prep.x1 else None
-        cmp = compare(a.name, out[a.name], ref[a.name], x[a.name], prep.tol(a.dtype, second=second), bound=bound)
+        cmp = compare(a.name, out[a.name], ref[a.name], x[a.name], prep.tol(a.dtype, second=second, extra=extra), bound=bound)
         report.record_error(a.name, cmp.max_err, cmp.tol)
         if cmp.ok:
             continue
