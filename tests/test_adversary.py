@@ -10,7 +10,9 @@ Each .cu file starts with a header of ``// key: value`` lines:
   :func:`test_gpu_only_files_are_listed`).
 
 The files are verified with the CPU stages (``transpile verify X.cu --against REF.c --no-gpu``,
-without nvcc's stage (b)) in quick mode, the mode the compile command uses.  Run under xdist in CI.
+without nvcc's stage (b)) in quick mode, the mode the compile command uses.  Each file is a g++ build
+of the simulator library (cached by content) and about 12 to 25 checked calls: several seconds a file,
+so the file tests are marked slow (xdist starts them first).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def test_gpu_only_files_are_listed() -> None:
 
 
 @needs_gxx
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=[_id(p) for p in FILES])
 def test_adversary_file(path: Path) -> None:
     h = header(path)

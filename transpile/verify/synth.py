@@ -400,8 +400,9 @@ def elements(sig: KernelSig, env: Mapping[str, int | float]) -> int:
 
 def special_values(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> Inputs | None:
     """``args`` with a few float input elements replaced by Inf, -Inf, NaN, -0.0 and the smallest
-    subnormal (one of them per array, at a random element, and one more at another), or None when
-    the kernel has no float input array."""
+    subnormal (each of them once per array, at random distinct elements; as many as fit in an array
+    of fewer than five elements, starting at a random one), or None when the kernel has no float
+    input array."""
     out = copy_inputs(args)
     changed = False
     for a in sig.arrays:
@@ -410,8 +411,10 @@ def special_values(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> In
         flat = out[a.name].reshape(-1)
         tiny = float(np.finfo(a.dtype).smallest_subnormal)
         values = [math.inf, -math.inf, math.nan, -0.0, tiny]
-        for v in rng.choice(len(values), size=min(2, flat.size), replace=False):
-            flat[int(rng.integers(flat.size))] = values[int(v)]
+        k = min(len(values), flat.size)
+        start = int(rng.integers(len(values)))
+        for v, at in zip(range(k), rng.choice(flat.size, size=k, replace=False)):
+            flat[int(at)] = values[(start + v) % len(values)]
         changed = True
     return out if changed else None
 
