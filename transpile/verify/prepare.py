@@ -331,7 +331,7 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
 
 
 def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
-            dist1: str = "signed", dist2: str = "uniform") -> Prepared:
+            dist1: str = "signed", dist2: str = "uniform", extra: bool = True) -> Prepared:
     """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found, or
     when the program accesses an array out of bounds at these sizes (no defined result to match).
 
@@ -339,8 +339,8 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
     second set's are of kind ``(seed + 3 * index) % 6`` of :data:`synth.SCALAR_KINDS` (0, 1, -1,
     negative, large, the window), the Q runs' of the next two kinds.  Where the second set's
     reference is then not finite or too ill-conditioned under every distribution, the shape is
-    prepared again with scalars in the window (noted).  The extra input
-    sets (:func:`extras`) are added to the result."""
+    prepared again with scalars in the window (noted).  With ``extra`` the extra input sets
+    (:func:`extras`) are added to the result."""
     why = undefined_at(kernel, shape.scalars)
     if why is not None:
         raise Skip(why)
@@ -357,7 +357,8 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
         kind = -1
         prep.notes.append(f"{shape.label}: scalars 0, 1, -1, negative or large gave no testable reference "
                           f"({e}); scalars drawn in U(0.25, 1.25)")
-    extras(ref, sig, kernel, prep, seed=seed, index=index, kind=kind)
+    if extra:
+        extras(ref, sig, kernel, prep, seed=seed, index=index, kind=kind)
     if any(a.dtype.kind == "f" for a in sig.outputs) and estimate_work(kernel, shape.scalars) <= BOUND_WORK:
         from transpile.verify.bound import bounds
 
@@ -375,44 +376,38 @@ def extras(ref: Reference, sig: KernelSig, kernel: ir.Kernel, prep: Prepared, *,
     """The input sets for the state and special-value runs, with their reference outputs:
 
     * ``xp`` (run P): the first set with one element of each float input redrawn
-      (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros, then (run P2, ``xp2``:
-      another element) with random finite values: a result kept from an earlier call on the same
-      pointers, sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
-    * ``xq``, ``xq2``, ``xq3`` (runs Q, Q2, Q3): the first set's arrays with the second set's
-      scalars and with scalars of the next two kinds (``kind`` + 1 and + 2,
-      :func:`synth.float_scalar`; only for kernels with float scalars): a result memoised on the
-      arrays alone is stale there, and with the second set two shapes draw every kind of scalar
-      (0, 1, -1, negative, large, the window);
+      (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros or random finite values
+      (alternating by seed and shape): a result kept from an earlier call on the same pointers,
+      sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
+    * ``xq2``, ``xq3`` (runs Q2, Q3): the first set's arrays with scalars of the kinds after the
+      second set's (``kind`` + 1 and + 2, :func:`synth.float_scalar`; only for kernels with float
+      scalars): a result memoised on the arrays alone is stale there, and with the second set two
+      shapes draw every kind of scalar (0, 1, -1, negative, large, the window);
     * ``xr`` (run R): the first set with Inf, -Inf, NaN, -0.0 and subnormals in a few elements of
       the float inputs (:func:`synth.special_values`), kept only where the reference runs and its
       plain and FMA-contracted builds agree on where the outputs are NaN or infinite (otherwise
       the result depends on rounding order and nothing can be asserted)."""
     rng = seed_for(seed, index, 11)
     xp = perturb_one(sig, prep.x1, rng, prep.dist1)
-    for a in sig.outputs:
+    for a in sig.outputs:  # zeros or random finite values, alternating by seed and shape
         if a.intent == "out":
-            xp[a.name] = fill(a.dtype, xp[a.name].shape, "zero", rng)
-    xp2 = perturb_one(sig, prep.x1, rng, prep.dist1)
-    for a in sig.outputs:
-        if a.intent == "out":
-            xp2[a.name] = fill(a.dtype, xp2[a.name].shape, "random", rng)
-    for name, x in (("p", xp), ("p2", xp2)):
-        r = _reference_if_defined(ref, x)
-        if r is not None and finite(sig, x, r):
-            prep.extra[name] = (x, r)
+            xp[a.name] = fill(a.dtype, xp[a.name].shape, ("zero", "random")[(seed + index) % 2], rng)
+    r = _reference_if_defined(ref, xp)
+    if r is not None and finite(sig, xp, r):
+        prep.extra["p"] = (xp, r)
     if any(a.role == "float" for a in sig.args):
-        sources = [("q", prep.x2)]
+        sources: list[tuple[str, Inputs]] = []
         if kind >= 0:
             sources += [(f"q{k + 1}", draw(sig, prep.shape, rng, prep.dist1, scalars=f"kind:{kind + k}"))
                         for k in (1, 2)]
-        reassoc = reassociated(kernel) if estimate_work(kernel, prep.shape.scalars) <= REASSOC_WORK else None
         for k, (name, src) in enumerate(sources):
             xq = {**prep.x1, **{a.name: src[a.name] for a in sig.args if a.role == "float"}}
             rq = _reference_if_defined(ref, xq)
             if rq is None or not finite(sig, xq, rq):
                 continue
-            try:  # other scalars, other conditioning: measured like the first two sets'
-                widen = conditioning(ref, sig, prep.depth, xq, rq, seed_for(seed, index, 12, k), reassoc)[0]
+            try:  # other scalars, other conditioning: amplification and FMA spread, as for the first two sets
+                widen = conditioning(ref, sig, prep.depth, xq, rq, seed_for(seed, index, 12, k))[0]
+                widen = max(widen, prep.widen2)  # the reassociation spread measured for the first two
             except Skip:
                 continue
             prep.extra[name] = (xq, rq)
