@@ -465,6 +465,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
             again = [("B", prep.x2, "h2"), ("A", prep.x1, "h1")]
             calls += [Call(f"{lab}*{k + 2}", xs, 0, bufs=key, fill_byte=fills[k % 3])
                       for k, (lab, xs, key) in enumerate(again)]
+            if device:  # a third NAME_device call on the same device buffers
+                calls.append(Call("D*4", prep.x1, 0, device=True, bufs="d1", fill_byte=fills[2]))
         if one_block:  # the same host loops with their launches one by one (the path of larger sizes)
             calls.append(Call("L", prep.x1, 0, env=((ONE_BLOCK_ENV, "0"),)))
         if fused_steps:  # fused host loops' launches one by one (the fallback when scratch cannot be allocated)
