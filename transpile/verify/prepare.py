@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from transpile import ir
+from transpile.verify.bound import BOUND_WORK
 from transpile.verify.checks import float_kind, max_rel_error, same_bits, tolerance
 from transpile.verify.proc import ChildError
 from transpile.verify.reference import Reference
@@ -57,11 +58,16 @@ from transpile.verify.signature import KernelSig, reduction_depth
 from transpile.verify.synth import (
     DISTRIBUTIONS,
     RECIPES,
+    SCALAR_KINDS,
     Inputs,
     Shape,
+    draw,
     estimate_work,
+    fill,
     make_inputs,
+    perturb_one,
     seed_for,
+    special_values,
     undefined_at,
 )
 
@@ -103,9 +109,18 @@ class Prepared:
     spread: float = 0.0
     widen2: float = 1.0
     """The widening for the second input set's outputs (its own conditioning, at least ``widen``)."""
+    extra: dict[str, tuple[Inputs, dict[str, np.ndarray]]] = field(default_factory=dict)
+    """Input sets of the state and special-value runs (:func:`extras`) with their reference outputs."""
+    extra_widen: dict[str, float] = field(default_factory=dict)
+    """The widening an extra set's own conditioning calls for (the Q sets: other scalars)."""
+    bound: dict[str, np.ndarray] | None = None
+    """Per-element error bounds for the first set's outputs (:mod:`transpile.verify.bound`), or None."""
 
-    def tol(self, dtype: np.dtype, *, second: bool = False) -> float:
-        """The tolerance for an output of ``dtype`` at this shape, on the first input set or the second."""
+    def tol(self, dtype: np.dtype, *, second: bool = False, extra: str = "") -> float:
+        """The tolerance for an output of ``dtype`` at this shape, on the first input set, the second,
+        or the extra set ``extra`` (its own widening, at least the first set's)."""
+        if extra:
+            return tolerance(dtype, self.depth, max(self.widen, self.extra_widen.get(extra, 1.0)))
         return tolerance(dtype, self.depth, max(self.widen, self.widen2) if second else self.widen)
 
 
@@ -290,14 +305,15 @@ def _run(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | str:
 
 def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, ri: int, recipe: str,
             dist1: str, dist2: str, r1: dict[str, np.ndarray], depth: float, widen: float,
-            reassoc: ir.Module | None = None) -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
+            reassoc: ir.Module | None = None, scalars: str = "window") -> tuple[str, Inputs, dict[str, np.ndarray], bool, bool, float] | None:
     """The second input set: (distribution, inputs, outputs, degenerate, widened, its widening), or None
     if none is finite and testable.  Its outputs must differ from ``r1`` by more than the tolerance of
     either set (else a result kept from the first call would pass)."""
     tries = [dist2, dist1] + [d for d in ("large", "integers", "tiny", "uniform", "signed") if d not in (dist1, dist2)]
+    scalars2 = scalars
     chosen = None
     for k, d in enumerate(tries):
-        x2 = make_inputs(sig, shape, seed_for(seed, index, 2, ri, k), d, recipe)
+        x2 = make_inputs(sig, shape, seed_for(seed, index, 2, ri, k), d, recipe, scalars=scalars2)
         if x2 is None:
             continue
         r2 = _run(ref, x2)
@@ -315,18 +331,111 @@ def _second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int,
 
 
 def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
-            dist1: str = "signed", dist2: str = "uniform") -> Prepared:
+            dist1: str = "signed", dist2: str = "uniform", extra: bool = True) -> Prepared:
     """Inputs and reference outputs for ``shape``; raises :class:`Skip` when none can be found, or
-    when the program accesses an array out of bounds at these sizes (no defined result to match)."""
+    when the program accesses an array out of bounds at these sizes (no defined result to match).
+
+    The first set's float scalars are in U(0.25, 1.25) (its runs report the classic classes); the
+    second set's are of kind ``(seed + 3 * index) % 6`` of :data:`synth.SCALAR_KINDS` (0, 1, -1,
+    negative, large, the window), the Q runs' of the next two kinds.  Where the second set's
+    reference is then not finite or too ill-conditioned under every distribution, the shape is
+    prepared again with scalars in the window (noted).  With ``extra`` the extra input sets
+    (:func:`extras`) are added to the result."""
     why = undefined_at(kernel, shape.scalars)
     if why is not None:
         raise Skip(why)
+    floats = any(a.role == "float" for a in sig.args)
+    kind = (seed + 3 * index) % len(SCALAR_KINDS)
+    try:
+        prep = _prepare(ref, sig, kernel, shape, seed=seed, index=index, dist1=dist1, dist2=dist2,
+                        scalars=f"kind:{kind}" if floats else "window")
+    except Skip as e:
+        if not floats:
+            raise
+        prep = _prepare(ref, sig, kernel, shape, seed=seed, index=index, dist1=dist1, dist2=dist2,
+                        scalars="window")
+        kind = -1
+        prep.notes.append(f"{shape.label}: scalars 0, 1, -1, negative or large gave no testable reference "
+                          f"({e}); scalars drawn in U(0.25, 1.25)")
+    if extra:
+        extras(ref, sig, kernel, prep, seed=seed, index=index, kind=kind)
+    if any(a.dtype.kind == "f" for a in sig.outputs) and estimate_work(kernel, shape.scalars) <= BOUND_WORK:
+        from transpile.verify.bound import bounds
+
+        prep.bound = bounds(kernel, sig, prep.x1)
+    return prep
+
+
+def _reference_if_defined(ref: Reference, x: Inputs) -> dict[str, np.ndarray] | None:
+    r = _run(ref, x)
+    return None if isinstance(r, str) else r
+
+
+def extras(ref: Reference, sig: KernelSig, kernel: ir.Kernel, prep: Prepared, *, seed: int, index: int,
+           kind: int = -1) -> None:
+    """The input sets for the state and special-value runs, with their reference outputs:
+
+    * ``xp`` (run P): the first set with one element of each float input redrawn
+      (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros or random finite values
+      (alternating by seed and shape): a result kept from an earlier call on the same pointers,
+      sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
+    * ``xq2``, ``xq3`` (runs Q2, Q3): the first set's arrays with scalars of the kinds after the
+      second set's (``kind`` + 1 and + 2, :func:`synth.float_scalar`; only for kernels with float
+      scalars): a result memoised on the arrays alone is stale there, and with the second set two
+      shapes draw every kind of scalar (0, 1, -1, negative, large, the window);
+    * ``xr`` (run R): the first set with Inf, -Inf, NaN, -0.0 and subnormals in a few elements of
+      the float inputs (:func:`synth.special_values`), kept only where the reference runs and its
+      plain and FMA-contracted builds agree on where the outputs are NaN or infinite (otherwise
+      the result depends on rounding order and nothing can be asserted)."""
+    rng = seed_for(seed, index, 11)
+    xp = perturb_one(sig, prep.x1, rng, prep.dist1)
+    for a in sig.outputs:  # zeros or random finite values, alternating by seed and shape
+        if a.intent == "out":
+            xp[a.name] = fill(a.dtype, xp[a.name].shape, ("zero", "random")[(seed + index) % 2], rng)
+    r = _reference_if_defined(ref, xp)
+    if r is not None and finite(sig, xp, r):
+        prep.extra["p"] = (xp, r)
+    if any(a.role == "float" for a in sig.args):
+        sources: list[tuple[str, Inputs]] = []
+        if kind >= 0:
+            sources += [(f"q{k + 1}", draw(sig, prep.shape, rng, prep.dist1, scalars=f"kind:{kind + k}"))
+                        for k in (1, 2)]
+        for k, (name, src) in enumerate(sources):
+            xq = {**prep.x1, **{a.name: src[a.name] for a in sig.args if a.role == "float"}}
+            rq = _reference_if_defined(ref, xq)
+            if rq is None or not finite(sig, xq, rq):
+                continue
+            try:  # other scalars, other conditioning: amplification and FMA spread, as for the first two sets
+                widen = conditioning(ref, sig, prep.depth, xq, rq, seed_for(seed, index, 12, k))[0]
+                widen = max(widen, prep.widen2)  # the reassociation spread measured for the first two
+            except Skip:
+                continue
+            prep.extra[name] = (xq, rq)
+            prep.extra_widen[name] = widen
+    xr = special_values(sig, prep.x1, rng)
+    if xr is not None:
+        rr = _reference_if_defined(ref, xr)
+        if rr is not None:
+            try:
+                rc = ref.run_contracted(xr)
+            except ChildError:
+                rc = None
+            same = rc is None or all(
+                np.array_equal(np.isnan(rr[a.name]), np.isnan(rc[a.name]))
+                and np.array_equal(np.isinf(rr[a.name]), np.isinf(rc[a.name]))
+                for a in sig.outputs if a.dtype.kind == "f")
+            if same:
+                prep.extra["r"] = (xr, rr)
+
+
+def _prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, seed: int, index: int,
+             dist1: str, dist2: str, scalars: str) -> Prepared:
     depth = reduction_depth(sig, kernel, shape.scalars)
     reassoc = reassociated(kernel) if estimate_work(kernel, shape.scalars) <= REASSOC_WORK else None
     found: list[tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]]] = []
     failure = ""
     for ri, recipe in enumerate(RECIPES):
-        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe)
+        x1 = make_inputs(sig, shape, seed_for(seed, index, 1, ri), dist1, recipe)  # scalars in the window
         if x1 is None:
             continue
         r1 = _run(ref, x1)
@@ -343,13 +452,13 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
             continue
         found.append((widen, amp, spread, ri, recipe, x1, r1))
         if widen <= 1.0:  # well conditioned: no need to look further
-            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1], reassoc)
+            second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, found[-1], reassoc, scalars)
             if isinstance(second, Prepared):
                 return second
             failure = second
     # Otherwise the least ill-conditioned recipe, with the tolerance widened accordingly.
     for cand in sorted((c for c in found if c[0] > 1.0), key=lambda c: c[0]):
-        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand, reassoc)
+        second = _try_second(ref, sig, shape, seed, index, depth, dist1, dist2, cand, reassoc, scalars)
         if isinstance(second, Prepared):
             return second
         failure = second
@@ -358,10 +467,10 @@ def prepare(ref: Reference, sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, 
 
 def _try_second(ref: Reference, sig: KernelSig, shape: Shape, seed: int, index: int, depth: float, dist1: str,
                 dist2: str, first: tuple[float, float, float, int, str, Inputs, dict[str, np.ndarray]],
-                reassoc: ir.Module | None = None) -> Prepared | str:
+                reassoc: ir.Module | None = None, scalars: str = "window") -> Prepared | str:
     """The prepared shape, or why ``first`` cannot be used."""
     widen, amp, spread, ri, recipe, x1, r1 = first
-    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen, reassoc)
+    second = _second(ref, sig, shape, seed, index, ri, recipe, dist1, dist2, r1, depth, widen, reassoc, scalars)
     if second is None:
         return "no second input set gives a finite, testable reference output"
     d2, x2, r2, degenerate, widened, widen2 = second

@@ -15,7 +15,11 @@
   array (a gather's ``idx``, a histogram's bins, CSR's ``col`` and ``rowptr``:
   :class:`~transpile.verify.signature.IndexUse`) gets values inside that
   array, loop bounds in order, so the reference is defined.  Floating
-  scalars are U(0.25, 1.25).
+  scalars (:func:`float_scalar`) are 0, 1, -1, negative, large or in
+  U(0.25, 1.25), one kind per scalar and draw (``wide``), or only the last
+  (``window``, where the reference is not finite or not informative otherwise).
+* **Special values** (:func:`special_values`): Inf, -Inf, NaN, -0.0 and a
+  subnormal put into a few elements of the float inputs.
 * **Recipes** (:data:`RECIPES`), tried in order until the reference's output is
   finite and well conditioned (see :mod:`transpile.verify.reference`):
   ``random`` (the distribution as drawn), ``spd`` (each square 2-D input
@@ -246,18 +250,65 @@ def poison(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     return np.full(shape, info.min if dtype.kind == "i" else info.max, dtype=dtype)
 
 
-def draw(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str) -> Inputs:
-    """Fresh inputs for ``shape`` from distribution ``dist`` (``out`` arrays poisoned)."""
+SCALAR_KINDS = ("zero", "one", "minus-one", "negative", "large", "window")
+"""What a float scalar is drawn as in ``wide`` mode (:func:`float_scalar`), one kind per scalar and draw."""
+
+
+def float_scalar(rng: np.random.Generator, mode: str = "wide", position: int = 0) -> float:
+    """A float scalar: ``window`` U(0.25, 1.25) (the only values before issue 38, so a kernel could
+    key on them); ``wide`` one of :data:`SCALAR_KINDS` at random: 0, 1, -1, a negative value
+    -U(0.25, 4), a large magnitude +-10^U(2, 6), or the window; ``kind:K`` the kind
+    ``(K + 3 * position) % 6`` for the scalar at ``position`` among the float scalars (the stage
+    gives consecutive K to the input sets of a shape, so that a few shapes draw every kind)."""
+    if mode.startswith("kind:"):
+        kind = SCALAR_KINDS[(int(mode[5:]) + 3 * position) % len(SCALAR_KINDS)]
+    else:
+        kind = "window" if mode == "window" else SCALAR_KINDS[int(rng.integers(len(SCALAR_KINDS)))]
+    if kind == "zero":
+        return 0.0
+    if kind == "one":
+        return 1.0
+    if kind == "minus-one":
+        return -1.0
+    if kind == "negative":
+        return -float(rng.uniform(0.25, 4.0))
+    if kind == "large":
+        return float(rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(2.0, 6.0))
+    return float(rng.uniform(0.25, 1.25))
+
+
+FILLS = ("nan", "zero", "random")
+"""What an ``out`` array holds before a call: the NaN poison, zeros, or random finite values."""
+
+
+def fill(dtype: np.dtype, shape: tuple[int, ...], how: str, rng: np.random.Generator) -> np.ndarray:
+    """An ``out`` array's content before a call (:data:`FILLS`)."""
+    if how == "zero":
+        return np.zeros(shape, dtype=dtype)
+    if how == "random":
+        if dtype.kind == "f":
+            return np.ascontiguousarray(rng.uniform(-1.0, 1.0, size=shape), dtype=dtype)
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000) + 1, size=shape).astype(dtype)
+    return poison(dtype, shape)
+
+
+def draw(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str, *, scalars: str = "window",
+         out_fill: str = "nan") -> Inputs:
+    """Fresh inputs for ``shape`` from distribution ``dist`` (``out`` arrays filled as ``out_fill``
+    says, the poison by default); float scalars as :func:`float_scalar` draws them in mode ``scalars``."""
     args: Inputs = {}
+    position = 0
     for a in sig.args:
         if a.role in ("size", "int"):
             args[a.name] = a.dtype.type(shape.scalars[a.name])
         elif a.role == "float":
-            args[a.name] = a.dtype.type(rng.uniform(0.25, 1.25))
+            args[a.name] = a.dtype.type(float_scalar(rng, scalars, position))
+            position += 1
     for a in sig.arrays:
         shp = sig.shape(a, args)
         if a.intent == "out":
-            args[a.name] = poison(a.dtype, shp)
+            args[a.name] = fill(a.dtype, shp, out_fill, rng)
         elif a.dtype.kind == "f":
             args[a.name] = np.ascontiguousarray(DISTRIBUTIONS[dist](rng, shp), dtype=a.dtype)
         else:
@@ -315,9 +366,10 @@ RECIPES: dict[str, Callable[[KernelSig, Inputs, np.random.Generator], bool] | No
 """Structured input recipes, in the order they are tried; each returns whether it applied."""
 
 
-def make_inputs(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str, recipe: str) -> Inputs | None:
+def make_inputs(sig: KernelSig, shape: Shape, rng: np.random.Generator, dist: str, recipe: str, *,
+                scalars: str = "window") -> Inputs | None:
     """Inputs from ``dist`` transformed by ``recipe``; None if the recipe does not apply to this signature."""
-    args = draw(sig, shape, rng, dist)
+    args = draw(sig, shape, rng, dist, scalars=scalars)
     fn = RECIPES[recipe]
     if fn is not None and not fn(sig, args, rng):
         return None
@@ -344,3 +396,47 @@ def transfer_bytes(sig: KernelSig, env: Mapping[str, int | float]) -> int:
 def elements(sig: KernelSig, env: Mapping[str, int | float]) -> int:
     """Output elements for the scalars in ``env``."""
     return sum(math.prod(sig.shape(a, env)) for a in sig.outputs)
+
+
+def special_values(sig: KernelSig, args: Inputs, rng: np.random.Generator) -> Inputs | None:
+    """``args`` with a few float input elements replaced by Inf, -Inf, NaN, -0.0 and the smallest
+    subnormal (each of them once per array, at random distinct elements; as many as fit in an array
+    of fewer than five elements, starting at a random one), or None when the kernel has no float
+    input array."""
+    out = copy_inputs(args)
+    changed = False
+    for a in sig.arrays:
+        if a.intent == "out" or a.dtype.kind != "f" or not out[a.name].size:
+            continue
+        flat = out[a.name].reshape(-1)
+        tiny = float(np.finfo(a.dtype).smallest_subnormal)
+        values = [math.inf, -math.inf, math.nan, -0.0, tiny]
+        k = min(len(values), flat.size)
+        start = int(rng.integers(len(values)))
+        for v, at in zip(range(k), rng.choice(flat.size, size=k, replace=False)):
+            flat[int(at)] = values[(start + v) % len(values)]
+        changed = True
+    return out if changed else None
+
+
+def perturb_one(sig: KernelSig, args: Inputs, rng: np.random.Generator, dist: str) -> Inputs:
+    """``args`` with one element of each float input array (of two or more elements) redrawn from
+    ``dist`` (sizes, scalars and every other element kept): a result memoised on pointers, sizes,
+    scalars or a few sampled elements is stale here.  The element is chosen at random away from the
+    first, the middle and the last (where a sampling memo looks first) when the array has others."""
+    out = copy_inputs(args)
+    for a in sig.arrays:
+        if a.intent == "out" or a.dtype.kind != "f" or out[a.name].size < 2:
+            continue
+        flat = out[a.name].reshape(-1)
+        n = flat.size
+        cands = [i for i in range(n) if i not in (0, n // 2, n - 1)] or list(range(n))
+        i = cands[int(rng.integers(len(cands)))]
+        old = flat[i]
+        for _ in range(8):
+            flat[i] = DISTRIBUTIONS[dist](rng, (1,))[0]
+            if flat[i] != old:
+                break
+        if flat[i] == old:
+            flat[i] = old + 1
+    return out
