@@ -23,6 +23,7 @@ from transpile import ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
 from transpile.cfront_srcmap import SourceMap
+from transpile.cfront_struct import structure
 from transpile.cfront_types import (
     C_NAMES,
     ArrT,
@@ -166,6 +167,7 @@ def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
 
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
+    structure(fdef, unit.loc)  # goto, switch, break, continue as ifs (transpile/cfront_struct.py)
     first = Lowerer(unit, fdef, kind, plain_used=None)
     first.lower()
     return Lowerer(unit, fdef, kind, plain_used=first.plain_used).lower()
@@ -430,9 +432,8 @@ class Lowerer(ExprLowerer):
                            "for loop",
             c_ast.Goto: "'goto' statement is not supported: control flow must be structured loops and ifs",
             c_ast.Label: "labels are not supported: control flow must be structured loops and ifs",
-            c_ast.Break: "'break' statement is not supported: loops must run their full trip count",
-            c_ast.Continue: "'continue' statement is not supported: use an 'if' around the rest of the "
-                            "loop body",
+            c_ast.Break: "'break' statement is not supported here: it is in no for loop or switch",
+            c_ast.Continue: "'continue' statement is not supported here: it is in no for loop",
             c_ast.Switch: "'switch' statement is not supported: use if/else",
             c_ast.Case: "'case' label is not supported: use if/else",
             c_ast.Default: "'default' label is not supported: use if/else",

@@ -1,5 +1,5 @@
 // sw_nested_break_loop: switch
-// expect: error: switch
+// expect: parallel i
 
 void sw_nested_break_loop(int n, int op[n], float a[n]) {
   for (int i = 0; i < n; i++) {
