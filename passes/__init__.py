@@ -15,6 +15,7 @@ from passes import (
     fuse,
     interchange,
     map_gpu,
+    normalize,
     privatize,
     reduce_gpu,
     reschedule,
@@ -34,6 +35,7 @@ REGISTRY: dict = {
     "fuse": fuse,
     "closure": closure,
     "wavefront": wavefront,
+    "normalize": normalize,
     "reduce-gpu": reduce_gpu,
     "map-gpu": map_gpu,
 }

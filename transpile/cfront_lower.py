@@ -646,6 +646,12 @@ class Lowerer(ExprLowerer):
         if any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(bound)):
             raise self.err(bound_node, f"loop bound depends on the loop variable '{cname}', which is not "
                                        "supported")
+        moved = not (isinstance(node.cond, c_ast.BinaryOp) and any(bound_node is c for c in (node.cond.left,
+                                                                                             node.cond.right)))
+        if moved and not (ty.is_signed and bound.ty.is_signed):  # 'i + e < n' as 'i < n - e' could wrap
+            raise self.err(node.cond, f"loop condition is not supported: an offset or a '&&' on the loop "
+                                      f"variable '{cname}' needs signed integers (it is read as a bound of "
+                                      f"'{cname}' alone)")
         body = tuple(self.block(node.stmt))
         self.active.pop()
         self.scopes.pop()

@@ -36,6 +36,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         forward,
         interchange,
         map_gpu,
+        normalize,
         privatize,
         reduce_gpu,
         reschedule,
@@ -95,6 +96,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # skewed nest to keep the wavefront loop on the host and launch the new
     # inner loop in parallel.
     module = step("wavefront", module, wavefront.run)
+    # NOTE: normalize after the restructuring passes and before reduce-gpu and map-gpu: it only rewrites
+    # loops the analysis proves parallel, on the final loop structure, into the unit-step form map-gpu maps.
+    module = step("normalize", module, normalize.run)
     # NOTE: reduce-gpu right before map-gpu: map-gpu launches each marked
     # reduction as its own (one-block) launch, and only then can the loop
     # around it become a host loop; it must see the final loop structure.
