@@ -13,6 +13,7 @@ from passes import (
     expand,
     forward,
     fuse,
+    ifreduce,
     interchange,
     map_gpu,
     normalize,
@@ -25,6 +26,7 @@ from passes import (
 
 REGISTRY: dict = {
     "delinearize": delinearize,
+    "ifreduce": ifreduce,
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,

@@ -34,6 +34,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         distribute,
         expand,
         forward,
+        ifreduce,
         interchange,
         map_gpu,
         normalize,
@@ -55,6 +56,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
     # A[i][j] and must assume the worst of a hand-flattened A[i * m + j].
     module = step("delinearize", module, delinearize.run)
+    # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
+    # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
+    # which loops carry only reductions.
+    module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.
