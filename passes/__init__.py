@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from passes import (
     closure,
+    constprop,
     delinearize,
     distribute,
     expand,
     forward,
     fuse,
     ifreduce,
+    induction,
     interchange,
     map_gpu,
     normalize,
@@ -25,6 +27,8 @@ from passes import (
 )
 
 REGISTRY: dict = {
+    "constprop": constprop,
+    "induction": induction,
     "delinearize": delinearize,
     "ifreduce": ifreduce,
     "privatize": privatize,

@@ -30,11 +30,13 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     """
     from passes import (
         closure,
+        constprop,
         delinearize,
         distribute,
         expand,
         forward,
         ifreduce,
+        induction,
         interchange,
         map_gpu,
         normalize,
@@ -55,6 +57,12 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # perfect nests that interchange (and map-gpu's par marking) need.
     # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
     # A[i][j] and must assume the worst of a hand-flattened A[i * m + j].
+    # NOTE: constprop first: every pass after it asks the dependence test, which sees through a
+    # subscript only where locals copied into it ('int k = 5; a[i + k]') have been replaced.
+    module = step("constprop", module, constprop.run)
+    # NOTE: induction after constprop (a counter's step may be a propagated constant) and before
+    # delinearize: 'a[k]; k++' becomes a[k_base + n * i + j], which delinearize can then split.
+    module = step("induction", module, induction.run)
     module = step("delinearize", module, delinearize.run)
     # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
     # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
