@@ -23,6 +23,7 @@ from transpile import ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
 from transpile.cfront_srcmap import SourceMap
+from transpile.cfront_ptr import localize_pointers
 from transpile.cfront_struct import structure
 from transpile.cfront_types import (
     C_NAMES,
@@ -168,6 +169,7 @@ def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
     structure(fdef, unit.loc)  # goto, switch, break, continue as ifs (transpile/cfront_struct.py)
+    localize_pointers(fdef, unit.loc)  # local pointers as offsets into arrays (transpile/cfront_ptr.py)
     first = Lowerer(unit, fdef, kind, plain_used=None)
     first.lower()
     return Lowerer(unit, fdef, kind, plain_used=first.plain_used).lower()

@@ -1,5 +1,5 @@
 // ptr_conditional_advance: pointer
-// expect: error: pointer
+// expect: sequential
 
 void ptr_conditional_advance(int n, float a[n], float b[n], float c[n]) {
   float *p = a;
