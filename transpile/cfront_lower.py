@@ -22,8 +22,8 @@ from transpile import cfront_loops as loops
 from transpile import ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
-from transpile.cfront_srcmap import SourceMap
 from transpile.cfront_ptr import localize_pointers
+from transpile.cfront_srcmap import SourceMap
 from transpile.cfront_struct import structure
 from transpile.cfront_types import (
     C_NAMES,
