@@ -34,10 +34,6 @@ IDS = [p.stem for p in FILES]
 # Expectations not met yet, with the missing piece (docs/ordinary_c.md).
 GAPS: dict[str, str] = {
     "goto_top_level_skip": "a loop under a host-level if is not launched",
-    "helper_address": "helpers taking arrays are not inlined",
-    "helper_axpy": "helpers taking arrays are not inlined",
-    "helper_returns_sum": "helpers taking arrays are not inlined",
-    "helper_row_offset": "helpers taking arrays are not inlined",
     "iv_nest_running": "a counter stepped in an inner loop, read across the outer one, is not substituted",
     "rec_half_split": "n / 2 offsets: no disjointness proof",
     "rec_peel_first": "no peeling of the first iteration",

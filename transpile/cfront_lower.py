@@ -22,6 +22,7 @@ from transpile import cfront_loops as loops
 from transpile import ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
+from transpile.cfront_inline import inline_array_helpers
 from transpile.cfront_ptr import localize_pointers
 from transpile.cfront_srcmap import SourceMap
 from transpile.cfront_struct import structure
@@ -133,6 +134,13 @@ class Unit:
                                       "initialiser is not a constant expression")
         return v
 
+    def takes_arrays(self, fdef: c_ast.FuncDef) -> bool:
+        """Does ``fdef`` have an array or pointer parameter (then its calls are inlined)?"""
+        ftype = fdef.decl.type
+        params = ftype.args.params if isinstance(ftype, c_ast.FuncDecl) and ftype.args is not None else []
+        return any(isinstance(p, c_ast.Decl) and isinstance(self.types.resolve(p.type), (ArrT, PtrT))
+                   for p in params)
+
     def helper(self, name: str, loc: Loc) -> ir.Func:
         """The lowered helper function ``name`` (lowered on first call)."""
         if name in self.call_stack:
@@ -168,6 +176,7 @@ def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
 
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
+    inline_array_helpers(fdef, unit.funcdefs, unit.takes_arrays, unit.loc)  # (transpile/cfront_inline.py)
     structure(fdef, unit.loc)  # goto, switch, break, continue as ifs (transpile/cfront_struct.py)
     localize_pointers(fdef, unit.loc)  # local pointers as offsets into arrays (transpile/cfront_ptr.py)
     first = Lowerer(unit, fdef, kind, plain_used=None)
