@@ -24,6 +24,7 @@ from passes import (
     reschedule,
     snapshot,
     wavefront,
+    wraparound,
 )
 
 REGISTRY: dict = {
@@ -31,6 +32,7 @@ REGISTRY: dict = {
     "induction": induction,
     "delinearize": delinearize,
     "ifreduce": ifreduce,
+    "wraparound": wraparound,
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,

@@ -42,9 +42,6 @@ GAPS: dict[str, str] = {
     "step_runtime_blas": "non-unit or run-time step not mapped",
     "step_runtime_inc": "non-unit or run-time step not mapped",
     "sw_top_level": "a loop under a host-level if is not launched",
-    "wrap_im1": "wrap-around scalar not peeled",
-    "wrap_prev_value": "wrap-around scalar not peeled",
-    "wrap_two_back": "wrap-around scalar not peeled",
 }
 
 

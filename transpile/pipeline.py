@@ -45,6 +45,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         reschedule,
         snapshot,
         wavefront,
+        wraparound,
     )
     from passes import fuse as fusion
 
@@ -68,6 +69,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
     # which loops carry only reductions.
     module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
+    # NOTE: wraparound before privatize: a scalar carried to the next iteration is not privatisable;
+    # once the first iteration is peeled and the others read the previous iteration's value, the loop
+    # writes it no more.
+    module = step("wraparound", module, wraparound.run)
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.
