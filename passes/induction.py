@@ -67,14 +67,31 @@ class _Substitute:
         for s in stmts:
             if isinstance(s, ir.For):
                 loop = dataclasses.replace(s, body=self.block(s.body))
-                out.extend(self.loop(loop))
+                out.extend(self.loop(loop, out))
             elif isinstance(s, ir.If):
                 out.append(dataclasses.replace(s, then=self.block(s.then), orelse=self.block(s.orelse)))
             else:
                 out.append(s)
         return tuple(out)
 
-    def loop(self, loop: ir.For) -> list[ir.Stmt]:
+    def entry(self, name: str, ty: ir.Scalar, earlier: list[ir.Stmt], loc: object) -> ir.Expr:
+        """The counter's value on entry to the loop: its declaration's initialiser where that is an earlier
+        statement of the same block, constant until the loop (reads no array, and nothing after it writes
+        the counter or a scalar the initialiser reads): two pointers into one array stay comparable.
+        Else the counter itself."""
+        for k in range(len(earlier) - 1, -1, -1):
+            d = earlier[k]
+            if isinstance(d, ir.Decl) and d.name == name:
+                init = d.init
+                if init is None or any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(init)):
+                    break
+                reads = {n.name for n in ir.walk(init) if isinstance(n, ir.Var)}
+                if any((reads | {name}) & ir.scalars_written(t) for t in earlier[k + 1:]):
+                    break
+                return init
+        return ir.Var(name, ty, loc=loc)  # type: ignore[arg-type]
+
+    def loop(self, loop: ir.For, earlier: list[ir.Stmt]) -> list[ir.Stmt]:
         if abs(loop.step) != 1:
             return [loop]
         before: list[ir.Stmt] = []
@@ -83,7 +100,7 @@ class _Substitute:
             steps = [s for s in loop.body if _step(s, name) is not None]
             base = fresh_name(f"{name}_base", self.used)
             self.used.add(base)
-            before.append(ir.Decl(base, ty, ir.Var(name, ty, loc=loop.loc), loc=loop.loc))
+            before.append(ir.Decl(base, ty, self.entry(name, ty, earlier + before, loop.loc), loc=loop.loc))
             total: ir.Expr = ir.const(0, ty, loc=loop.loc)
             for s in steps:
                 total = ir.binary("+", total, _step(s, name), loc=loop.loc)  # type: ignore[arg-type]

@@ -28,6 +28,9 @@ CASES = {  # (pass, body): each loop is parallel only after the pass
     "iv_by_two_read_first": (induction, "i32 j = 1;\nfor i in 0..n { a[i] = b[j] + b[j + 1];\nj += 2; }\nq[0] = j;"),
     "iv_downward": (induction, "i32 j = n;\nfor i in 0..n step -1 { j -= 1;\na[j] = b[i]; }\nq[0] = j;"),
     "iv_invariant_step": (induction, "i32 j = 0;\nfor i in 0..n { a[j] = b[i];\nj += 3; }\nq[0] = j;"),
+    # two counters into one array, from 0 and from n: comparable only through their initial values
+    "two_walkers": (induction, "i32 lo = 0;\ni32 hi = n;\nfor i in 0..n { a[lo] = b[i];\na[hi] = -b[i];\n"
+                               "lo += 1;\nhi += 1; }\nq[0] = hi;"),
     "copy_decl": (constprop, "for i in 0..n { i32 j = i + m;\na[j] = a[j] + b[i]; }\nq[0] = 0;"),
     "const_decl": (constprop, "i32 c = 2;\nfor i in 0..n { a[c * i] = a[c * i + 1] + b[i]; }\nq[0] = c;"),
     "copy_assign": (constprop, "i32 j;\nfor i in 0..n { j = n - i;\na[j] = b[j]; }\nq[0] = 0;"),
