@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             counts[kind] = counts.get(kind, 0) + 1
             if kind != "ok":
                 print(f"case {seed}: {kind}: {msg}", flush=True)
+            if (seed - a.seed + 1) % 250 == 0:
+                print(f"... {seed - a.seed + 1} cases: {counts}, {time.monotonic() - t0:.0f} s", flush=True)
     summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "rejected", "miscompile", "crash"))
     print(f"fuzz-ordinary: {a.n} cases, {summary}, {time.monotonic() - t0:.0f} s")
     return 1 if counts.get("miscompile") or counts.get("crash") else 0
