@@ -9,6 +9,7 @@ separately) and says which loops came out parallel.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,10 @@ def expectation(path: Path) -> str:
     return m.group(1).strip()
 
 
+@functools.cache
 def outcome(path: Path) -> Outcome:
-    """Front end and default pipeline over ``path``'s function named as the file."""
+    """Front end and default pipeline over ``path``'s function named as the file (computed once a
+    process: the outcome test and the results test share it)."""
     from transpile import cfront
 
     try:
