@@ -7,7 +7,8 @@ rewritten to count its iterations ``t`` upward by one, its body reading ``lo + s
 ``hi - 1 + step * t`` (downward) for the old variable (Allen & Kennedy's loop normalisation, done only
 where it frees a loop).  The counter keeps the old variable's name: every use is replaced at once, so
 nothing else can mean it.  The trip count is ``(hi - lo + |step| - 1) / |step|``, C division
-truncating toward zero, so an empty range (``hi <= lo``) stays empty.
+truncating toward zero, so an empty range (``hi <= lo``) stays empty (for an unsigned counter, where
+``hi - lo`` would wrap, ``hi > lo ? ... : 0``).
 
 **Precondition**: valid IR without ``Launch`` regions (run before map-gpu).
 
@@ -68,8 +69,11 @@ def _normalized(loop: ir.For) -> ir.For:
     ty, step, loc = loop.ty, loop.step, loop.loc
     t = ir.Var(loop.var, ty, loc=loc)
     span = abs(step)
-    count = _div(ir.binary("+", ir.binary("-", loop.hi, loop.lo, loc=loc), ir.const(span - 1, ty, loc=loc), loc=loc),
-                 span, ty, loc)
+    diff = ir.binary("-", loop.hi, loop.lo, loc=loc)
+    count = _div(ir.binary("+", diff, ir.const(span - 1, diff.ty, loc=loc), loc=loc), span, diff.ty, loc)
+    if not diff.ty.is_signed:  # hi - lo wraps when the range is empty: count nothing then
+        count = ir.select(ir.binary(">", loop.hi, loop.lo, loc=loc), count, ir.const(0, diff.ty, loc=loc), loc=loc)
+    count = ir.cast(count, ty)
     if step > 0:  # lo, lo + step, ...
         moved = ir.binary("*", ir.const(step, ty, loc=loc), t, loc=loc)
         value = moved if _is_zero(loop.lo) else ir.binary("+", loop.lo, moved, loc=loc)

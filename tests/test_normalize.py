@@ -14,6 +14,18 @@ def _kernel(body: str) -> ir.Module:
     return text.parse("kernel k(i32 n, inout f32 a[n], in f32 b[n]) {\n" + body + "}\n")
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 8])
+def test_unsigned_counters_keep_empty_ranges_empty(n: int) -> None:
+    m = text.parse("kernel k(u32 n, inout f32 a[n + 3], in f32 b[n + 3]) {\n"
+                   "for i in 3..n step 2 { a[i] = b[i] + 1.0f; }\n}\n")
+    got = _run(m)
+    ircheck.check(got)
+    rng = np.random.default_rng(n)
+    args = {"n": np.uint32(n), "a": rng.uniform(-1, 1, n + 3).astype(np.float32),
+            "b": rng.uniform(-1, 1, n + 3).astype(np.float32)}
+    assert_same_results(m, got, "k", args, ["a"])
+
+
 def _run(m: ir.Module) -> ir.Module:
     return ir.Module(m.funcs, tuple(normalize.run(k) for k in m.kernels))
 
