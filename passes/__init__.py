@@ -8,22 +8,31 @@ from __future__ import annotations
 
 from passes import (
     closure,
+    constprop,
     delinearize,
     distribute,
     expand,
     forward,
     fuse,
+    ifreduce,
+    induction,
     interchange,
     map_gpu,
+    normalize,
     privatize,
     reduce_gpu,
     reschedule,
     snapshot,
     wavefront,
+    wraparound,
 )
 
 REGISTRY: dict = {
+    "constprop": constprop,
+    "induction": induction,
     "delinearize": delinearize,
+    "ifreduce": ifreduce,
+    "wraparound": wraparound,
     "privatize": privatize,
     "snapshot": snapshot,
     "expand": expand,
@@ -34,6 +43,7 @@ REGISTRY: dict = {
     "fuse": fuse,
     "closure": closure,
     "wavefront": wavefront,
+    "normalize": normalize,
     "reduce-gpu": reduce_gpu,
     "map-gpu": map_gpu,
 }

@@ -46,6 +46,7 @@ class Pool:
     scalars: set[str] = dataclasses.field(default_factory=set)
     flats: dict[str, str] = dataclasses.field(default_factory=dict)  # pointer name -> element count
     ints: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # int arrays
+    tags: int = 0  # phases that declared locals or labels so far (tests/cgen.py: _tag)
 
     def get(self, dims: tuple[str, ...], avoid: tuple[str, ...] = ()) -> str:
         """An array of these dimensions: an existing one half the time, else a new one."""
@@ -529,9 +530,167 @@ def scatter(p: Pool) -> str:
     return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(body, "  ") + "\n}"
 
 
+
+# --- Ordinary C (docs/ordinary_c.md): the constructs the front end structures or rewrites, and the loop
+# shapes constprop, induction, normalize and ifreduce are for.  Each declares its locals in a block of
+# its own with a fresh suffix, so that several phases can share a program.
+
+
+def _tag(p: Pool) -> str:
+    """A suffix for the labels and locals of one phase, unique in its program."""
+    p.tags += 1
+    return str(p.tags)
+
+
+def goto_if(p: Pool) -> str:
+    """Forward gotos: a skip (``continue``), an if/else made of two jumps, or a jump out of the loop."""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    t = _tag(p)
+    thr = _lit(r, -0.5, 0.5)
+    kind = r.choice(["skip", "ifelse", "out", "continue"])
+    if kind == "skip":
+        return (f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] < {thr})\n    goto skip{t};\n"
+                f"  {y}[i] = {x}[i] * {_lit(r)} + {y}[i];\nskip{t}:;\n}}")
+    if kind == "continue":
+        return (f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] < {thr})\n    continue;\n"
+                f"  {y}[i] = {y}[i] - {x}[i];\n}}")
+    if kind == "ifelse":
+        return (f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] > {thr})\n    goto big{t};\n  {y}[i] = {x}[i];\n"
+                f"  goto done{t};\nbig{t}:\n  {y}[i] = {x}[i] * {x}[i];\ndone{t}:;\n}}")
+    return (f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] > {thr})\n    goto out{t};\n  {y}[i] = {x}[i] + 1.0;\n}}\n"
+            f"out{t}:;")
+
+
+def switch_case(p: Pool) -> str:
+    """A switch on a value derived from the data: plain cases with break, shared cases, fall-through."""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    sel = f"(((int)({x}[i] * 8.0)) % 3 + 3) % 3"
+    if r.random() < 0.5:
+        cases = (f"  case 0:\n    {y}[i] = {x}[i];\n    break;\n  case 1:\n  case 2:\n    {y}[i] = -{x}[i];\n"
+                 f"    break;\n  default:\n    {y}[i] = 0.0;\n")
+    else:
+        cases = (f"  case 2:\n    {y}[i] += {x}[i];\n  case 1:\n    {y}[i] += {_lit(r)};\n    break;\n"
+                 f"  default:\n    {y}[i] *= 0.5;\n")
+    return f"for (i = 0; i < {d}; i++) {{\n  switch ({sel}) {{\n{cases}  }}\n}}"
+
+
+def pointer_walk(p: Pool) -> str:
+    """Local pointers into arrays: an offset start, a post-incremented walk, a row of a matrix."""
+    r = p.rng
+    t = _tag(p)
+    ty = p.ty
+    kind = r.choice(["offset", "walk", "row", "step"])
+    if kind == "row":
+        di, dj = r.choice(SIZES), r.choice(SIZES)
+        a = p.get((di, dj))
+        b = p.get((di, dj), avoid=(a,))
+        return (f"for (i = 0; i < {di}; i++) {{\n  {ty} *row{t} = {a}[i];\n  const {ty} *src{t} = &{b}[i][0];\n"
+                f"  for (j = 0; j < {dj}; j++)\n    row{t}[j] = src{t}[j] * {_lit(r)} + row{t}[j];\n}}")
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    if kind == "offset":
+        return (f"{{\n  {ty} *p{t} = {y} + 1;\n  for (i = 0; i + 1 < {d}; i++)\n"
+                f"    p{t}[i] = {x}[i] + {x}[i + 1];\n}}")
+    if kind == "walk":
+        return (f"{{\n  {ty} *p{t} = {y};\n  const {ty} *q{t} = {x};\n  for (i = 0; i < {d}; i++)\n"
+                f"    *p{t}++ = *q{t}++ * {_lit(r)};\n}}")
+    return (f"{{\n  {ty} *p{t} = &{y}[0];\n  for (i = 0; i + 1 < {d}; i += 2) {{\n    p{t}[0] = {x}[i + 1];\n"
+            f"    p{t}[1] = {x}[i];\n    p{t} += 2;\n  }}\n}}")
+
+
+def strided(p: Pool) -> str:
+    """Loops of non-unit step, upward and downward: maps (parallel) and recurrences (not)."""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    s = r.choice([2, 3, 4])
+    kind = r.choice(["up", "down", "odd", "rec"])
+    if kind == "up":
+        return f"for (i = 0; i < {d}; i += {s})\n  {y}[i] = {x}[i] * {_lit(r)} + {y}[i];"
+    if kind == "down":
+        return f"for (i = {d} - 1; i >= 0; i -= {s})\n  {y}[i] = {x}[i] - {y}[i];"
+    if kind == "odd":
+        return f"for (i = 1; i < {d}; i += 2)\n  {y}[i] = {y}[i - 1] * {_lit(r)} + {x}[i];"
+    return f"for (i = {s}; i < {d}; i += {s})\n  {y}[i] = {y}[i - {s}] * {_lit(r)} + {x}[i];"
+
+
+def induction(p: Pool) -> str:
+    """Counters stepped in the loop and read as subscripts; a conditional one (packing) too."""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    t = _tag(p)
+    kind = r.choice(["up", "down", "copy", "pack"])
+    if kind == "up":
+        return (f"{{\n  int c{t} = 0;\n  for (i = 0; i < {d}; i++) {{\n    {y}[c{t}] = {x}[i] + {_lit(r)};\n"
+                f"    c{t}++;\n  }}\n}}")
+    if kind == "down":
+        return (f"{{\n  int c{t} = {d};\n  for (i = 0; i < {d}; i++) {{\n    c{t} -= 1;\n"
+                f"    {y}[c{t}] = {x}[i];\n  }}\n}}")
+    if kind == "copy":
+        return f"for (i = 0; i < {d}; i++) {{\n  int c{t} = {d} - 1 - i;\n  {y}[c{t}] = {x}[c{t}] * {_lit(r)};\n}}"
+    return (f"{{\n  int c{t} = 0;\n  for (i = 0; i < {d}; i++) {{\n    if ({x}[i] > 0.0) {{\n"
+            f"      {y}[c{t}] = {x}[i];\n      c{t}++;\n    }}\n  }}\n}}")
+
+
+def if_reduction(p: Pool) -> str:
+    """Row reductions written with if: a max or min by comparison, a conditional sum, a count, a sum
+    through a temporary, the index of the maximum."""
+    r = p.rng
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    out = p.get((di,))
+    ty = p.ty
+    t = _tag(p)
+    kind = r.choice(["max", "min", "cond", "temp", "argmax"])
+    if kind == "max":
+        body = f"{ty} m{t} = -1.0e30;\nfor (j = 0; j < {dj}; j++)\n  if ({a}[i][j] > m{t})\n    m{t} = {a}[i][j];"
+    elif kind == "min":
+        body = f"{ty} m{t} = 1.0e30;\nfor (j = 0; j < {dj}; j++)\n  m{t} = {a}[i][j] < m{t} ? {a}[i][j] : m{t};"
+    elif kind == "cond":
+        body = (f"{ty} m{t} = 0.0;\nfor (j = 0; j < {dj}; j++) {{\n  if ({a}[i][j] > {_lit(r, -0.5, 0.5)})\n"
+                f"    m{t} += {a}[i][j];\n  else\n    m{t} -= {_lit(r)};\n}}")
+    elif kind == "temp":
+        body = f"{ty} m{t} = 0.0;\nfor (j = 0; j < {dj}; j++) {{\n  {ty} v{t} = {a}[i][j] * {a}[i][j];\n  m{t} = m{t} + v{t};\n}}"
+    else:
+        body = (f"{ty} m{t} = -1.0e30;\nint k{t} = -1;\nfor (j = 0; j < {dj}; j++)\n  if ({a}[i][j] > m{t}) {{\n"
+                f"    m{t} = {a}[i][j];\n    k{t} = j;\n  }}\nm{t} = k{t};")
+    return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(f"{body}\n{out}[i] = m{t};", "  ") + "\n}"
+
+
+def search_break(p: Pool) -> str:
+    """A loop left by ``break``: the first element over a threshold, per row or in the whole vector."""
+    r = p.rng
+    t = _tag(p)
+    thr = _lit(r, -0.5, 0.9)
+    if r.random() < 0.5:
+        di, dj = r.sample(SIZES, 2)
+        a = p.get((di, dj))
+        out = p.get((di,))
+        return (f"for (i = 0; i < {di}; i++) {{\n  {out}[i] = -1.0;\n  for (j = 0; j < {dj}; j++) {{\n"
+                f"    if ({a}[i][j] > {thr}) {{\n      {out}[i] = j;\n      break;\n    }}\n  }}\n}}")
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    return (f"{{\n  int f{t} = -1;\n  for (i = 0; i < {d}; i++) {{\n    {y}[i] = {x}[i] * 2.0;\n"
+            f"    if ({x}[i] > {thr}) {{\n      f{t} = i;\n      break;\n    }}\n  }}\n"
+            f"  if (f{t} >= 0)\n    {y}[f{t}] = -1.0;\n}}")
+
+
+ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break)
+
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
-          solve, factor, cube, table, masked, row_program, scatter)
+          solve, factor, cube, table, masked, row_program, scatter, *ORDINARY)
 
 
 def _indent(text: str) -> str:
@@ -581,19 +740,21 @@ def options(seed: int) -> list[str]:
     return opts
 
 
-def program(seed: int) -> str:
-    """One random kernel ``kernel_fuzz`` as a C translation unit."""
-    return case(seed)[0]
+def program(seed: int, kinds: tuple[Callable[[Pool], str], ...] = PHASES) -> str:
+    """One random kernel ``kernel_fuzz`` as a C translation unit (its phases drawn from ``kinds``)."""
+    return case(seed, kinds=kinds)[0]
 
 
-def case(seed: int, only: Callable[[Pool], str] | None = None) -> tuple[str, list[tuple[str, str, tuple[str, ...]]]]:
+def case(seed: int, only: Callable[[Pool], str] | None = None, kinds: tuple[Callable[[Pool], str], ...] = PHASES
+         ) -> tuple[str, list[tuple[str, str, tuple[str, ...]]]]:
     """:func:`program`'s text and its parameters as ``(C type, name, extents)``: ``()`` for a scalar,
     the dimensions' size names for an array, ``(count,)`` (a C expression) for a pointer.
-    ``only``: one phase of that kind instead of 1-3 random ones."""
+    ``only``: one phase of that kind instead of 1-3 random ones drawn from ``kinds`` (``ORDINARY``:
+    the ordinary-C constructs only)."""
     rng = random.Random(seed)
     ty = "float" if rng.random() < 0.15 else "double"
     pool = Pool(rng, ty)
-    phases = [rng.choice(PHASES) for _ in range(rng.choice([1, 1, 2, 2, 3]))] if only is None else [only]
+    phases = [rng.choice(kinds) for _ in range(rng.choice([1, 1, 2, 2, 3]))] if only is None else [only]
     body = "\n\n".join(ph(pool) for ph in phases)
     sig: list[tuple[str, str, tuple[str, ...]]] = [("int", s, ()) for s in (*SIZES, "tsteps") if s in pool.params]
     sig += [(ty, s, ()) for s in sorted(pool.scalars)]

@@ -1,6 +1,6 @@
 """Fuzz the whole compiler: random PolyBench-shaped C kernels, compiled and verified.
 
-    python tests/fuzz_cuda.py [N] [-j JOBS] [--seed S] [--out DIR] [--no-options] [-- EXTRA TRANSPILE ARGS]
+    python tests/fuzz_cuda.py [N] [-j JOBS] [--seed S] [--out DIR] [--no-options] [--ordinary] [-- EXTRA TRANSPILE ARGS]
 
 Draws N programs with :func:`tests.cgen.program` (seeds S .. S+N-1; with
 ``--ir``, N random affine nests of tests/affine_nests.py drawn with Hypothesis
@@ -167,9 +167,10 @@ def ir_programs(n: int, seed: int) -> list[str]:
 
 
 def run_case(seed: int, out: Path, extra: list[str], timeout: float, no_options: bool = False,
-             ir_text: str | None = None, mutate: bool = False) -> dict[str, object]:
+             ir_text: str | None = None, mutate: bool = False, ordinary: bool = False) -> dict[str, object]:
     src = out / f"case-{seed}.{'c' if ir_text is None else 'ir'}"
-    src.write_text(mutant(seed)[1] if mutate else cgen.program(seed) if ir_text is None else ir_text)
+    kinds = cgen.ORDINARY if ordinary else cgen.PHASES
+    src.write_text(mutant(seed)[1] if mutate else cgen.program(seed, kinds) if ir_text is None else ir_text)
     opts = [] if no_options else cgen.options(seed)
     cmd = [shutil.which("transpile") or "transpile", str(src), "-o", str(out / f"case-{seed}.cu"), *opts, *extra]
     t0 = time.monotonic()
@@ -203,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutate", action="store_true",
                     help="mutants of the 30 PolyBench kernels and of generated ones (mutant())")
     ap.add_argument("--no-options", action="store_true", help="no random back-end options (cgen.options)")
+    ap.add_argument("--ordinary", action="store_true",
+                    help="programs of the ordinary-C phases only (cgen.ORDINARY: goto, switch, pointers, strides, "
+                         "induction variables, if-reductions, breaks)")
     ap.add_argument("extra", nargs="*", help="arguments passed on to transpile (after --)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -212,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         irs = ir_programs(a.n, a.seed) if a.ir else None
         seeds = range(a.seed, a.seed + (a.n if irs is None else len(irs)))
         for rec in pool.map(lambda s: run_case(s, a.out, a.extra, a.timeout, a.no_options,
-                                               None if irs is None else irs[s - a.seed], a.mutate), seeds):
+                                               None if irs is None else irs[s - a.seed], a.mutate, a.ordinary), seeds):
             counts[str(rec["kind"])] = counts.get(str(rec["kind"]), 0) + 1
             log.write(json.dumps(rec) + "\n")
             log.flush()

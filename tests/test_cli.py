@@ -84,7 +84,7 @@ def test_failed_run_keeps_previous_output(tmp_path: Path) -> None:
     out = tmp_path / "o.cu"
     out.write_text("previous\n")
     src = tmp_path / "bad.c"
-    src.write_text("void f(int n, double A[n]) { int i; for (i = 0; i < n; i++) goto end; end: ; }\n")
+    src.write_text("void f(int n, double A[n]) { int i; end: for (i = 0; i < n; i++) goto end; }\n")
     proc = transpile(str(src), "-o", str(out))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert out.read_text() == "previous\n"

@@ -34,15 +34,62 @@ def is_var(node: c_ast.Node | None, name: str) -> bool:
 
 
 def split_cond(cond: c_ast.Node, var: str, loc: Loc) -> tuple[str, c_ast.Node]:
-    """``(op, bound)`` such that the condition reads ``var op bound``."""
+    """``(op, bound)`` such that the condition reads ``var op bound``.
+
+    Besides ``var OP b`` and ``b OP var``: ``var + e OP b`` and ``var - e OP b`` (``e`` free of
+    ``var``) compare ``var`` with ``b - e`` and ``b + e``; two comparisons joined by ``&&`` that bound
+    ``var`` from the same side (``i < m && i < n``) compare it with the nearer bound."""
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+        (op1, b1), (op2, b2) = split_cond(cond.left, var, loc), split_cond(cond.right, var, loc)
+        side1, side2 = op1 in ("<", "<="), op2 in ("<", "<=")
+        if side1 == side2 and "!=" not in (op1, op2):
+            strict = "<" if side1 else ">"
+            b1, b2 = (_strict(op, b) for op, b in ((op1, b1), (op2, b2)))
+            nearer = c_ast.BinaryOp(strict, b1, b2, coord=cond.coord)
+            return strict, c_ast.TernaryOp(nearer, b1, b2, coord=cond.coord)
     if isinstance(cond, c_ast.BinaryOp) and cond.op in _FLIP:
-        lhs_var, rhs_var = is_var(cond.left, var), is_var(cond.right, var)
-        if lhs_var and not rhs_var:
-            return cond.op, cond.right
-        if rhs_var and not lhs_var:
-            return _FLIP[cond.op], cond.left
+        lhs_var, rhs_var = _offset(cond.left, var), _offset(cond.right, var)
+        if lhs_var is not None and rhs_var is None and not _mentions(cond.right, var):
+            return cond.op, _shift(cond.right, lhs_var)
+        if rhs_var is not None and lhs_var is None and not _mentions(cond.left, var):
+            return _FLIP[cond.op], _shift(cond.left, rhs_var)
     raise TranspileError(loc, f"loop condition is not supported: it must compare the loop variable "
                               f"'{var}' with a bound ('{var} < n', '{var} >= 0', ...)")
+
+
+def _offset(node: c_ast.Node, var: str) -> tuple[str, c_ast.Node | None] | None:
+    """For ``var``: ``("+", None)``; for ``var + e``/``e + var``: ``("+", e)``; for ``var - e``:
+    ``("-", e)`` (``e`` free of ``var``); else None."""
+    if is_var(node, var):
+        return "+", None
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        if is_var(node.left, var) and not _mentions(node.right, var):
+            return node.op, node.right
+        if node.op == "+" and is_var(node.right, var) and not _mentions(node.left, var):
+            return "+", node.left
+    return None
+
+
+def _shift(bound: c_ast.Node, offset: tuple[str, c_ast.Node | None]) -> c_ast.Node:
+    """The bound of ``var`` itself when ``var + e`` (or ``var - e``) is compared with ``bound``."""
+    op, e = offset
+    if e is None:
+        return bound
+    return c_ast.BinaryOp("-" if op == "+" else "+", bound, e, coord=bound.coord)
+
+
+def _strict(op: str, bound: c_ast.Node) -> c_ast.Node:
+    """``bound`` as a strict bound: ``i <= b`` is ``i < b + 1``, ``i >= b`` is ``i > b - 1``."""
+    if op in ("<", ">"):
+        return bound
+    one = c_ast.Constant("int", "1", coord=bound.coord)
+    return c_ast.BinaryOp("+" if op == "<=" else "-", bound, one, coord=bound.coord)
+
+
+def _mentions(node: c_ast.Node, var: str) -> bool:
+    if is_var(node, var):
+        return True
+    return any(_mentions(c, var) for _, c in node.children())
 
 
 def step_expr(nxt: c_ast.Node, var: str, loc: Loc) -> tuple[int, c_ast.Node | None]:

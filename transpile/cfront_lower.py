@@ -22,7 +22,10 @@ from transpile import cfront_loops as loops
 from transpile import header, ir
 from transpile.cfront_expr import ExprLowerer, Sym, declarator_name
 from transpile.cfront_extent import derive_extent
+from transpile.cfront_inline import inline_array_helpers
+from transpile.cfront_ptr import localize_pointers
 from transpile.cfront_srcmap import SourceMap
+from transpile.cfront_struct import structure
 from transpile.cfront_types import (
     C_NAMES,
     ArrT,
@@ -131,6 +134,13 @@ class Unit:
                                       "initialiser is not a constant expression")
         return v
 
+    def takes_arrays(self, fdef: c_ast.FuncDef) -> bool:
+        """Does ``fdef`` have an array or pointer parameter (then its calls are inlined)?"""
+        ftype = fdef.decl.type
+        params = ftype.args.params if isinstance(ftype, c_ast.FuncDecl) and ftype.args is not None else []
+        return any(isinstance(p, c_ast.Decl) and isinstance(self.types.resolve(p.type), (ArrT, PtrT))
+                   for p in params)
+
     def helper(self, name: str, loc: Loc) -> ir.Func:
         """The lowered helper function ``name`` (lowered on first call)."""
         if name in self.call_stack:
@@ -166,6 +176,9 @@ def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
 
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
+    inline_array_helpers(fdef, unit.funcdefs, unit.takes_arrays, unit.loc)  # (transpile/cfront_inline.py)
+    structure(fdef, unit.loc)  # goto, switch, break, continue as ifs (transpile/cfront_struct.py)
+    localize_pointers(fdef, unit.loc)  # local pointers as offsets into arrays (transpile/cfront_ptr.py)
     first = Lowerer(unit, fdef, kind, plain_used=None)
     first.lower()
     return Lowerer(unit, fdef, kind, plain_used=first.plain_used).lower()
@@ -434,9 +447,8 @@ class Lowerer(ExprLowerer):
                            "for loop",
             c_ast.Goto: "'goto' statement is not supported: control flow must be structured loops and ifs",
             c_ast.Label: "labels are not supported: control flow must be structured loops and ifs",
-            c_ast.Break: "'break' statement is not supported: loops must run their full trip count",
-            c_ast.Continue: "'continue' statement is not supported: use an 'if' around the rest of the "
-                            "loop body",
+            c_ast.Break: "'break' statement is not supported here: it is in no for loop or switch",
+            c_ast.Continue: "'continue' statement is not supported here: it is in no for loop",
             c_ast.Switch: "'switch' statement is not supported: use if/else",
             c_ast.Case: "'case' label is not supported: use if/else",
             c_ast.Default: "'default' label is not supported: use if/else",
@@ -649,6 +661,12 @@ class Lowerer(ExprLowerer):
         if any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(bound)):
             raise self.err(bound_node, f"loop bound depends on the loop variable '{cname}', which is not "
                                        "supported")
+        moved = not (isinstance(node.cond, c_ast.BinaryOp) and any(bound_node is c for c in (node.cond.left,
+                                                                                             node.cond.right)))
+        if moved and not (ty.is_signed and bound.ty.is_signed):  # 'i + e < n' as 'i < n - e' could wrap
+            raise self.err(node.cond, f"loop condition is not supported: an offset or a '&&' on the loop "
+                                      f"variable '{cname}' needs signed integers (it is read as a bound of "
+                                      f"'{cname}' alone)")
         body = tuple(self.block(node.stmt))
         self.active.pop()
         self.scopes.pop()

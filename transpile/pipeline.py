@@ -30,17 +30,22 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     """
     from passes import (
         closure,
+        constprop,
         delinearize,
         distribute,
         expand,
         forward,
+        ifreduce,
+        induction,
         interchange,
         map_gpu,
+        normalize,
         privatize,
         reduce_gpu,
         reschedule,
         snapshot,
         wavefront,
+        wraparound,
     )
     from passes import fuse as fusion
 
@@ -53,7 +58,21 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # perfect nests that interchange (and map-gpu's par marking) need.
     # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
     # A[i][j] and must assume the worst of a hand-flattened A[i * m + j].
+    # NOTE: constprop first: every pass after it asks the dependence test, which sees through a
+    # subscript only where locals copied into it ('int k = 5; a[i + k]') have been replaced.
+    module = step("constprop", module, constprop.run)
+    # NOTE: induction after constprop (a counter's step may be a propagated constant) and before
+    # delinearize: 'a[k]; k++' becomes a[k_base + n * i + j], which delinearize can then split.
+    module = step("induction", module, induction.run)
     module = step("delinearize", module, delinearize.run)
+    # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
+    # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
+    # which loops carry only reductions.
+    module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
+    # NOTE: wraparound before privatize: a scalar carried to the next iteration is not privatisable;
+    # once the first iteration is peeled and the others read the previous iteration's value, the loop
+    # writes it no more.
+    module = step("wraparound", module, wraparound.run)
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.
@@ -95,6 +114,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # skewed nest to keep the wavefront loop on the host and launch the new
     # inner loop in parallel.
     module = step("wavefront", module, wavefront.run)
+    # NOTE: normalize after the restructuring passes and before reduce-gpu and map-gpu: it only rewrites
+    # loops the analysis proves parallel, on the final loop structure, into the unit-step form map-gpu maps.
+    module = step("normalize", module, normalize.run)
     # NOTE: reduce-gpu right before map-gpu: map-gpu launches each marked
     # reduction as its own (one-block) launch, and only then can the loop
     # around it become a host loop; it must see the final loop structure.

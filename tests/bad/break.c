@@ -1,8 +1,7 @@
-// ERROR: 5:7: 'break' statement is not supported
+// ERROR: 4:5: 'break' statement is not supported
 void f(int n, double A[n]) {
-  for (int i = 0; i < n; i++) {
-    if (A[i] < 0)
-      break;
+  if (n > 2)
+    break;
+  for (int i = 0; i < n; i++)
     A[i] = 1;
-  }
 }

@@ -1,7 +1,6 @@
-// ERROR: 4:19: 'continue' statement is not supported
+// ERROR: 3:17: 'continue' statement is not supported
 void f(int n, double A[n]) {
-  for (int i = 0; i < n; i++) {
-    if (i == 2) { continue; }
+  if (n == 2) { continue; }
+  for (int i = 0; i < n; i++)
     A[i] = 1;
-  }
 }

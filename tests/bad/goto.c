@@ -1,10 +1,7 @@
-// ERROR: 5:7: 'goto' statement is not supported
+// ERROR: 5:7: 'goto again' jumps backward
 void f(int n, double A[n]) {
+again:
   for (int i = 0; i < n; i++) {
-    if (A[i] < 0)
-      goto done;
-    A[i] = 1;
+      goto again;
   }
-done:
-  return;
 }

@@ -1,6 +1,8 @@
-// ERROR: 4:1: labels are not supported
+// ERROR: 3:3: 'goto inside' jumps backward or into a block
 void f(int n, double A[n]) {
-  for (int i = 0; i < n; i++) A[i] = 0;
-again:
-  A[0] = 1;
+  goto inside;
+  for (int i = 0; i < n; i++) {
+  inside:
+    A[i] = 0;
+  }
 }

@@ -1,5 +1,6 @@
-// ERROR: 3:11: local pointer 'q' is not supported
+// ERROR: 3:10: local pointer 'q' without an initial value is not supported
 void f(int n, double A[n]) {
-  double *q = A;
+  double *q;
+  q = A;
   for (int i = 0; i < n; i++) q[i] = 0;
 }

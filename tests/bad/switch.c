@@ -1,6 +1,6 @@
-// ERROR: 4:5: 'switch' statement is not supported
+// ERROR: 4:5: a 'case' label nested inside a statement of its switch
 void f(int n, double A[n]) {
   for (int i = 0; i < n; i++) {
-    switch (i) { case 0: A[i] = 1; }
+    switch (i % 2) { case 0: if (i > 2) { case 1: A[i] = 1; } }
   }
 }

@@ -1,0 +1,159 @@
+"""If-conversion of reductions: accumulations written with ``if``, ternaries and temporaries.
+
+:mod:`passes.reductions` recognises a loop whose carried dependences are accumulations ``x = x op e``.
+People write many of those another way (docs/ordinary_c.md); inside a loop body this pass rewrites
+
+* a conditional accumulation ``if (c) x = x op e;`` (``op`` ``+ - *``; ``c`` not reading ``x``) as
+  ``x = x op (c ? e : 0)`` (``1`` for ``*``), and ``if (c) x = x op e1; else x = x op e2;`` as
+  ``x = x op (c ? e1 : e2)``: the same value, the term chosen instead of the statement;
+* a maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``, and the ternary
+  ``m = e > m ? e : m``; ``<`` for a minimum), ``m`` a float scalar not read by ``e``, as
+  ``m = fmaxf(m, e)`` (``fminf``; ``fmax``/``fmin`` for double).  This equals C's result unless the
+  accumulator starts out NaN (the comparisons then never hold; ``fmaxf`` skips a NaN operand), which is
+  why it is done only with ``reassociate`` (off with ``--no-reassociate``, like leaving out
+  ``-ffast-math``, under which gcc vectorises this form too);
+* a temporary: ``T t = e;`` right before the statement that is its only use, when inlining it makes that
+  statement one of the above (``float t = a[i] * b[i]; s = s + t;``, a switch's selector).
+
+Nothing else changes; a loop whose accumulation is not recognised afterwards stays as it was found
+by the later passes (sequential).  Top-level statements are left alone: only loop bodies matter.
+
+**Precondition**: valid IR without ``Launch`` regions.
+
+**Postcondition**: valid IR computing the same values (the NaN proviso above for max/min).
+
+Before::
+
+    for i in 0..n {
+      if (c[i] > 0.0f) {
+        s += a[i];
+      }
+    }
+
+After::
+
+    for i in 0..n {
+      s += c[i] > 0.0f ? a[i] : 0.0f;
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from passes.builders import substitute_vars
+from transpile import accum, ir
+
+_MAX = {">": "max", ">=": "max", "<": "min", "<=": "min"}
+_FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
+def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
+    """``kernel`` with its loop bodies' conditional accumulations in accumulation form."""
+    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+        return kernel
+    return _Rewrite(reassociate).transform(kernel)  # type: ignore[no-any-return]
+
+
+class _Rewrite(ir.Transformer):
+    def __init__(self, reassociate: bool) -> None:
+        self.reassociate = reassociate
+
+    def visit_For(self, loop: ir.For) -> ir.Node:
+        new = self.generic_visit(loop)
+        assert isinstance(new, ir.For)
+        body = self._body(new.body)
+        if len(body) == len(new.body) and all(a is b for a, b in zip(body, new.body)):
+            return new
+        return dataclasses.replace(new, body=body)
+
+    def _body(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        k = 0
+        while k < len(body):
+            s = body[k]
+            nxt = body[k + 1] if k + 1 < len(body) else None
+            if isinstance(s, ir.Decl) and s.init is not None and nxt is not None:
+                inlined = self._inline(s, nxt, body[k + 2:])
+                if inlined is not None:
+                    out.append(inlined)
+                    k += 2
+                    continue
+            out.append(self._stmt(s) or s)
+            k += 1
+        return tuple(out)
+
+    def _inline(self, d: ir.Decl, s: ir.Stmt, rest: tuple[ir.Stmt, ...]) -> ir.Stmt | None:
+        """``s`` with the temporary ``d`` inlined, if ``d``'s only use is in ``s`` and that makes it an
+        accumulation."""
+        assert d.init is not None
+        if any(d.name in ir.identifiers(r) for r in rest) or d.name in ir.scalars_written(s):
+            return None
+        if d.name not in ir.identifiers(s):
+            return None
+        got = substitute_vars(s, {d.name: d.init})
+        return self._stmt(got) or (got if accum.accumulation(got) is not None else None)
+
+    def _stmt(self, s: ir.Stmt) -> ir.Stmt | None:
+        """``s`` in accumulation form, or None."""
+        if isinstance(s, ir.If):
+            return self._cond_accumulation(s) or self._compare(s)
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Select):
+            sel = s.value
+            return self._minmax(s.target, sel.cond, sel.then, sel.orelse, s.loc)
+        return None
+
+    def _cond_accumulation(self, s: ir.If) -> ir.Stmt | None:
+        if len(s.then) != 1 or len(s.orelse) > 1:
+            return None
+        a = accum.accumulation(s.then[0])
+        if a is None or a.op not in ("+", "*") or a.fn is not None or _reads(s.cond, a.target):
+            return None
+        if _reads(a.term, a.target):
+            return None
+        if s.orelse:
+            b = accum.accumulation(s.orelse[0])
+            if b is None or b.target != a.target or b.fn is not None or not _same_shape(a, b):
+                return None
+            other = b.term
+        else:
+            other = ir.const(accum.identity(a.op, a.target.ty), a.term.ty, loc=s.loc)
+        return accum.apply(a, ir.select(s.cond, a.term, other, loc=s.loc))
+
+    def _compare(self, s: ir.If) -> ir.Stmt | None:
+        if s.orelse or len(s.then) != 1 or not isinstance(s.then[0], ir.Assign):
+            return None
+        a = s.then[0]
+        return self._minmax(a.target, s.cond, a.value, a.target, s.loc)
+
+    def _minmax(self, target: ir.LValue, cond: ir.Expr, then: ir.Expr, orelse: ir.Expr,
+                loc: object) -> ir.Stmt | None:
+        """``target = cond ? then : orelse`` as ``target = fmax(target, e)`` when it is one."""
+        if not self.reassociate or not isinstance(target, ir.Var) or not target.ty.is_float:
+            return None
+        if orelse != target or _reads(then, target) or not isinstance(cond, ir.Binary) or cond.op not in _MAX:
+            return None
+        if cond.lhs == then and cond.rhs == target:
+            op = _MAX[cond.op]
+        elif cond.rhs == then and cond.lhs == target:
+            op = _MAX[_FLIP[cond.op]]
+        else:
+            return None
+        if then.ty != target.ty:
+            return None
+        fn = ("fmax" if op == "max" else "fmin") + ("f" if target.ty == ir.F32 else "")
+        value = ir.Call(fn, (target, then), target.ty, loc=loc)  # type: ignore[arg-type]
+        return ir.Assign(target, value, loc=loc)  # type: ignore[arg-type]
+
+
+def _same_shape(a: accum.Accumulation, b: accum.Accumulation) -> bool:
+    """Do ``a`` and ``b`` combine their terms with the same operator, on the same side?"""
+    va, vb = a.stmt.value, b.stmt.value
+    return (isinstance(va, ir.Binary) and isinstance(vb, ir.Binary) and va.op == vb.op
+            and (va.lhs == a.target) == (vb.lhs == b.target))
+
+
+def _reads(e: ir.Node, target: ir.LValue) -> bool:
+    name = target.name if isinstance(target, ir.Var) else target.array
+    return any((isinstance(n, ir.Var) and n.name == name) or (isinstance(n, ir.Index) and n.array == name)
+               for n in ir.walk(e))

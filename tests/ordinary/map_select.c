@@ -1,0 +1,7 @@
+// map_select: basic
+// expect: parallel i
+
+void map_select(int n, float a[n], float b[n], float c[n]) {
+  for (int i = 0; i < n; i++)
+    a[i] = b[i] > c[i] ? b[i] : c[i];
+}

@@ -1,0 +1,9 @@
+// xf_fuse_shift: transform
+// expect: parallel i
+
+void xf_fuse_shift(int n, float a[n], float b[n], float c[n]) {
+  for (int i = 0; i < n; i++)
+    a[i] = b[i] + 1.0f;
+  for (int i = 1; i < n; i++)
+    c[i] = a[i - 1] + a[i];
+}

@@ -1,0 +1,74 @@
+"""passes/ifreduce.py: accumulations written with if, ternaries and temporaries become 'x = x op e'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from passes import REGISTRY, ifreduce, reductions
+from tests.interp_check import assert_same_results
+from transpile import accum, ir, ircheck, text
+
+HEAD = "kernel k(i32 n, in f32 a[n], in f32 c[n], out f32 r[1], out i32 q[1]) {\n"
+
+
+def _module(body: str) -> ir.Module:
+    return text.parse(HEAD + body + "}\n")
+
+
+CASES = {
+    "cond_sum": "f32 s = 0.0f;\nfor i in 0..n { if (c[i] > 0.0f) { s += a[i]; } }\nr[0] = s;\nq[0] = 0;",
+    "cond_sum_else": "f32 s = 0.0f;\nfor i in 0..n { if (c[i] > a[i]) { s += a[i]; } else { s += c[i]; } }\n"
+                     "r[0] = s;\nq[0] = 0;",
+    "count": "i32 m = 0;\nfor i in 0..n { if (a[i] > 0.25f) { m += 1; } }\nr[0] = 0.0f;\nq[0] = m;",
+    "max_if": "f32 m = a[0];\nfor i in 0..n { if (a[i] > m) { m = a[i]; } }\nr[0] = m;\nq[0] = 0;",
+    "min_if_flipped": "f32 m = a[0];\nfor i in 0..n { if (m > c[i] * a[i]) { m = c[i] * a[i]; } }\nr[0] = m;\nq[0] = 0;",
+    "max_ternary": "f32 m = a[0];\nfor i in 0..n { m = a[i] >= m ? a[i] : m; }\nr[0] = m;\nq[0] = 0;",
+    "via_temp": "f32 s = 0.0f;\nfor i in 0..n { f32 t = a[i] * c[i];\ns = s + t; }\nr[0] = s;\nq[0] = 0;",
+}
+
+
+def _accumulating_loop(k: ir.Kernel) -> bool:
+    """Is the loop's body exactly accumulations 'x = x op e' (what reduce-gpu launches as a reduction)?"""
+    loop = next(s for s in k.body if isinstance(s, ir.For))
+    return all(accum.accumulation(s) is not None for s in loop.body)
+
+
+def test_registered() -> None:
+    assert REGISTRY["ifreduce"] is ifreduce
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_rewritten_loops_are_reductions_with_the_same_results(name: str) -> None:
+    m = _module(CASES[name])
+    k = m.kernels[0]
+    assert not _accumulating_loop(k)
+    got = ir.Module(m.funcs, (ifreduce.run(k),))
+    ircheck.check(got)
+    assert _accumulating_loop(got.kernels[0]) and reductions.analyze(got.kernels[0]), text.show(got)
+    for n in (1, 2, 9):
+        rng = np.random.default_rng(n)
+        args = {"n": n, "a": rng.uniform(-1, 1, n).astype(np.float32), "c": rng.uniform(-1, 1, n).astype(np.float32),
+                "r": np.zeros(1, np.float32), "q": np.zeros(1, np.int32)}
+        assert_same_results(m, got, "k", args, ["r", "q"], exact=False)
+
+
+@pytest.mark.parametrize("body", [
+    "f32 m = a[0];\nfor i in 0..n { if (a[i] > m) { m = a[i]; } }\nr[0] = m;\nq[0] = 0;",
+])
+def test_max_by_comparison_needs_reassociate(body: str) -> None:
+    k = _module(body).kernels[0]
+    assert ifreduce.run(k, reassociate=False) is k
+
+
+@pytest.mark.parametrize("body", [
+    # the condition reads the accumulator: a running test, not a reduction
+    "f32 s = 0.0f;\nfor i in 0..n { if (s < 1.0f) { s += a[i]; } }\nr[0] = s;\nq[0] = 0;",
+    # the temporary is read again later
+    "f32 s = 0.0f;\nfor i in 0..n { f32 t = a[i];\ns = s + t;\nr[0] = t; }\nq[0] = 0;",
+    # a max whose new value is not the compared one
+    "f32 m = a[0];\nfor i in 0..n { if (a[i] > m) { m = c[i]; } }\nr[0] = m;\nq[0] = 0;",
+])
+def test_leaves_other_conditionals_alone(body: str) -> None:
+    k = _module(body).kernels[0]
+    assert ifreduce.run(k) is k
