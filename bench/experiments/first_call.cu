@@ -36,6 +36,11 @@ int main(int argc, char **argv)
   const size_t mib = argc > 1 ? (size_t)std::atoi(argv[1]) : 16;
   const size_t bytes = mib << 20;
   STEP("context (cudaFree(0))", cudaFree(0));
+  // argv[2]: which device allocation comes first in the process ("plain", "async", else the pool's).
+  const char *first = argc > 2 ? argv[2] : "pool";
+  void *d0 = nullptr;
+  if (std::strcmp(first, "plain") == 0) STEP("cudaMalloc FIRST in the process", cudaMalloc(&d0, bytes));
+  if (std::strcmp(first, "async") == 0) STEP("cudaMallocAsync FIRST (default pool)", cudaMallocAsync(&d0, bytes, 0));
   cudaMemPool_t pool;
   STEP("cudaMemPoolCreate + attr", {
     cudaMemPoolProps props;
