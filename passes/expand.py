@@ -56,15 +56,23 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     # NOTE: an expansion puts an Alloc first and a copy after its nest, so each nest of the original
     # body is looked up afresh (by identity) in the current one.
+    # (positions and local arrays are recomputed only when an expansion changed the body)
+    positions: dict[int, int] = {}
+    params = _Params([])
     for nest in [s for s in kernel.body if isinstance(s, ir.For)]:
         prefix = _prefix(nest)
         if not prefix:
             continue
-        index = next(n for n, s in enumerate(kernel.body) if s is nest)
-        for array in _candidates(kernel, prefix):
+        if not positions:
+            positions = {id(s): n for n, s in enumerate(kernel.body)}
+            allocs = (ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
+            params = _Params([*kernel.params, *allocs])
+        index = positions[id(nest)]
+        for array in _candidates(kernel, prefix, params):
             trial = _expand(kernel, index, prefix, array)
             if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
                 kernel = trial[0]
+                positions = {}
                 break  # the nest was rebuilt: one array per nest
     return kernel
 
@@ -93,9 +101,10 @@ def _reads(e: ir.Expr) -> bool:
     return any(isinstance(n, ir.Index) for n in ir.walk(e))
 
 
-def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
+def _candidates(kernel: ir.Kernel, prefix: list[ir.For], params: _Params) -> list[str]:
     """Array parameters written in the prefix's body, whose subscripts there use no prefix loop, that the
-    body writes in full before any read of them (footprint analysis with the prefix loops as parameters)."""
+    body writes in full before any read of them (footprint analysis with the prefix loops as parameters;
+    ``params``: the kernel's parameters, then its local arrays as parameters)."""
     body = prefix[-1].body
     vars_ = {lp.var for lp in prefix}
     written = sorted({n.target.array for s in body for n in ir.walk(s)
@@ -103,10 +112,12 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
     if not written:
         return []
     # The body as a kernel of its own, the prefix loops' variables as (integer) parameters, and the
-    # kernel's local arrays as array parameters (footprint analyses parameters).
-    allocs = tuple(ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
-    params = (*kernel.params, *allocs, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
-    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc))
+    # kernel's local arrays as array parameters (footprint analyses parameters).  Of the arrays,
+    # only those written here are asked about: the others are left out (a generated function may
+    # have thousands of array parameters, and this runs once per nest).
+    wanted = set(written)
+    sub = (*params.keeping(wanted), *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
+    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", sub, body, loc=kernel.loc), only=wanted)
     out = []
     for name in written:
         fp = fps.get(name)  # array parameters and local arrays only
@@ -116,6 +127,21 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> list[str]:
         if not any(_uses(x, vars_) for r in refs for x in r.indices):
             out.append(name)
     return out
+
+
+class _Params:
+    """A kernel's parameters (then its local arrays as parameters), of which :func:`_candidates`
+    takes the scalars and a few arrays, in their order, without a pass over all of them."""
+
+    def __init__(self, params: list[ir.Param]) -> None:
+        self.params = params
+        self.scalars = [k for k, p in enumerate(params) if not isinstance(p.ty, ir.ArrayType)]
+        self.arrays = {p.name: k for k, p in enumerate(params) if isinstance(p.ty, ir.ArrayType)}
+
+    def keeping(self, arrays: set[str]) -> list[ir.Param]:
+        """The scalars and the arrays named in ``arrays``, in parameter order."""
+        picked = self.scalars + [self.arrays[a] for a in arrays if a in self.arrays]
+        return [self.params[k] for k in sorted(picked)]
 
 
 def _expand(kernel: ir.Kernel, index: int, prefix: list[ir.For], array: str) -> tuple[ir.Kernel, int] | None:

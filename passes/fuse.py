@@ -295,8 +295,12 @@ def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
     from passes import reduce_gpu
 
     n = 0
+    names = _Names()
     while n < len(kernel.body):
         body = kernel.body
+        if _oriented(body[n]) is None:  # no pair with it is a sweep: nothing below changes
+            n += 1
+            continue
         for k in range(n + 1, len(body)):
             fused = _sweep_pair(body[n], body[k])
             if fused is not None:
@@ -308,7 +312,7 @@ def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
                     # skew the nest (both loops carry a dependence); it leaves a marked loop alone.
                     kernel = dataclasses.replace(new, body=body[:n] + body[n + 1:k] + (marked,) + body[k + 1:])
                     break
-            if _touches(body[k]) & _touches(body[n]) & (_stores(body[k]) | _stores(body[n])):
+            if names.touches(body[k]) & names.touches(body[n]) & (names.stores(body[k]) | names.stores(body[n])):
                 break
         else:
             n += 1
@@ -339,9 +343,13 @@ def _chains(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
     from passes import reduce_gpu
 
     n = 0
+    names = _Names()
     while n < len(kernel.body):
         body = kernel.body
         l1 = body[n]
+        if not isinstance(l1, ir.For) or l1.reduce or not l1.body or not isinstance(l1.body[-1], ir.For):
+            n += 1  # _chain_pair(l1, ...) is None for every statement after it
+            continue
         for k in range(n + 1, len(body)):
             fused = _chain_pair(l1, body[k])
             if fused is not None:
@@ -352,7 +360,7 @@ def _chains(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
                     # Marked here, as sweeps are: wavefront, which runs in between, leaves marked loops alone.
                     kernel = dataclasses.replace(new, body=body[:n] + (marked,) + body[n + 1:k] + body[k + 1:])
                     break
-            if _touches(body[k]) & _touches(l1) & (_stores(body[k]) | _stores(l1)):
+            if names.touches(body[k]) & names.touches(l1) & (names.stores(body[k]) | names.stores(l1)):
                 break
         n += 1
     return kernel
@@ -374,6 +382,26 @@ def _chain_pair(l1: ir.Stmt, l2: ir.Stmt) -> ir.For | None:
         return None  # renaming would capture a name l2's terms read
     cols = _RenameVars({r2.var: l1.var}).transform(c2)
     return dataclasses.replace(l1, body=l1.body + (cols,))
+
+
+class _Names:
+    """:func:`_touches` and :func:`_stores` of statements, each computed once (the scans of
+    :func:`_sweeps` and :func:`_chains` ask them of every later statement)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, bool], tuple[ir.Stmt, set[str]]] = {}
+
+    def touches(self, s: ir.Stmt) -> set[str]:
+        return self._get(s, False)
+
+    def stores(self, s: ir.Stmt) -> set[str]:
+        return self._get(s, True)
+
+    def _get(self, s: ir.Stmt, stores: bool) -> set[str]:
+        key = (id(s), stores)
+        if key not in self.memo:
+            self.memo[key] = s, (_stores(s) if stores else _touches(s))  # s kept: its id is not reused
+        return self.memo[key][1]
 
 
 def _touches(s: ir.Stmt) -> set[str]:
