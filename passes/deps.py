@@ -37,6 +37,7 @@ import islpy as isl
 import networkx as nx
 
 from passes import accesses as acc_mod
+from passes import budget
 from passes.accesses import Access, Affine, StmtInfo
 from transpile import ir
 
@@ -52,6 +53,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     params = sorted(acc_mod.parameters(kernel))
     domains: dict[tuple[int, str], tuple[dict[str, str], tuple[str, ...]]] = {}
     for src, dst in _conflicting_pairs(stmts):
+        budget.check()
         # Accesses with the same subscripts give the same answer: test each pair once,
         # and keep one edge per distinct (name, kind, level, direction, distance).
         seen: set[tuple[object, ...]] = set()
@@ -138,6 +140,7 @@ def carried_across(first: list[StmtInfo], second: list[StmtInfo], ctx: Context, 
                 where.append(k)
     domains: dict[tuple[int, str], _Domain] = {}
     for s in first:
+        budget.check()
         near = sorted({k for a in s.accesses for k in by_name.get(a.name, ())})
         for t in (second[k] for k in near):
             for src, dst in ((s, t), (t, s)):
@@ -455,15 +458,19 @@ def rewrite_to_fixpoint(kernel: ir.Kernel,
     """Apply ``step(body, graph)`` until it returns None, re-analysing after every change.
 
     Graphs are never reused across a transform: each step sees the dependences
-    of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl).
+    of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl), and so does the
+    pass budget (:mod:`passes.budget`): past it, the last complete step's kernel is returned.
     """
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     for _ in range(max_steps):
-        graph = analyze_or_none(kernel)
-        if graph is None:
-            break
-        body = step(kernel.body, graph)
+        try:
+            graph = analyze_or_none(kernel)
+            if graph is None:
+                break
+            body = step(kernel.body, graph)
+        except budget.BudgetExceeded:
+            break  # out of budget (passes/budget.py): the last complete step's kernel
         if body is None:
             break
         kernel = dataclasses.replace(kernel, body=body)

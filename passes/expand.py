@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes import deps, footprint
+from passes import budget, deps, footprint
 from passes.builders import copy_nest, fresh_name
 from transpile import ir
 
@@ -68,12 +68,16 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
             allocs = (ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
             params = _Params([*kernel.params, *allocs])
         index = positions[id(nest)]
-        for array in _candidates(kernel, prefix, params):
-            trial = _expand(kernel, index, prefix, array)
-            if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
-                kernel = trial[0]
-                positions = {}
-                break  # the nest was rebuilt: one array per nest
+        try:
+            budget.check()
+            for array in _candidates(kernel, prefix, params):
+                trial = _expand(kernel, index, prefix, array)
+                if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
+                    kernel = trial[0]
+                    positions = {}
+                    break  # the nest was rebuilt: one array per nest
+        except budget.BudgetExceeded:
+            break  # out of budget (passes/budget.py): the nests expanded so far
     return kernel
 
 

@@ -82,7 +82,7 @@ import islpy as isl
 import networkx as nx
 
 from passes import accesses as acc_mod
-from passes import deps, reductions
+from passes import budget, deps, reductions
 from passes.distribute import count
 from passes.interchange import plain_bounds
 from transpile import accum, ir
@@ -105,7 +105,10 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     kernel = _sweeps(kernel, reassociate)
     graph = deps.analyze_or_none(kernel)
     if graph is not None:
-        kernel = _Search(kernel, graph, reassociate).run()
+        search = _Search(kernel, graph, reassociate)
+        kernel = search.run()
+        if search.stopped:
+            return kernel  # out of budget (passes/budget.py): the fusions done so far, each legal
     return _chains(kernel, reassociate)
 
 
@@ -148,6 +151,7 @@ class _Search:
         self.clean: set[int] = set()
         self.holds_reduction: dict[int, bool] = {}
         self.reductions: int | None = None  # _gpu_reductions of self.kernel, once asked
+        self.stopped = False  # by the pass budget
 
     def _know(self, lp: ir.For, carried: bool) -> None:
         self.alive.append(lp)
@@ -160,7 +164,11 @@ class _Search:
         start = 0
         for _ in range(_MAX_FUSIONS):
             body = self.kernel.body
-            fused = next((n for n in range(start, len(body)) if self._visit(body, n, [])), None)
+            try:
+                fused = next((n for n in range(start, len(body)) if self._visit(body, n, [])), None)
+            except budget.BudgetExceeded:
+                self.stopped = True  # self.kernel is the last complete fusion's
+                break
             if fused is None:
                 break
             start = max(fused - 1, 0)
@@ -184,6 +192,7 @@ class _Search:
         return False
 
     def _try(self, path: list[int], l1: ir.For, l2: ir.For) -> bool:
+        budget.check()
         key = (id(l1), id(l2))
         if key in self.rejected_ids:
             return False

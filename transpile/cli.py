@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from transpile import __version__
+from transpile import __version__, batch, progress
 from transpile.diagnostics import TranspileError, silence
 from transpile.llm.options import llm_options
 
@@ -64,7 +64,8 @@ def main() -> None:
 
 
 @main.command("compile", epilog=_EPILOG)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), nargs=-1)
+@batch.options
 @click.option("--from-text", "from_text", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="SPEC", help="Compile a natural-language spec through an LLM that writes the IR "
                                    "(docs/text2cuda.md); a .ir SPEC needs no LLM.")
@@ -141,7 +142,7 @@ def main() -> None:
               metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
                                    "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
                                    "bench/gpu.py).")
-def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
+def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function: str | None,
                 include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
                 verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
                 tile_shape: tuple[int, int] | None, coarsen: tuple[int, int] | None, no_shared: bool,
@@ -150,8 +151,15 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
-                **llm: object) -> None:
-    """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
+                max_pass_seconds: float = batch.DEFAULT_PASS_SECONDS, max_seconds: float = batch.DEFAULT_TOTAL_SECONDS,
+                max_memory: float = batch.DEFAULT_MEMORY_MB, jobs: int = 1, **llm: object) -> None:
+    """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA.
+
+    Several FILEs compile in one call, each to DIR/<stem>.cu with -o DIR (-j N: in N processes)."""
+    if len(file) > 1:
+        params = click.get_current_context().params
+        return batch.compile_many(compile_cmd.callback, params, file, output, emit, jobs)  # type: ignore[arg-type]
+    file = file[0] if file else None  # type: ignore[assignment]
     if from_text is not None or file is None:
         if evolve:
             raise click.BadParameter("not supported with --from-text yet: compile the spec to .ir "
@@ -192,9 +200,10 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,
                                measure=evolve_measure, fixed=frozenset(fixed), llm=llm if evolve_llm else None,
                                schedule=schedule)
-    _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
-                            not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving))
+    budget = batch.budget_of(max_pass_seconds, max_seconds, max_memory)
+    _guard(lambda: progress.tracked(file.name, lambda: _compile(
+        file, output, emit, function, include_dirs, defines, dump_ir, verify_each, not no_verify, naive=naive,
+        tiling=tiling, report=report, reassociate=not no_reassociate, evolving=evolving, budget=budget)))
 
 
 def _sweep(value: str | None) -> tuple[int, int, int, int] | None:
@@ -249,9 +258,10 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: _EvolveArgs | None = None) -> None:
+             evolving: _EvolveArgs | None = None, budget: object = None) -> None:
     from transpile import frontend
 
+    progress.stage("front end")
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
     _check_uninit(module)
     _check_bounds(module)
@@ -271,9 +281,11 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
             verify = verify and not outcome.verified  # the search verified what it chose
         else:
             lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
-                                     reassociate=reassociate)
+                                     reassociate=reassociate, budget=budget)  # type: ignore[arg-type]
+            progress.stage("emitting CUDA")
             result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
+            progress.stage("verifying")
             _verify_output(module, lowered, result, file, function, include_dirs, defines)
         if report is not None:
             from transpile import static_report
@@ -448,6 +460,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     from transpile.diagnostics import TranspileWarning
 
     if isinstance(message, TranspileWarning):
+        progress.clear()
         click.echo(str(message), err=True)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
