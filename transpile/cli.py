@@ -45,13 +45,31 @@ as matrices where the loop bounds prove every column index in [0, n)
 """
 
 
+# Subcommands other than compile, imported when named (startup imports only what the command needs).
+_LAZY = {"verify": ("transpile.verify.cli", "verify_cmd"), "deps": ("transpile.depscmd", "deps_cmd"),
+         "evaluate": ("transpile.evaluate", "evaluate_cmd"), "dataset": ("transpile.datasetcmd", "dataset_cmd"),
+         "repair": ("transpile.llm.repair", "repair_cmd"), "evolve": ("transpile.evolvecmd", "evolve_cmd")}
+
+
 class _DefaultGroup(click.Group):
     """A group whose default subcommand is ``compile`` (``transpile FILE``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in _LAZY and \
+                args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "compile")
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            import importlib
+
+            module, attr = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr))
+        return self.commands.get(cmd_name)
 
 
 @click.group(cls=_DefaultGroup, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -489,24 +507,6 @@ def _guard(action: object) -> None:
             raise
         sys.exit(2)
 
-
-def _register_subcommands() -> None:
-    from transpile.datasetcmd import dataset_cmd
-    from transpile.depscmd import deps_cmd
-    from transpile.evaluate import evaluate_cmd
-    from transpile.evolvecmd import evolve_cmd
-    from transpile.llm.repair import repair_cmd
-    from transpile.verify.cli import verify_cmd
-
-    main.add_command(verify_cmd)
-    main.add_command(deps_cmd)
-    main.add_command(evaluate_cmd)
-    main.add_command(dataset_cmd)
-    main.add_command(repair_cmd)
-    main.add_command(evolve_cmd)
-
-
-_register_subcommands()
 
 if __name__ == "__main__":
     main()
