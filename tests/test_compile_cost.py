@@ -213,3 +213,23 @@ def test_startup_imports_only_what_the_command_needs() -> None:
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == ""
+
+
+def test_lazy_subcommands_help_heads_match() -> None:
+    import importlib
+
+    from transpile.cli import _LAZY
+
+    for name, (module, attr, head) in _LAZY.items():
+        cmd = getattr(importlib.import_module(module), attr)
+        assert cmd.name == name
+        assert " ".join((cmd.help or "").split()).startswith(head), name
+
+
+def test_help_imports_no_subcommand() -> None:
+    code = ("import sys; from transpile.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('transpile.verify') or m == 'islpy'), "
+            "file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=60)
+    assert "verify" in r.stdout and r.stderr.strip() == ""
