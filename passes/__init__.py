@@ -6,44 +6,36 @@ one entry point ``run(kernel, *, ...) -> Kernel``.
 
 from __future__ import annotations
 
-from passes import (
-    closure,
-    constprop,
-    delinearize,
-    distribute,
-    expand,
-    forward,
-    fuse,
-    ifreduce,
-    induction,
-    interchange,
-    map_gpu,
-    normalize,
-    privatize,
-    reduce_gpu,
-    reschedule,
-    snapshot,
-    wavefront,
-    wraparound,
-)
+import importlib
+from typing import Any
 
-REGISTRY: dict = {
-    "constprop": constprop,
-    "induction": induction,
-    "delinearize": delinearize,
-    "ifreduce": ifreduce,
-    "wraparound": wraparound,
-    "privatize": privatize,
-    "snapshot": snapshot,
-    "expand": expand,
-    "forward": forward,
-    "reschedule": reschedule,
-    "distribute": distribute,
-    "interchange": interchange,
-    "fuse": fuse,
-    "closure": closure,
-    "wavefront": wavefront,
-    "normalize": normalize,
-    "reduce-gpu": reduce_gpu,
-    "map-gpu": map_gpu,
+_NAMES = {
+    "constprop": "constprop",
+    "induction": "induction",
+    "delinearize": "delinearize",
+    "ifreduce": "ifreduce",
+    "wraparound": "wraparound",
+    "privatize": "privatize",
+    "snapshot": "snapshot",
+    "expand": "expand",
+    "forward": "forward",
+    "reschedule": "reschedule",
+    "distribute": "distribute",
+    "interchange": "interchange",
+    "fuse": "fuse",
+    "closure": "closure",
+    "wavefront": "wavefront",
+    "normalize": "normalize",
+    "reduce-gpu": "reduce_gpu",
+    "map-gpu": "map_gpu",
 }
+
+
+def __getattr__(name: str) -> Any:
+    # NOTE: REGISTRY is built on first use: importing one pass (or passes.budget, which the command
+    # line needs at startup) must not import every pass and isl (issue 43: startup time).
+    if name == "REGISTRY":
+        registry = {k: importlib.import_module(f"passes.{m}") for k, m in _NAMES.items()}
+        globals()["REGISTRY"] = registry
+        return registry
+    raise AttributeError(f"module 'passes' has no attribute {name!r}")

@@ -152,6 +152,17 @@ def analyze(kernel: ir.Kernel) -> list[StmtInfo]:
     return out
 
 
+def analyze_body(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], params: frozenset[str]) -> list[StmtInfo]:
+    """The statements of ``body``, which sits inside ``loops`` (outermost first) of a kernel with the
+    parameters ``params``, as :func:`analyze` describes them within that kernel, numbered from 0.
+
+    For analyses of one part of a kernel that must ask the questions the whole kernel's analysis
+    would (a pass that changes one nest need not analyse the others again)."""
+    out: list[StmtInfo] = []
+    _block(body, loops, params, out)
+    return out
+
+
 def _block(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], params: frozenset[str],
            out: list[StmtInfo]) -> None:
     names = params | {lp.var for lp in loops}

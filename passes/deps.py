@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import islpy as isl
 import networkx as nx
 
 from passes import accesses as acc_mod
+from passes import budget
 from passes.accesses import Access, Affine, StmtInfo
 from transpile import ir
 
@@ -46,13 +46,14 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     """The dependence graph of ``kernel`` (see the module docstring)."""
     stmts = acc_mod.analyze(kernel)
     loop_ids = _loop_ids(stmts)
-    decl_depth = {s.node.name: s.depth for s in stmts if isinstance(s.node, ir.Decl)}
+    decl_depth = _decl_depth(stmts)
     g = nx.MultiDiGraph()
     for s in stmts:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
     domains: dict[tuple[int, str], tuple[dict[str, str], tuple[str, ...]]] = {}
-    for src, dst in itertools.product(stmts, stmts):
+    for src, dst in _conflicting_pairs(stmts):
+        budget.check()
         # Accesses with the same subscripts give the same answer: test each pair once,
         # and keep one edge per distinct (name, kind, level, direction, distance).
         seen: set[tuple[object, ...]] = set()
@@ -76,6 +77,83 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     return g
 
 
+def _conflicting_pairs(stmts: list[StmtInfo]) -> Iterator[tuple[StmtInfo, StmtInfo]]:
+    """The pairs ``(src, dst)`` of ``stmts`` with an access of one name in each, one of them a write,
+    in the order of ``itertools.product(stmts, stmts)`` (so the graph's edges keep their order).
+
+    Grouping the statements by the names they touch makes the work grow with the pairs that may
+    conflict, not with the square of the statements (a long chain of statements, each touching
+    its own arrays, has a linear number of such pairs)."""
+    touching: dict[str, list[int]] = {}
+    writing: dict[str, list[int]] = {}
+    for k, s in enumerate(stmts):
+        for a in s.accesses:
+            for table in (touching, writing) if a.write else (touching,):
+                where = table.setdefault(a.name, [])
+                if not where or where[-1] != k:
+                    where.append(k)
+    for src in stmts:
+        names_w = {a.name for a in src.accesses if a.write}
+        names_r = {a.name for a in src.accesses if not a.write} - names_w
+        lists = [touching[x] for x in names_w] + [writing[x] for x in names_r if x in writing]
+        if not lists:
+            continue
+        dsts = lists[0] if len(lists) == 1 else sorted(set().union(*lists))
+        for k in dsts:
+            yield src, stmts[k]
+
+
+def _decl_depth(stmts: list[StmtInfo]) -> dict[str, int]:
+    return {s.node.name: s.depth for s in stmts if isinstance(s.node, ir.Decl)}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a question about part of a kernel needs from the whole kernel (see :func:`carried_across`):
+    its parameters (sorted) and the depth of each scalar's declaration (the last one of a name)."""
+
+    params: list[str]
+    param_set: frozenset[str]
+    decl_depth: Mapping[str, int]
+
+
+def context(kernel: ir.Kernel) -> Context:
+    """``kernel``'s :class:`Context`."""
+    params = acc_mod.parameters(kernel)
+    return Context(sorted(params), params, _decl_depth(acc_mod.analyze(kernel)))
+
+
+def carried_across(first: list[StmtInfo], second: list[StmtInfo], ctx: Context, levels: range) -> bool:
+    """Whether a dependence between a statement of ``first`` and one of ``second`` (either way) is
+    carried at one of ``levels`` (1-based), as :func:`analyze` of the kernel they belong to would
+    find it.  Both lists come from one :func:`passes.accesses.analyze_body` (their numbers give the
+    statements' textual order); ``ctx`` is the kernel's.  Raises ``isl.Error`` as :func:`analyze`
+    does.
+
+    A transform that joins two parts of a nest (fusion) asks this of the pairs it reorders
+    instead of analysing the whole kernel again: the other pairs' questions do not change."""
+    by_name: dict[str, list[int]] = {}
+    for k, t in enumerate(second):
+        for b in t.accesses:
+            where = by_name.setdefault(b.name, [])
+            if not where or where[-1] != k:
+                where.append(k)
+    domains: dict[tuple[int, str], _Domain] = {}
+    for s in first:
+        budget.check()
+        near = sorted({k for a in s.accesses for k in by_name.get(a.name, ())})
+        for t in (second[k] for k in near):
+            for src, dst in ((s, t), (t, s)):
+                for a in src.accesses:
+                    for b in dst.accesses:
+                        if a.name != b.name or not (a.write or b.write):
+                            continue
+                        found = _dependences(src, a, dst, b, ctx.params, ctx.decl_depth.get(a.name, 0), domains)
+                        if any(d.level in levels for d in found):
+                            return True
+    return False
+
+
 def entry_reads(kernel: ir.Kernel) -> dict[str, list[ir.Index]]:
     """Per array the kernel writes, its element reads that only ever see the array's values at entry.
 
@@ -88,8 +166,12 @@ def entry_reads(kernel: ir.Kernel) -> dict[str, list[ir.Index]]:
     """
     stmts = acc_mod.analyze(kernel)
     params = sorted(acc_mod.parameters(kernel))
-    writes = [(s, a) for s in stmts for a in s.writes() if not a.is_scalar]
-    written = {a.name for _, a in writes}
+    writes: dict[str, list[tuple[StmtInfo, Access]]] = {}
+    for s in stmts:
+        for a in s.writes():
+            if not a.is_scalar:
+                writes.setdefault(a.name, []).append((s, a))
+    written = writes.keys()
     domains: dict[tuple[int, str], _Domain] = {}
     out: dict[str, list[ir.Index]] = {}
     seen: set[int] = set()  # ids of nodes with a read that is not an entry read
@@ -97,7 +179,7 @@ def entry_reads(kernel: ir.Kernel) -> dict[str, list[ir.Index]]:
         for b in t.reads():
             if b.is_scalar or b.name not in written or not isinstance(b.node, ir.Index):
                 continue
-            if all(not _dependences(s, a, t, b, params, 0, domains) for s, a in writes if a.name == b.name):
+            if all(not _dependences(s, a, t, b, params, 0, domains) for s, a in writes[b.name]):
                 out.setdefault(b.name, []).append(b.node)
             else:
                 seen.add(id(b.node))
@@ -376,15 +458,19 @@ def rewrite_to_fixpoint(kernel: ir.Kernel,
     """Apply ``step(body, graph)`` until it returns None, re-analysing after every change.
 
     Graphs are never reused across a transform: each step sees the dependences
-    of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl).
+    of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl), and so does the
+    pass budget (:mod:`passes.budget`): past it, the last complete step's kernel is returned.
     """
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     for _ in range(max_steps):
-        graph = analyze_or_none(kernel)
-        if graph is None:
-            break
-        body = step(kernel.body, graph)
+        try:
+            graph = analyze_or_none(kernel)
+            if graph is None:
+                break
+            body = step(kernel.body, graph)
+        except budget.BudgetExceeded:
+            break  # out of budget (passes/budget.py): the last complete step's kernel
         if body is None:
             break
         kernel = dataclasses.replace(kernel, body=body)

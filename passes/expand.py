@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes import deps, footprint
+from passes import budget, deps, footprint
 from passes.accesses import Affine
 from passes.builders import copy_nest, fresh_name
 from transpile import ir
@@ -61,16 +61,25 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     # NOTE: an expansion puts an Alloc first and a copy after its nest, so each nest of the original
     # body is looked up afresh (by identity) in the current one.
+    # (positions and local arrays are recomputed only when an expansion changed the body)
+    positions: dict[int, int] = {}
     for nest in [s for s in kernel.body if isinstance(s, ir.For)]:
         prefix = _prefix(nest)
         if not prefix:
             continue
-        index = next(n for n, s in enumerate(kernel.body) if s is nest)
-        for array, box in _candidates(kernel, prefix).items():
-            trial = _expand(kernel, index, prefix, array, box)
-            if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
-                kernel = trial[0]
-                break  # the nest was rebuilt: one array per nest
+        if not positions:
+            positions = {id(s): n for n, s in enumerate(kernel.body)}
+        index = positions[id(nest)]
+        try:
+            budget.check()
+            for array, box in _candidates(kernel, prefix).items():
+                trial = _expand(kernel, index, prefix, array, box)
+                if trial is not None and _all_parallel(trial[0], trial[1], len(prefix)):
+                    kernel = trial[0]
+                    positions = {}
+                    break  # the nest was rebuilt: one array per nest
+        except budget.BudgetExceeded:
+            break  # out of budget (passes/budget.py): the nests expanded so far
     return kernel
 
 
@@ -109,10 +118,12 @@ def _candidates(kernel: ir.Kernel, prefix: list[ir.For]) -> dict[str, footprint.
     if not written:
         return {}
     # The body as a kernel of its own, the prefix loops' variables as (integer) parameters, and the
-    # kernel's local arrays as array parameters (footprint analyses parameters).
+    # kernel's local arrays as array parameters (footprint analyses parameters); only the arrays written
+    # here are asked about (a generated function may have thousands of array parameters).
     allocs = tuple(ir.Param(a.name, a.ty, "inout", loc=a.loc) for a in kernel.body if isinstance(a, ir.Alloc))
     params = (*kernel.params, *allocs, *(ir.Param(lp.var, lp.ty, loc=lp.loc) for lp in prefix))
-    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc), own=True)
+    fps = footprint.analyze(ir.Kernel(f"{kernel.name}_body", params, body, loc=kernel.loc),
+                              only=set(written), own=True)
     out: dict[str, footprint.Box | None] = {}
     for name in written:
         fp = fps.get(name)  # array parameters and local arrays only

@@ -176,17 +176,25 @@ def sites(kernel: ir.Kernel, params: frozenset[str]) -> list[Site]:
     return list(_sites(kernel.body, (), True, params, (), [0]))
 
 
-def analyze(kernel: ir.Kernel, *, own: bool = False) -> dict[str, Footprint]:
-    """The footprint of every array parameter of ``kernel``, in parameter order; ``own`` also
-    proves ``box_written`` and ``reads_own`` (more isl work, which only expansion needs)."""
+def analyze(kernel: ir.Kernel, only: frozenset[str] | set[str] | None = None, *,
+            own: bool = False) -> dict[str, Footprint]:
+    """The footprint of every array parameter of ``kernel`` (of those named in ``only``, if given), in
+    parameter order; ``own`` also proves ``box_written`` and ``reads_own`` (more isl work, which only
+    expansion needs)."""
     params = parameters(kernel)
-    every = sites(kernel, params)
-    returns = any(isinstance(n, ir.Return) for n in ir.walk(kernel))
+    by_array: dict[str, list[Site]] = {}
+    for site in sites(kernel, params):
+        by_array.setdefault(site.array, []).append(site)
+    returns = any(isinstance(n, ir.Return) for n in ir.statements(kernel))
     out: dict[str, Footprint] = {}
     for p in kernel.params:
-        if not isinstance(p.ty, ir.ArrayType):
+        if not isinstance(p.ty, ir.ArrayType) or (only is not None and p.name not in only):
             continue
-        mine = [s for s in every if s.array == p.name]
+        mine = by_array.get(p.name, [])
+        if not mine:  # untouched: nothing to ask isl (what the general case below answers)
+            out[p.name] = Footprint(p.name, read=False, written=False, box=None, write_box=None,
+                                    must_write=False, reads_input=False)
+            continue
         writes = [s for s in mine if s.write]
         dims = [affine(d, params) for d in p.ty.dims]
         reads = [s for s in mine if not s.write]

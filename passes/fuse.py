@@ -49,7 +49,8 @@ program, a dependence ``y -> x`` carried by the first fused loop at which
 ``J`` and ``I`` differ (the classic *fusion-preventing* backward
 dependence).  Requiring that the fused loops carry nothing at all rules
 these out and also keeps every fused loop parallel, which is the point of
-fusing.  The graph is recomputed after every fusion.
+fusing.  After every fusion only the questions it changes are asked again
+(:class:`_Search`).
 
 Before::
 
@@ -75,16 +76,22 @@ After::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable
 
+import islpy as isl
 import networkx as nx
 
-from passes import deps
+from passes import accesses as acc_mod
+from passes import budget, deps, reductions
 from passes.distribute import count
-from passes.interchange import plain_bounds, put
+from passes.interchange import plain_bounds
 from transpile import accum, ir
 
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
+
+
+_MAX_FUSIONS = 256  # each fusion removes a loop; the bound keeps the work of one kernel bounded
+_CHECK_INCREMENTAL = False  # tests: compare the kept loop facts with a fresh analysis after each fusion
 
 
 def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
@@ -96,38 +103,185 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     kernel = _sweeps(kernel, reassociate)
-    rejected: set[tuple[ir.For, ir.For]] = set()
     graph = deps.analyze_or_none(kernel)
-    for _ in range(256):  # each fusion removes a loop, so this bound is never reached in practice
-        if graph is None:
-            break
-        fused = _first_fusion(kernel, graph, rejected, reassociate)
-        if fused is None:
-            break
-        kernel, graph = fused  # the fused kernel's graph was computed to prove it legal
+    if graph is not None:
+        search = _Search(kernel, graph, reassociate)
+        kernel = search.run()
+        if search.stopped:
+            return kernel  # out of budget (passes/budget.py): the fusions done so far, each legal
     return _chains(kernel, reassociate)
 
 
-def _first_fusion(kernel: ir.Kernel, graph: nx.MultiDiGraph, rejected: set[tuple[ir.For, ir.For]],
-                  reassociate: bool = True) -> tuple[ir.Kernel, nx.MultiDiGraph] | None:
-    """``kernel`` after the first legal, profitable fusion (pre-order), with its graph; or None."""
-    carried = deps.carried_loops(graph)
-    reductions: int | None = None
-    for path, seq, pair in _pairs(kernel.body, [], [0]):
-        if pair in rejected:
-            continue
-        cand = _candidate(pair[0], pair[1], seq, carried)
-        if cand is not None:
-            nest, depth = cand
-            new = dataclasses.replace(kernel, body=put(kernel.body, path, nest, span=2))
-            new_graph = _graph_if_parallel(new, seq, depth)
-            if new_graph is not None:
-                if reductions is None:
-                    reductions = _gpu_reductions(kernel, reassociate)
-                if _gpu_reductions(new, reassociate) >= reductions:
-                    return new, new_graph
-        rejected.add(pair)
-    return None
+class _Search:
+    """The fusions of one kernel: again and again, the first legal, profitable pair of adjacent
+    loops in pre-order is fused, up to :data:`_MAX_FUSIONS` times.
+
+    The result is what re-analysing the whole kernel and rescanning it from the start after every
+    fusion gives, at a cost that grows with the fused nests rather than with the kernel:
+
+    * *what a loop carries* is kept per loop object (``carried``).  A fusion creates the fused
+      loops, which the legality test proves carry nothing, and copies of the loops around them
+      (a path copy), which carry what the originals carried: fusion reorders instances within
+      one iteration of each enclosing loop only, and every other pair of statements keeps its
+      loops, subscripts and domains, hence its dependence questions.
+    * *legality* asks only the questions fusion changes: those between a statement of the first
+      nest (its body and the fused loops' bounds) and one of the second's body
+      (:func:`passes.deps.carried_across`); each nest alone carried nothing at the fused levels.
+    * *the reduction oracle* (:func:`_gpu_reductions`) is a sum over top-level statements, each
+      term a function of that statement alone; where neither the replaced statements nor the new
+      one holds an accumulation or a ``reduce`` mark the terms are all 0, and it is not run.
+    * *the scan* resumes one top-level statement before the last fusion (the earliest pair that
+      can be new) and skips loops whose inner pairs were all rejected (``clean``); ``rejected``
+      holds rejected pairs by value, as before, with their identities as a fast path.
+    """
+
+    def __init__(self, kernel: ir.Kernel, graph: nx.MultiDiGraph, reassociate: bool) -> None:
+        self.kernel = kernel
+        self.reassociate = reassociate
+        self.ctx = deps.context(kernel)
+        self.alive: list[object] = []  # every object whose id is a key below (ids are not reused)
+        self.carried: dict[int, bool] = {}
+        loops = deps.loop_ids(kernel)
+        carried = deps.carried_loops(graph)
+        for lp in ir.statements(kernel):
+            if isinstance(lp, ir.For):
+                self._know(lp, loops[id(lp)] in carried)
+        self.rejected: set[tuple[ir.For, ir.For]] = set()
+        self.rejected_ids: set[tuple[int, int]] = set()
+        self.clean: set[int] = set()
+        self.holds_reduction: dict[int, bool] = {}
+        self.reductions: int | None = None  # _gpu_reductions of self.kernel, once asked
+        self.stopped = False  # by the pass budget
+
+    def _know(self, lp: ir.For, carried: bool) -> None:
+        self.alive.append(lp)
+        self.carried[id(lp)] = carried
+
+    def is_carried(self, lp: ir.For) -> bool:
+        return self.carried[id(lp)]
+
+    def run(self) -> ir.Kernel:
+        start = 0
+        for _ in range(_MAX_FUSIONS):
+            body = self.kernel.body
+            try:
+                fused = next((n for n in range(start, len(body)) if self._visit(body, n, [])), None)
+            except budget.BudgetExceeded:
+                self.stopped = True  # self.kernel is the last complete fusion's
+                break
+            if fused is None:
+                break
+            start = max(fused - 1, 0)
+        return self.kernel
+
+    def _visit(self, body: tuple[ir.Stmt, ...], n: int, path: list[int]) -> bool:
+        """Try the pair starting at ``body[n]``, then the pairs inside it (pre-order); True once one fused."""
+        s = body[n]
+        if not isinstance(s, ir.For):
+            return False
+        nxt = body[n + 1] if n + 1 < len(body) else None
+        if isinstance(nxt, ir.For) and self._try(path + [n], s, nxt):
+            return True
+        if id(s) in self.clean:
+            return False
+        inner = path + [n]
+        if any(self._visit(s.body, m, inner) for m in range(len(s.body))):
+            return True
+        self.clean.add(id(s))
+        self.alive.append(s)
+        return False
+
+    def _try(self, path: list[int], l1: ir.For, l2: ir.For) -> bool:
+        budget.check()
+        key = (id(l1), id(l2))
+        if key in self.rejected_ids:
+            return False
+        pair = (l1, l2)
+        if pair not in self.rejected:
+            cand = _candidate(l1, l2, self.is_carried)
+            if cand is not None:
+                nest, depth = cand
+                ancestors = self._ancestors(path)
+                if self._legal(nest, depth, len(_chain(l2)[depth - 1].body), ancestors) and \
+                        self._keeps_reductions(path, nest):
+                    self._fuse(path, nest, depth)
+                    return True
+            self.rejected.add(pair)
+        self.rejected_ids.add(key)
+        self.alive.append(pair)
+        return False
+
+    def _ancestors(self, path: list[int]) -> tuple[ir.For, ...]:
+        out: list[ir.For] = []
+        body = self.kernel.body
+        for n in path[:-1]:
+            lp = body[n]
+            assert isinstance(lp, ir.For)
+            out.append(lp)
+            body = lp.body
+        return tuple(out)
+
+    def _legal(self, nest: ir.For, depth: int, second_len: int, ancestors: tuple[ir.For, ...]) -> bool:
+        """No dependence between the two nests' statements is carried by the fused loops (exact)."""
+        infos = acc_mod.analyze_body((nest,), ancestors, self.ctx.param_set)
+        inner = _chain(nest)[depth - 1].body
+        tail = sum(count(s) for s in inner[len(inner) - second_len:])
+        first, second = infos[:len(infos) - tail], infos[len(infos) - tail:]
+        levels = range(len(ancestors) + 1, len(ancestors) + depth + 1)
+        try:
+            return not deps.carried_across(first, second, self.ctx, levels)
+        except isl.Error:
+            return False  # as the analysis of the whole fused kernel would fail
+
+    def _keeps_reductions(self, path: list[int], nest: ir.For) -> bool:
+        """The fused kernel has at least as many loops that reduce-gpu would mark (see the class)."""
+        body = self.kernel.body
+        old = body[path[0]:path[0] + 2] if len(path) == 1 else body[path[0]:path[0] + 1]
+        new_top = nest if len(path) == 1 else _put(body, path, nest, {})[path[0]]
+        if not any(self._holds_reduction(s) for s in (*old, new_top)):
+            return True
+        if self.reductions is None:
+            self.reductions = _gpu_reductions(self.kernel, self.reassociate)
+        new = dataclasses.replace(self.kernel, body=_put(body, path, nest, {}))
+        return _gpu_reductions(new, self.reassociate) >= self.reductions
+
+    def _holds_reduction(self, s: ir.Stmt) -> bool:
+        if id(s) not in self.holds_reduction:
+            self.alive.append(s)
+            self.holds_reduction[id(s)] = any(
+                (isinstance(x, ir.For) and bool(x.reduce)) or (isinstance(x, ir.Assign) and
+                                                                reductions.reduction_op(x) is not None)
+                for x in ir.statements(s))
+        return self.holds_reduction[id(s)]
+
+    def _fuse(self, path: list[int], nest: ir.For, depth: int) -> None:
+        copies: dict[int, tuple[ir.For, ir.For]] = {}
+        body = _put(self.kernel.body, path, nest, copies)
+        for old, new in copies.values():
+            self._know(new, self.is_carried(old))
+        for lp in _chain(nest)[:depth]:
+            self._know(lp, False)
+        self.kernel = dataclasses.replace(self.kernel, body=body)
+        self.reductions = None
+        if _CHECK_INCREMENTAL:
+            ids, carried = deps.loop_ids(self.kernel), deps.carried_loops(deps.analyze(self.kernel))
+            for lp in ir.statements(self.kernel):
+                if isinstance(lp, ir.For):
+                    assert self.is_carried(lp) == (ids[id(lp)] in carried), f"carried facts differ at {lp.var}"
+
+
+def _put(body: tuple[ir.Stmt, ...], path: list[int], nest: ir.For,
+         copies: dict[int, tuple[ir.For, ir.For]]) -> tuple[ir.Stmt, ...]:
+    """``body`` with the two loops at ``path`` replaced by ``nest``; ``copies`` gets each enclosing
+    loop's (original, copy)."""
+    n = path[0]
+    if len(path) == 1:
+        return body[:n] + (nest,) + body[n + 2:]
+    loop = body[n]
+    assert isinstance(loop, ir.For), f"path through a non-loop: {loop!r}"
+    copy = dataclasses.replace(loop, body=_put(loop.body, path[1:], nest, copies))
+    copies[id(loop)] = (loop, copy)
+    return body[:n] + (copy,) + body[n + 1:]
 
 
 def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
@@ -150,8 +304,12 @@ def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
     from passes import reduce_gpu
 
     n = 0
+    names = _Names()
     while n < len(kernel.body):
         body = kernel.body
+        if _oriented(body[n]) is None:  # no pair with it is a sweep: nothing below changes
+            n += 1
+            continue
         for k in range(n + 1, len(body)):
             fused = _sweep_pair(body[n], body[k])
             if fused is not None:
@@ -163,7 +321,7 @@ def _sweeps(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
                     # skew the nest (both loops carry a dependence); it leaves a marked loop alone.
                     kernel = dataclasses.replace(new, body=body[:n] + body[n + 1:k] + (marked,) + body[k + 1:])
                     break
-            if _touches(body[k]) & _touches(body[n]) & (_stores(body[k]) | _stores(body[n])):
+            if names.touches(body[k]) & names.touches(body[n]) & (names.stores(body[k]) | names.stores(body[n])):
                 break
         else:
             n += 1
@@ -194,9 +352,13 @@ def _chains(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
     from passes import reduce_gpu
 
     n = 0
+    names = _Names()
     while n < len(kernel.body):
         body = kernel.body
         l1 = body[n]
+        if not isinstance(l1, ir.For) or l1.reduce or not l1.body or not isinstance(l1.body[-1], ir.For):
+            n += 1  # _chain_pair(l1, ...) is None for every statement after it
+            continue
         for k in range(n + 1, len(body)):
             fused = _chain_pair(l1, body[k])
             if fused is not None:
@@ -207,7 +369,7 @@ def _chains(kernel: ir.Kernel, reassociate: bool) -> ir.Kernel:
                     # Marked here, as sweeps are: wavefront, which runs in between, leaves marked loops alone.
                     kernel = dataclasses.replace(new, body=body[:n] + (marked,) + body[n + 1:k] + body[k + 1:])
                     break
-            if _touches(body[k]) & _touches(l1) & (_stores(body[k]) | _stores(l1)):
+            if names.touches(body[k]) & names.touches(l1) & (names.stores(body[k]) | names.stores(l1)):
                 break
         n += 1
     return kernel
@@ -229,6 +391,26 @@ def _chain_pair(l1: ir.Stmt, l2: ir.Stmt) -> ir.For | None:
         return None  # renaming would capture a name l2's terms read
     cols = _RenameVars({r2.var: l1.var}).transform(c2)
     return dataclasses.replace(l1, body=l1.body + (cols,))
+
+
+class _Names:
+    """:func:`_touches` and :func:`_stores` of statements, each computed once (the scans of
+    :func:`_sweeps` and :func:`_chains` ask them of every later statement)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, bool], tuple[ir.Stmt, set[str]]] = {}
+
+    def touches(self, s: ir.Stmt) -> set[str]:
+        return self._get(s, False)
+
+    def stores(self, s: ir.Stmt) -> set[str]:
+        return self._get(s, True)
+
+    def _get(self, s: ir.Stmt, stores: bool) -> set[str]:
+        key = (id(s), stores)
+        if key not in self.memo:
+            self.memo[key] = s, (_stores(s) if stores else _touches(s))  # s kept: its id is not reused
+        return self.memo[key][1]
 
 
 def _touches(s: ir.Stmt) -> set[str]:
@@ -320,21 +502,6 @@ def _gpu_reductions(kernel: ir.Kernel, reassociate: bool = True) -> int:
                for n in ir.walk(marked) if isinstance(n, ir.For) and n.reduce)
 
 
-def _pairs(body: tuple[ir.Stmt, ...], path: list[int],
-           counter: list[int]) -> Iterator[tuple[list[int], int, tuple[ir.For, ir.For]]]:
-    """Yield ``(path, seq, (L1, L2))`` for adjacent loops; ``seq`` is ``L1``'s statement id number."""
-    for n, s in enumerate(body):
-        if not isinstance(s, ir.For):
-            counter[0] += count(s)
-            continue
-        seq = counter[0]
-        nxt = body[n + 1] if n + 1 < len(body) else None
-        if isinstance(nxt, ir.For):
-            yield path + [n], seq, (s, nxt)
-        counter[0] += 1
-        yield from _pairs(s.body, path + [n], counter)
-
-
 def _chain(loop: ir.For) -> list[ir.For]:
     """The outermost perfectly nested loops of ``loop`` (at most three)."""
     chain = [loop]
@@ -343,12 +510,12 @@ def _chain(loop: ir.For) -> list[ir.For]:
     return chain
 
 
-def _parallel_depth(loop: ir.For, seq: int, carried: set[str]) -> int:
-    """How many outermost loops of ``loop`` (id ``S<seq>``) map-gpu could map: see the module docstring."""
+def _parallel_depth(loop: ir.For, carried: Callable[[ir.For], bool]) -> int:
+    """How many outermost loops of ``loop`` map-gpu could map: see the module docstring."""
     depth = 0
     chain_vars: set[str] = set()
-    for k, lp in enumerate(_chain(loop)):
-        if f"S{seq + k}" in carried or lp.step != 1 or not plain_bounds(lp, chain_vars):
+    for lp in _chain(loop):
+        if carried(lp) or lp.step != 1 or not plain_bounds(lp, chain_vars):
             break
         chain_vars.add(lp.var)
         depth += 1
@@ -360,10 +527,11 @@ def _header(lp: ir.For) -> ir.For:
     return dataclasses.replace(lp, body=())
 
 
-def _candidate(l1: ir.For, l2: ir.For, seq: int, carried: set[str]) -> tuple[ir.For, int] | None:
-    """The fused nest of ``l1`` (id ``S<seq>``) and ``l2`` and its depth, if profitable and scope-safe."""
-    depth = _parallel_depth(l1, seq, carried)
-    if depth == 0 or depth != _parallel_depth(l2, seq + count(l1), carried):
+def _candidate(l1: ir.For, l2: ir.For, carried: Callable[[ir.For], bool]) -> tuple[ir.For, int] | None:
+    """The fused nest of ``l1`` and ``l2`` and its depth, if profitable and scope-safe (``carried``:
+    whether a loop carries a dependence)."""
+    depth = _parallel_depth(l1, carried)
+    if depth == 0 or depth != _parallel_depth(l2, carried):
         return None
     c1, c2 = _chain(l1)[:depth], _chain(l2)[:depth]
     if any(_header(a) != _header(b) for a, b in zip(c1, c2)):
@@ -381,16 +549,6 @@ def _candidate(l1: ir.For, l2: ir.For, seq: int, carried: set[str]) -> tuple[ir.
         nest = dataclasses.replace(lp, body=(nest,))
     assert isinstance(nest, ir.For)
     return nest, depth
-
-
-def _graph_if_parallel(kernel: ir.Kernel, seq: int, depth: int) -> nx.MultiDiGraph | None:
-    """``kernel``'s dependence graph if the fused loops ``S<seq>..S<seq+depth-1>`` carry no
-    dependence (exact), else None (also when the analysis fails)."""
-    graph = deps.analyze_or_none(kernel)
-    if graph is None:
-        return None
-    carried = deps.carried_loops(graph)
-    return None if any(f"S{seq + k}" in carried for k in range(depth)) else graph
 
 
 def _written(body: tuple[ir.Stmt, ...]) -> set[str]:

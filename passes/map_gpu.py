@@ -338,6 +338,13 @@ def _has_parallel(items: list[_Item]) -> bool:
 def _build(items: list[_Item], *, top: bool) -> list[ir.Stmt]:
     """The statements of a mapped block: host statements, host loops and ``Launch`` regions."""
     body: list[ir.Stmt] = []
+    # The names each item's statements use, and in how many items each name occurs: a name is
+    # used outside item n when it occurs in more items than n alone (one pass, not one per launch).
+    item_names = [set().union(*(_names(s) for s in it.stmts)) for it in items] if top else []
+    occurs: dict[str, int] = {}
+    for names in item_names:
+        for x in names:
+            occurs[x] = occurs.get(x, 0) + 1
     for n, it in enumerate(items):
         if it.kind == "host":
             body.extend(it.stmts)
@@ -347,10 +354,8 @@ def _build(items: list[_Item], *, top: bool) -> list[ir.Stmt]:
             body.append(dataclasses.replace(it.loop, body=tuple(_build(it.inner, top=False))))
             continue
         launch_body: list[ir.Stmt] = []
-        others = [s for m, other in enumerate(items) if m != n for s in other.stmts] if top else []
-        used_elsewhere = set().union(*(_names(s) for s in others)) if others else set()
         for s in it.stmts:
-            if isinstance(s, ir.Decl) and s.name in used_elsewhere:
+            if isinstance(s, ir.Decl) and top and occurs.get(s.name, 0) > (s.name in item_names[n]):
                 # A device scalar shared between launches: declared on the host
                 # (the emitter allocates it), initialised inside this launch.
                 body.append(dataclasses.replace(s, init=None))

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from transpile import __version__
+from transpile import __version__, batch, progress
 from transpile.diagnostics import TranspileError, silence
 from transpile.llm.options import llm_options
 
@@ -45,17 +45,63 @@ as matrices where the loop bounds prove every column index in [0, n)
 """
 
 
+# Subcommands other than compile, imported when named (startup imports only what the command needs),
+# with the head of their help for the command list (tests/test_compile_cost.py keeps it in step).
+_LAZY = {
+    "dataset": ("transpile.datasetcmd", "dataset_cmd", "Export a dataset: for each input under PATHS (.c, .ir, "
+                "or a .txt spec through the LLM), one JSON record"),
+    "deps": ("transpile.depscmd", "deps_cmd", "Print the dependence graph of each kernel of FILE (.c or .ir), as "
+             "the passes see it: pointers indexed"),
+    "evaluate": ("transpile.evaluate", "evaluate_cmd", "Score the candidate CUDA files of SUBMISSIONS.jsonl with "
+                 "the verifier, isolated and in parallel."),
+    "evolve": ("transpile.evolvecmd", "evolve_cmd", "Search schedules for FILES under one shared time budget; "
+               "write OUT_DIR/STEM.cu for each."),
+    "repair": ("transpile.llm.repair", "repair_cmd", "Repair KERNEL.cu with an LLM until it verifies against the "
+               "reference (bounded rounds)."),
+    "verify": ("transpile.verify.cli", "verify_cmd", "Verify KERNEL.cu, any CUDA file defining the drop-in extern "
+               "\"C\" host function, against the reference:"),
+}
+
+
 class _DefaultGroup(click.Group):
     """A group whose default subcommand is ``compile`` (``transpile FILE``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.commands and args[0] not in _LAZY and \
+                args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "compile")
         if args and args[0] == "compile":  # -O2, -std=c11, -Wall, -w, -v ... (transpile/cliopts.py)
             from transpile import cliopts
 
             args[1:] = cliopts.normalize(args[1:])
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            import importlib
+
+            module, attr, _ = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's command list, without importing the subcommands not yet used (their help head)."""
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None:
+                rows.append((name, make_default_short_help(_LAZY[name][2] + " ...", limit)))
+            elif not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_DefaultGroup, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,7 +114,8 @@ def main() -> None:
 
 
 @main.command("compile", epilog=_EPILOG)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), nargs=-1)
+@batch.options
 @click.option("--from-text", "from_text", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="SPEC", help="Compile a natural-language spec through an LLM that writes the IR "
                                    "(docs/text2cuda.md); a .ir SPEC needs no LLM.")
@@ -157,7 +204,7 @@ def main() -> None:
               metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
                                    "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
                                    "bench/gpu.py).")
-def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
+def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function: str | None,
                 include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
                 verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
                 tile_shape: tuple[int, int] | None, coarsen: tuple[int, int] | None, no_shared: bool,
@@ -168,12 +215,18 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
                 arch: str | None = None, header: Path | None = None, verbose: bool = False, quiet: bool = False,
                 w_off: bool = False, w_error: tuple[str, ...] = (), w_on: tuple[str, ...] = (),
-                **llm: object) -> None:
+                max_pass_seconds: float = batch.DEFAULT_PASS_SECONDS, max_seconds: float = batch.DEFAULT_TOTAL_SECONDS,
+                max_memory: float = batch.DEFAULT_MEMORY_MB, jobs: int = 1, **llm: object) -> None:
     """Compile FILE (.c or .ir; - reads stdin), or a natural-language spec (--from-text SPEC), to CUDA.
 
+    Several FILEs compile in one call, each to DIR/<stem>.cu with -o DIR (-j N: in N processes).
     Also takes the C compiler's -O0..-O3, -std=, -x c, -w, -W..., -Werror, -v and -q (docs/cli.md)."""
     from transpile import diagnostics
 
+    if len(file) > 1:
+        params = click.get_current_context().params
+        return batch.compile_many(compile_cmd.callback, params, file, output, emit, jobs)  # type: ignore[arg-type]
+    file = file[0] if file else None  # type: ignore[assignment]
     for wid in (*w_on, *(w for w in w_error if w != "all")):
         if wid not in diagnostics.WARNINGS:
             click.echo(f"transpile: warning: unknown warning option '-W{wid}' (known: "
@@ -222,10 +275,11 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
         evolving = _EvolveArgs(rounds=evolve_rounds, time=evolve_time, seed=evolve_seed, sizes=evolve_sizes,
                                measure=evolve_measure, fixed=frozenset(fixed), llm=llm if evolve_llm else None,
                                schedule=schedule)
-    _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
-                            not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving, header=header,
-                            verbose=verbose, quiet=quiet))
+    budget = batch.budget_of(max_pass_seconds, max_seconds, max_memory)
+    _guard(lambda: progress.tracked(file.name, lambda: _compile(
+        file, output, emit, function, include_dirs, defines, dump_ir, verify_each, not no_verify, naive=naive,
+        tiling=tiling, report=report, reassociate=not no_reassociate, evolving=evolving, header=header,
+        verbose=verbose, quiet=quiet, budget=budget)))
 
 
 def _stdin_file() -> Path:
@@ -305,12 +359,12 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
              evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
-             quiet: bool = False) -> None:
+             quiet: bool = False, budget: object = None) -> None:
     from transpile import frontend
 
     if header is not None and emit != "cuda":
         raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
-
+    progress.stage("front end")
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
     _check_uninit(module)
     _check_bounds(module)
@@ -330,9 +384,11 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
             verify = verify and not outcome.verified  # the search verified what it chose
         else:
             lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
-                                     reassociate=reassociate)
+                                     reassociate=reassociate, budget=budget)  # type: ignore[arg-type]
+            progress.stage("emitting CUDA")
             result = cuda.emit(lowered, source=file.name, tiling=tiling, host=module)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
+            progress.stage("verifying")
             _verify_output(module, lowered, result, file, function, include_dirs, defines, verbose=verbose,
                            quiet=quiet)
         if report is not None:
@@ -519,6 +575,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     from transpile.diagnostics import TranspileWarning
 
     if isinstance(message, TranspileWarning):
+        progress.clear()
         click.echo(_colored(str(message)), err=True)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
@@ -554,24 +611,6 @@ def _guard(action: object) -> None:
             raise
         sys.exit(2)
 
-
-def _register_subcommands() -> None:
-    from transpile.datasetcmd import dataset_cmd
-    from transpile.depscmd import deps_cmd
-    from transpile.evaluate import evaluate_cmd
-    from transpile.evolvecmd import evolve_cmd
-    from transpile.llm.repair import repair_cmd
-    from transpile.verify.cli import verify_cmd
-
-    main.add_command(verify_cmd)
-    main.add_command(deps_cmd)
-    main.add_command(evaluate_cmd)
-    main.add_command(dataset_cmd)
-    main.add_command(repair_cmd)
-    main.add_command(evolve_cmd)
-
-
-_register_subcommands()
 
 if __name__ == "__main__":
     main()

@@ -294,14 +294,17 @@ class Namer:
 
     def __init__(self, taken: Iterable[str] = ()) -> None:
         self.taken = set(taken)
+        self._next: dict[str, int] = {}  # base -> the first suffix not known taken (names are never freed)
 
     def fresh(self, base: str) -> str:
         """A new name starting with ``base``; it is taken from now on."""
-        name, n = base, 0
+        n = self._next.get(base, 0)
+        name = f"{base}{n}" if n else base
         while name in self.taken:
             n += 1
             name = f"{base}{n}"
         self.taken.add(name)
+        self._next[base] = n + 1
         return name
 
     def child(self) -> Namer:
@@ -892,6 +895,7 @@ class _KernelEmitter:
     def __init__(self, kernel: ir.Kernel, module_names: set[str], tiling: tile.Options | None = None) -> None:
         _check_mapped(kernel)
         self.k = kernel
+        self._param_pos: dict[str, int] | None = None  # parameter name -> position, once a launch asks
         self.tiling = tiling
         self.name = kernel.name
         used = ir.identifiers(kernel)
@@ -970,8 +974,12 @@ class _KernelEmitter:
         namer = self.namer.child()
         params: list[str] = []
         args: list[str] = []
-        # C parameter order, then local arrays and host locals in declaration order.
-        candidates: list[tuple[str, ir.Type]] = [(p.name, p.ty) for p in self.k.params]
+        # C parameter order, then local arrays and host locals in declaration order (of the
+        # parameters, only those the launch names: a generated function may have thousands).
+        if self._param_pos is None:
+            self._param_pos = {p.name: n for n, p in enumerate(self.k.params)}
+        named = sorted({self._param_pos[v] for v in (*uses, *referenced) if v in self._param_pos})
+        candidates: list[tuple[str, ir.Type]] = [(self.k.params[n].name, self.k.params[n].ty) for n in named]
         candidates += [*self.allocs.items(), *self.host_decls.items(), *host_locals.items()]
         for var, ty in candidates:
             if isinstance(ty, ir.ArrayType) and var in uses:

@@ -3,19 +3,28 @@
 ``lower(module)`` takes front-end IR (from C or from the text form) to the
 mapped IR that :mod:`transpile.cuda` emits.  With ``verify_each`` the IR
 invariants are checked after every pass; with ``dump_ir`` the IR after every
-pass is written as ``DIR/NN-<pass>.ir``.
+pass is written as ``DIR/NN-<pass>.ir``.  With ``budget`` (the command line's
+``--max-pass-seconds``, ``--max-seconds``, ``--max-memory``) each pass but map-gpu
+runs under :mod:`passes.budget`: one that would run past its share stops with
+the IR it has (correct, less optimised) and a ``pass-budget`` warning names it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from transpile import ir, ircheck
+from transpile import ir, ircheck, progress
+
+if TYPE_CHECKING:
+    from passes.budget import Budget
 
 
 def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None,
-          naive: bool = False, reassociate: bool = True, fuse: bool = True) -> ir.Module:
+          naive: bool = False, reassociate: bool = True, fuse: bool = True,
+          budget: Budget | None = None) -> ir.Module:
     """Run the default pipeline over every kernel of ``module``.
 
     ``naive`` keeps the foundation's mapping only: map-gpu alone, one thread per
@@ -49,11 +58,11 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     )
     from passes import fuse as fusion
 
-    step = _Stepper(verify_each=verify_each, dump_ir=dump_ir)
+    step = _Stepper(verify_each=verify_each, dump_ir=dump_ir, budget=budget)
     ircheck.check(module)  # front ends must hand over valid IR
     step.dump("input", module)
     if naive:  # NOTE: the baseline: no pass but map-gpu may run here
-        return step("map-gpu", module, lambda k: map_gpu.run(k, atomics=False))  # one thread an iteration
+        return step("map-gpu", module, lambda k: map_gpu.run(k, atomics=False), required=True)  # one thread an iteration
     # NOTE: distribute before interchange: splitting a loop body exposes the
     # perfect nests that interchange (and map-gpu's par marking) need.
     # NOTE: delinearize first: every pass after it asks the dependence test, which is exact for
@@ -123,7 +132,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     module = step("reduce-gpu", module, lambda k: reduce_gpu.run(k, reassociate=reassociate))
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
-    module = step("map-gpu", module, lambda k: map_gpu.run(k, reassociate=reassociate))
+    module = step("map-gpu", module, lambda k: map_gpu.run(k, reassociate=reassociate), required=True)
     return module
 
 
@@ -138,21 +147,52 @@ def _forward_if_rescheduled(kernel: ir.Kernel, forward: Callable[[ir.Kernel], ir
 
 
 class _Stepper:
-    """Applies a kernel pass to every kernel, then checks and dumps."""
+    """Applies a kernel pass to every kernel (under the budget, if any), then checks and dumps."""
 
-    def __init__(self, *, verify_each: bool, dump_ir: Path | None) -> None:
+    def __init__(self, *, verify_each: bool, dump_ir: Path | None, budget: Budget | None = None) -> None:
         self.verify_each = verify_each
         self.dump_ir = dump_ir
         self.count = 0
+        self.budget = budget
+        self.deadline = time.monotonic() + budget.total_seconds if budget is not None else 0.0
 
-    def __call__(self, name: str, module: ir.Module, run: Callable[[ir.Kernel], ir.Kernel]) -> ir.Module:
-        kernels = tuple(run(k) for k in module.kernels)
+    def __call__(self, name: str, module: ir.Module, run: Callable[[ir.Kernel], ir.Kernel], *,
+                 required: bool = False) -> ir.Module:
+        kernels = tuple(self._run(name, k, run, required) for k in module.kernels)
         if any(a is not b for a, b in zip(kernels, module.kernels)):
             module = ir.Module(module.funcs, kernels, loc=module.loc)
         if self.verify_each:
             ircheck.check(module)
         self.dump(name, module)
         return module
+
+    def _run(self, name: str, k: ir.Kernel, run: Callable[[ir.Kernel], ir.Kernel], required: bool) -> ir.Kernel:
+        """``run(k)``; under the budget unless ``required`` (map-gpu: the emitter needs its regions)."""
+        progress.stage(f"pass {name}", k.name)
+        if self.budget is None or required:
+            return run(k)
+        from passes import budget
+        from transpile.diagnostics import warn
+
+        left = self.deadline - time.monotonic()
+        total = left < self.budget.pass_seconds
+        seconds = min(self.budget.pass_seconds, left)
+        what = f"the total time budget ({self.budget.total_seconds:g} s)" if total else \
+            f"its time budget ({self.budget.pass_seconds:g} s)"
+        if seconds <= 0:
+            warn("pass-budget", k.loc, f"pass '{name}' not run: {what} is spent; the output is correct but less "
+                                       "optimised")
+            return k
+        with budget.scope(name, seconds, self.budget.memory_mb) as sc:
+            try:
+                out = run(k)
+            except budget.BudgetExceeded:
+                out = k  # the pass's input: valid, the same program
+        if sc.stopped is not None:
+            if sc.stopped == "memory":
+                what = f"the memory budget ({self.budget.memory_mb:g} MB)"
+            warn("pass-budget", k.loc, f"pass '{name}' stopped at {what}; the output is correct but less optimised")
+        return out
 
     def dump(self, name: str, module: ir.Module) -> None:
         if self.dump_ir is None:
