@@ -11,9 +11,11 @@ for concrete sizes; :func:`estimate_work` bounds the number of statement
 executions (interval arithmetic over loop bounds), which sets the shape
 budget and the reduction depth used by the tolerance.
 
-:func:`find_dropin` finds ``extern "C" void NAME(...)`` in a .cu file and
-:func:`check_dropin` compares its parameters with the reference's, so a
-wrong signature is a stage (a) failure instead of a crash inside ctypes.
+:func:`find_dropin` finds ``extern "C" void NAME(...)`` in a .cu file's text and
+:func:`check_dropin` compares its parameters with the reference's.  Stage (a)
+decides the drop-in's signature with the compiler (:mod:`.symbols`); this
+reading of the text is the fallback without nvcc, the simulator stage's check of
+``NAME_device``, and the locations in diagnostics.
 """
 
 from __future__ import annotations
@@ -443,9 +445,29 @@ def dropin_returns(text: str, name: str) -> str | None:
     return None if found is None else found[2]
 
 
-def _definition(text: str, name: str) -> tuple[list[CParam], bool, str] | None:
-    """Parameters, ``extern "C"``-ness and return type of the definition of ``name`` in ``text``."""
-    m = _mask(text)
+def _directives_blanked(m: str) -> str:
+    """Masked text ``m`` with preprocessor directives (and their continuation lines) blanked: a
+    ``#define CK(x) do { ... } while (0)`` or an ``#if defined(X)`` is no call and no definition."""
+    out = list(m)
+    for d in re.finditer(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", m, re.M):
+        for k in range(d.start(), d.end()):
+            if out[k] != "\n":
+                out[k] = " "
+    return "".join(out)
+
+
+def definition_offset(text: str, name: str) -> int | None:
+    """Where the definition of ``name`` starts in ``text`` (its name), for diagnostics; None if not found."""
+    found = _definition(text, name)
+    return None if found is None else found[3]
+
+
+def _definition(text: str, name: str) -> tuple[list[CParam], bool, str, int] | None:
+    """Parameters, ``extern "C"``-ness, return type and offset of the definition of ``name`` in ``text``.
+
+    A reading of the text, kept for the simulator's ``NAME_device`` check and for diagnostics: the
+    drop-in's signature is decided by the compiler (:mod:`transpile.verify.symbols`)."""
+    m = _directives_blanked(_mask(text))
     blocks = [(b.end(), _close(m, b.end() - 1)) for b in re.finditer(r'\bextern\s*"\s*"\s*\{', m)]
     for d in re.finditer(rf"\b{re.escape(name)}\s*\(", m):
         open_paren = d.end() - 1
@@ -463,7 +485,7 @@ def _definition(text: str, name: str) -> tuple[list[CParam], bool, str] | None:
         words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r'"[^"]*"', " ", head))
                  if w not in _QUALIFIERS and w not in ("extern", "static", "inline", "__host__")]
         returns = _TYPE_WORDS.get(" ".join(words), "?") if "*" not in head else "?"
-        return [_parse_param(p) for p in params], extern_c, returns
+        return [_parse_param(p) for p in params], extern_c, returns, d.start()
     return None
 
 
