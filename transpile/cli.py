@@ -86,6 +86,10 @@ def main() -> None:
               help="Silence the warning with this id.")
 @click.option("--no-verify", is_flag=True,
               help="Skip verifying the generated CUDA (stages a-c, and d-f on a GPU; see 'transpile verify').")
+@click.option("--verify", "verify_policy", type=click.Choice(["error", "warn"]), default="error", show_default=True,
+              help="When the verification of the generated CUDA is inconclusive or nothing could run it here: "
+                   "'error' exits 1 and writes no output, 'warn' writes it with a warning. A failure is always "
+                   "an error.")
 @click.option("--naive", is_flag=True,
               help="The baseline mapping only: one thread per iteration of the parallel loops (map-gpu "
                    "alone, no restructuring, tiling or reduction pass).")
@@ -150,7 +154,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                 evolve_seed: int = 1, evolve_sizes: tuple[str, ...] = (), evolve_measure: str = "auto",
                 evolve_llm: bool = False, rows: int | None = None, stream: int | None = None, sweep: tuple[int, int, int, int] | None = None,
                 blocks: tuple[tuple[int, int, int], ...] | None = None, no_fuse_steps: bool = False,
-                **llm: object) -> None:
+                verify_policy: str = "error", **llm: object) -> None:
     """Compile FILE (.c or .ir), or a natural-language spec (--from-text SPEC), to CUDA."""
     if from_text is not None or file is None:
         if evolve:
@@ -194,7 +198,7 @@ def compile_cmd(file: Path, output: str | None, emit: str, function: str | None,
                                schedule=schedule)
     _guard(lambda: _compile(file, output, emit, function, include_dirs, defines, dump_ir, verify_each,
                             not no_verify, naive=naive, tiling=tiling, report=report,
-                            reassociate=not no_reassociate, evolving=evolving))
+                            reassociate=not no_reassociate, evolving=evolving, verify_policy=verify_policy))
 
 
 def _sweep(value: str | None) -> tuple[int, int, int, int] | None:
@@ -249,7 +253,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
-             evolving: _EvolveArgs | None = None) -> None:
+             evolving: _EvolveArgs | None = None, verify_policy: str = "error") -> None:
     from transpile import frontend
 
     module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
@@ -274,7 +278,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
                                      reassociate=reassociate)
             result = cuda.emit(lowered, source=file.name, tiling=tiling)  # type: ignore[arg-type]
         if verify:  # our own output must pass the verifier before it is written
-            _verify_output(module, lowered, result, file, function, include_dirs, defines)
+            _verify_output(module, lowered, result, file, function, include_dirs, defines, policy=verify_policy)
         if report is not None:
             from transpile import static_report
 
@@ -356,20 +360,44 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
 
 
 def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
-                   include_dirs: tuple[str, ...], defines: tuple[str, ...]) -> None:
-    """Verify emitted CUDA (quick shapes); a failure is an error, an inconclusive test a warning."""
+                   include_dirs: tuple[str, ...], defines: tuple[str, ...], *, policy: str = "error") -> None:
+    """Verify emitted CUDA (quick shapes) and print each kernel's verdict line and notes.
+
+    A failure is an error; an inconclusive or unverified result is an error too under the default
+    ``policy`` ``error`` (exit 1, no output file: nothing shows the output is right), a warning
+    under ``warn``."""
     from transpile.verify import Options, verify_module
 
     reports = verify_module(module, text, source=file, lowered=lowered, function=function,  # type: ignore[arg-type]
                             include_dirs=include_dirs, defines=defines,
                             options=Options(mode="quick", full_seeds=1, sanitizer=False))
+    replay = f"replay: transpile verify OUT.cu --against {file.name}"
     for r in reports:
+        click.echo(f"transpile: {verdict_line(r)}", err=True)
+        for n in r.notes:
+            click.echo(f"transpile: note: {n}", err=True)
         if r.verdict == "fail":
             raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
-                                       f"(replay: transpile verify OUT.cu --against {file.name} --seed {r.seed})")
+                                       f"({replay} --seed {r.seed})")
         if r.verdict != "pass":
+            if policy == "error":
+                raise TranspileError(None, f"generated CUDA for '{r.kernel}' not verified: {r.reason} (no output "
+                                           "written; --verify=warn writes it anyway, --no-verify skips the check)")
             click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
                        err=True)
+
+
+def verdict_line(r: Any) -> str:
+    """One line for a verifier report: the verdict, the stages passed and the shapes stage (c) tested."""
+    c = r.stage("c")
+    if r.verdict == "pass":
+        ran = ",".join(k for k, s in r.stages.items() if s.status == "pass")
+        shapes = [f"{s['shape']} ({', '.join(f'{k}={v}' for k, v in s.get('sizes', {}).items())})"
+                  if s.get("sizes") else str(s["shape"]) for s in r.shapes if s.get("stage") == "c"]
+        tested = f"; stage (c) tested {len(shapes)} shape(s): {', '.join(shapes)}" if shapes else ""
+        return f"'{r.kernel}' verified (seed {r.seed}): stages {ran} passed{tested}"
+    where = f"; stage (c): {c.message}" if c.message and r.failure is not c else ""
+    return f"'{r.kernel}' {r.verdict} (seed {r.seed}): {r.reason}{where}"
 
 
 def write_atomic(dest: Path, text: str) -> None:
@@ -400,13 +428,25 @@ def _new_file_mode(dest: Path) -> int:
 
 
 def _check_bounds(module: object) -> None:
-    """Warn (``out-of-bounds``) about every reference proven to leave its array for some sizes."""
+    """Warn (``out-of-bounds``) about every reference proven to leave its array for sizes the program
+    can be called with.  Where fixed extents (``double C[NI][NJ]`` from macros) bound the sizes
+    (``int ni`` loop bounds), the references that leave them only for larger sizes are one note per
+    kernel stating the assumption (``passes.bounds.extent_limits``), not a warning each: the program
+    is written for sizes within its declared arrays, and the verifier tests only those."""
     from passes import bounds
     from transpile.diagnostics import warn
 
     for kernel in module.kernels:  # type: ignore[attr-defined]
-        for f in bounds.check(kernel):
-            warn("out-of-bounds", f.loc, f.message)
+        found = bounds.check(kernel)
+        limits = bounds.extent_limits(kernel, found)
+        for f in found:
+            if not limits or f.holds_within(limits):
+                warn("out-of-bounds", f.loc, f.message)
+        if limits:
+            where = f"{kernel.loc}: " if kernel.loc is not None else ""
+            assumed = ", ".join(f"{name} <= {value}" for name, value in limits.items())
+            click.echo(f"{where}note: '{kernel.name}' assumes {assumed}, the declared extents (larger sizes "
+                       "index outside its arrays; the verifier tests sizes within them)", err=True)
 
 
 def _check_uninit(module: object) -> None:
