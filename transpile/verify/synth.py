@@ -160,8 +160,8 @@ def drawn_sizes(sig: KernelSig, kernel: ir.Kernel, seed: int, index: int, *, lon
     Each size is a residue mod 32 drawn uniformly plus a multiple of 32 (so every residue comes up
     over the seeds, 0 as 32, 64 ..), or a prime; ``long`` (a size parameter) is drawn in
     :data:`LONG_RANGE`.  To fit the work and memory budgets the other sizes come down 32 at a time
-    (their residues kept), then to their residue; then the long one does the same; within the
-    declared extents (:func:`limits`)."""
+    (their residues kept), then to their residue, 3 and 1; then the long one does the same; within
+    the declared extents (:func:`limits`)."""
     sizes = sig.size_params
     rng = random.Random(f"{seed}:{index}:{','.join(sizes)}")
     bound = limits(kernel)
@@ -185,8 +185,9 @@ def drawn_sizes(sig: KernelSig, kernel: ir.Kernel, seed: int, index: int, *, lon
     for n in order:
         while not fits() and values[n] > 32:
             values[n] -= 32
-        if not fits() and values[n] > 1:
-            values[n] = max(1, values[n] % 32 or 1)
+        for smaller in (values[n] % 32, 3, 1):
+            if not fits() and 0 < smaller < values[n]:
+                values[n] = smaller
         if fits():
             return values
     return values if fits() else None
