@@ -31,7 +31,7 @@ def test_drawn_sizes_cover_residues_long_sides_and_primes() -> None:
     quick = _sizes("quick", range(64), 2e5)
     values = [v for s in quick for v in s.values()]
     assert {v % 4 for v in values} == set(range(4)) and {v % 32 for v in values} == set(range(32))
-    assert any(v > 1024 for v in values) and any(v in PRIMES and v > 3 for v in values)
+    assert any(v in PRIMES and v > 3 for v in values)
     assert quick == _sizes("quick", range(64), 2e5), "deterministic given the seed"
     assert quick != _sizes("quick", range(64, 128), 2e5)
     for seed in range(4):  # every size parameter gets a long side in every full run
