@@ -81,6 +81,56 @@ class Finding:
         return not s.is_empty()
 
 
+    def holds_within(self, limits: dict[str, int]) -> bool:
+        """Whether the reference leaves the extent for some sizes with ``1 <= p <= limits[p]`` for every
+        parameter ``p`` of ``limits`` (the others free)."""
+        s = isl.Set(self.condition)
+        for k in range(s.dim(isl.dim_type.param)):
+            name = re.sub(r"^p_", "", s.get_dim_name(isl.dim_type.param, k))
+            if name in limits:
+                box = fp.isl_set(f"[{s.get_dim_name(isl.dim_type.param, k)}] -> {{ : 1 <= "
+                                 f"{s.get_dim_name(isl.dim_type.param, k)} <= {int(limits[name])} }}")
+                s = s.intersect_params(box.align_params(s.get_space().params()))
+        return not s.is_empty()
+
+    @property
+    def fixed_extent(self) -> bool:
+        """Whether the extent it leaves is a constant (a macro's value): a bound on the sizes, not a
+        relation between them."""
+        return self.side == "high" and not re.search(r"[A-Za-z_]", self.extent)
+
+
+#: The largest size :func:`extent_limits` looks for.
+MAX_LIMIT = 1 << 30
+
+
+def extent_limits(kernel: ir.Kernel, found: list[Finding]) -> dict[str, int]:
+    """For each integer parameter that a constant extent bounds, the largest value at which none of the
+    ``fixed_extent`` findings holds with every other parameter at 1: PolyBench's ``ni <= 1000`` for
+    ``double C[NI][NJ]`` (``NI`` 1000) and ``for (i = 0; i < ni; i++)``.  The program is defined for
+    sizes within these limits unless another finding :meth:`Finding.holds_within` them."""
+    fixed = [f for f in found if f.fixed_extent]
+    params = [p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType) and p.ty.is_int]
+    limits: dict[str, int] = {}
+
+    def bad(name: str, value: int) -> bool:
+        sizes = {**dict.fromkeys(params, 1), name: value}
+        try:
+            return any(f.holds(sizes) for f in fixed)
+        except KeyError:
+            return False
+
+    for name in params:
+        if not fixed or bad(name, 1) or not bad(name, MAX_LIMIT):
+            continue
+        lo, hi = 1, MAX_LIMIT  # bad(lo) false, bad(hi) true
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if not bad(name, mid) else (lo, mid)
+        limits[name] = lo
+    return limits
+
+
 def check(kernel: ir.Kernel) -> list[Finding]:
     """Every reference of ``kernel`` proven to leave its array's extent for some sizes."""
     params = frozenset(p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType) and p.ty.is_int)

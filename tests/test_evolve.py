@@ -198,13 +198,18 @@ NO_OP_IR = """kernel affine(i32 n, inout f64 A[17*n+7]) {
 
 def test_cli_evolve_writes_a_kernel_without_a_meaningful_test_as_plain_compile_does(tmp_path: Path) -> None:
     # The verifier calls a kernel that writes nothing 'inconclusive' (a ghost test): plain compile
-    # writes it with a warning (exit 0), and so must --evolve (it exited 1, found by fuzz_cuda --ir).
+    # with --verify=warn writes it with a warning (exit 0), and so must --evolve (it exited 1, found by
+    # fuzz_cuda --ir).
     env = {**os.environ, "TRANSPILE_EVOLVE_CACHE_DIR": str(tmp_path / "evolve")}  # builds: shared
     src = tmp_path / "noop.ir"
     src.write_text(NO_OP_IR)
-    plain = _transpile(str(src), "-o", str(tmp_path / "plain.cu"), env=env)
+    # By default an inconclusive verification is an error: exit 1, no output, the verdict and notes shown.
+    refused = _transpile(str(src), "-o", str(tmp_path / "refused.cu"), env=env)
+    assert refused.returncode == 1 and not (tmp_path / "refused.cu").exists(), refused.stderr
+    assert "not verified" in refused.stderr and "ghost shape" in refused.stderr, refused.stderr
+    plain = _transpile(str(src), "-o", str(tmp_path / "plain.cu"), "--verify=warn", env=env)
     evolved = _transpile(str(src), "-o", str(tmp_path / "evolved.cu"), "--evolve", "--evolve-rounds", "1",
-                         "--evolve-measure", "model", env=env)
+                         "--evolve-measure", "model", "--verify=warn", env=env)
     for proc in (plain, evolved):
         assert proc.returncode == 0, proc.stderr
         assert "not fully verified" in proc.stderr and "degenerate test" in proc.stderr

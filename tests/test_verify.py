@@ -243,7 +243,7 @@ def test_shapes_cover_tiny_off_grid_and_non_square() -> None:
     assert len(set(ns.scalars.values())) == 3
     assert next(s for s in full if s.label == "requested").scalars == {"ni": 40, "nj": 50, "nk": 60}
     quick = shapes(sig, k, mode="quick", work_budget=2e5)
-    assert len(quick) == 3 and all(v % 32 for s in quick for v in s.scalars.values())
+    assert [s.label for s in quick] == ["non-square", "drawn", "n=3"]
 
 
 PRECONDITION = """void kernel_pre(int n, int m, double A[n], double B[m])
@@ -272,7 +272,8 @@ def test_sizes_where_the_c_is_undefined_are_skipped_not_failed(tmp_path: Path) -
     src.write_text(PRECONDITION)
     module = frontend.load(src)
     text = cuda.emit(pipeline.lower(module), source=src.name)
-    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick"))
+    # Seed 2025 draws n=2586, m=31 for the quick run's drawn shape: undefined.
+    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick", seed=2025))
     assert report.verdict == "pass", report.reason
     tested = [sh["sizes"] for sh in report.shapes if sh["stage"] == "c"]
     assert tested and all(sz["n"] <= sz["m"] for sz in tested)
@@ -291,7 +292,7 @@ def test_a_defined_shape_is_found_when_the_usual_ones_are_undefined(tmp_path: Pa
     defined = shapes(sig, k, mode="quick", work_budget=2e5)[-1].scalars
     assert defined["k"] >= defined["n"] + defined["m"] - 1 and min(defined.values()) > 3
     text = cuda.emit(pipeline.lower(module), source=src.name)
-    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick"))
+    (report,) = verify_module(module, text, source=src, options=_opts(mode="quick", seed=0))  # as above
     assert report.verdict == "pass", report.reason
     assert [sh["shape"] for sh in report.shapes if sh["stage"] == "c"] == ["defined"]
 

@@ -137,6 +137,10 @@ def main() -> None:
               help="Silence the warning with this id.")
 @click.option("--no-verify", is_flag=True,
               help="Skip verifying the generated CUDA (stages a-c, and d-f on a GPU; see 'transpile verify').")
+@click.option("--verify", "verify_policy", type=click.Choice(["error", "warn"]), default="error", show_default=True,
+              help="When the verification of the generated CUDA is inconclusive or nothing could run it here: "
+                   "'error' exits 1 and writes no output, 'warn' writes it with a warning. A failure is always "
+                   "an error.")
 @click.option("--naive", is_flag=True,
               help="The baseline mapping only: one thread per iteration of the parallel loops (map-gpu "
                    "alone, no restructuring, tiling or reduction pass).")
@@ -216,7 +220,8 @@ def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function:
                 arch: str | None = None, header: Path | None = None, verbose: bool = False, quiet: bool = False,
                 w_off: bool = False, w_error: tuple[str, ...] = (), w_on: tuple[str, ...] = (),
                 max_pass_seconds: float = batch.DEFAULT_PASS_SECONDS, max_seconds: float = batch.DEFAULT_TOTAL_SECONDS,
-                max_memory: float = batch.DEFAULT_MEMORY_MB, jobs: int = 1, **llm: object) -> None:
+                max_memory: float = batch.DEFAULT_MEMORY_MB, jobs: int = 1, verify_policy: str = "error",
+                **llm: object) -> None:
     """Compile FILE (.c or .ir; - reads stdin), or a natural-language spec (--from-text SPEC), to CUDA.
 
     Several FILEs compile in one call, each to DIR/<stem>.cu with -o DIR (-j N: in N processes).
@@ -279,7 +284,7 @@ def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function:
     _guard(lambda: progress.tracked(file.name, lambda: _compile(
         file, output, emit, function, include_dirs, defines, dump_ir, verify_each, not no_verify, naive=naive,
         tiling=tiling, report=report, reassociate=not no_reassociate, evolving=evolving, header=header,
-        verbose=verbose, quiet=quiet, budget=budget)))
+        verbose=verbose, quiet=quiet, budget=budget, verify_policy=verify_policy)))
 
 
 def _stdin_file() -> Path:
@@ -359,7 +364,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              verify_each: bool, verify: bool = True, *, naive: bool = False,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
              evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
-             quiet: bool = False, budget: object = None) -> None:
+             quiet: bool = False, budget: object = None,
+             verify_policy: str = "error") -> None:
     from transpile import frontend
 
     if header is not None and emit != "cuda":
@@ -390,7 +396,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         if verify:  # our own output must pass the verifier before it is written
             progress.stage("verifying")
             _verify_output(module, lowered, result, file, function, include_dirs, defines, verbose=verbose,
-                           quiet=quiet)
+                           quiet=quiet,
+                           policy=verify_policy)
         if report is not None:
             from transpile import static_report
 
@@ -481,22 +488,48 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
 
 def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
                    include_dirs: tuple[str, ...], defines: tuple[str, ...], *, verbose: bool = False,
-                   quiet: bool = False) -> None:
-    """Verify emitted CUDA (quick shapes); a failure is an error, an inconclusive test a warning."""
+                   quiet: bool = False, policy: str = "error") -> None:
+    """Verify emitted CUDA (quick shapes) and print each kernel's verdict line and notes (-q: neither).
+
+    A failure is an error; an inconclusive or unverified result is an error too under the default
+    ``policy`` ``error`` (exit 1, no output file: nothing shows the output is right), a warning
+    under ``warn``.  -v also prints each report's summary."""
     from transpile.verify import Options, verify_module
 
     reports = verify_module(module, text, source=file, lowered=lowered, function=function,  # type: ignore[arg-type]
                             include_dirs=include_dirs, defines=defines,
                             options=Options(mode="quick", full_seeds=1, sanitizer=False))
+    replay = f"replay: transpile verify OUT.cu --against {file.name}"
     for r in reports:
         if verbose:
             click.echo(r.summary(), err=True)
+        if not quiet:
+            click.echo(f"transpile: {verdict_line(r)}", err=True)
+            for n in r.notes:
+                click.echo(f"transpile: note: {n}", err=True)
         if r.verdict == "fail":
             raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
-                                       f"(replay: transpile verify OUT.cu --against {file.name} --seed {r.seed})")
+                                       f"({replay} --seed {r.seed})")
+        if r.verdict != "pass":
+            if policy == "error":
+                raise TranspileError(None, f"generated CUDA for '{r.kernel}' not verified: {r.reason} (no output "
+                                           "written; --verify=warn writes it anyway, --no-verify skips the check)")
         if r.verdict != "pass" and not quiet:
             click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
                        err=True)
+
+
+def verdict_line(r: Any) -> str:
+    """One line for a verifier report: the verdict, the stages passed and the shapes stage (c) tested."""
+    c = r.stage("c")
+    if r.verdict == "pass":
+        ran = ",".join(k for k, s in r.stages.items() if s.status == "pass")
+        shapes = [f"{s['shape']} ({', '.join(f'{k}={v}' for k, v in s.get('sizes', {}).items())})"
+                  if s.get("sizes") else str(s["shape"]) for s in r.shapes if s.get("stage") == "c"]
+        tested = f"; stage (c) tested {len(shapes)} shape(s): {', '.join(shapes)}" if shapes else ""
+        return f"'{r.kernel}' verified (seed {r.seed}): stages {ran} passed{tested}"
+    where = f"; stage (c): {c.message}" if c.message and r.failure is not c else ""
+    return f"'{r.kernel}' {r.verdict} (seed {r.seed}): {r.reason}{where}"
 
 
 def write_atomic(dest: Path, text: str) -> None:
@@ -527,13 +560,25 @@ def _new_file_mode(dest: Path) -> int:
 
 
 def _check_bounds(module: object) -> None:
-    """Warn (``out-of-bounds``) about every reference proven to leave its array for some sizes."""
+    """Warn (``out-of-bounds``) about every reference proven to leave its array for sizes the program
+    can be called with.  Where fixed extents (``double C[NI][NJ]`` from macros) bound the sizes
+    (``int ni`` loop bounds), the references that leave them only for larger sizes are one note per
+    kernel stating the assumption (``passes.bounds.extent_limits``), not a warning each: the program
+    is written for sizes within its declared arrays, and the verifier tests only those."""
     from passes import bounds
     from transpile.diagnostics import warn
 
     for kernel in module.kernels:  # type: ignore[attr-defined]
-        for f in bounds.check(kernel):
-            warn("out-of-bounds", f.loc, f.message)
+        found = bounds.check(kernel)
+        limits = bounds.extent_limits(kernel, found)
+        for f in found:
+            if not limits or f.holds_within(limits):
+                warn("out-of-bounds", f.loc, f.message)
+        if limits:
+            where = f"{kernel.loc}: " if kernel.loc is not None else ""
+            assumed = ", ".join(f"{name} <= {value}" for name, value in limits.items())
+            click.echo(f"{where}note: '{kernel.name}' assumes {assumed}, the declared extents (larger sizes "
+                       "index outside its arrays; the verifier tests sizes within them)", err=True)
 
 
 def _check_uninit(module: object) -> None:

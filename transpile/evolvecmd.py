@@ -75,7 +75,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
             key = evolve.Cache.key(module, settings, device)
             hit = evolve.cached(cache, key, module, f, settings)
             if hit is not None:
-                _verify_output(module, hit.lowered, hit.text, f, None, (), ())
+                _verify_output(module, hit.lowered, hit.text, f, None, (), (), policy="warn")
                 results[f] = {"outcome": hit}
                 continue
             check = evolve.verify_candidate(f, gpu=measure == "gpu", sizes=settings.sizes, seed=seed)
@@ -87,7 +87,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
         outcome = evolve.finish(search, cache, key, device)
         if outcome is None and (outcome := evolve.fallback(search)) is not None:
             try:
-                _verify_output(module, outcome.lowered, outcome.text, f, None, (), ())  # warns why
+                _verify_output(module, outcome.lowered, outcome.text, f, None, (), (), policy="warn")  # warns why
             except TranspileError as e:
                 results[f] = {"error": str(e)}
                 continue

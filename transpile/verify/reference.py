@@ -36,12 +36,18 @@ from typing import Any
 import numpy as np
 
 from transpile import ir
-from transpile.verify.proc import fork_call
+from transpile.verify.proc import ChildError, fork_call
 from transpile.verify.signature import KernelSig
 from transpile.verify.synth import Inputs, copy_inputs
 
 CC = "gcc"
 CFLAGS: tuple[str, ...] = ("-std=gnu11", "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-w")
+# Only the function and what it needs: the entry alone is exported (the wrapper marks it visible),
+# every function and object in its own section, and the linker drops the sections nothing reachable
+# from the entry uses.  A whole program (PolyBench's main, its calls of polybench_alloc_data and the
+# timers of a library that is not linked) then loads: those references go with main.
+LINK_FLAGS: tuple[str, ...] = ("-fvisibility=hidden", "-ffunction-sections", "-fdata-sections",
+                               "-Wl,--gc-sections")
 _C_TYPES = {
     "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long", "u8": "unsigned char",
     "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long", "f32": "float", "f64": "double",
@@ -136,6 +142,48 @@ def _fma_flags() -> tuple[str, ...] | None:
     return None
 
 
+GUARD_BYTES = 1 << 24
+"""Address space left inaccessible on either side of each array of a reference call (reserved, never
+backed by memory): an index that leaves an array by less than this faults."""
+_PROT_NONE = 0
+
+
+def guarded_copy(a: np.ndarray, *, align_end: bool) -> np.ndarray:
+    """A copy of ``a`` in memory of its own between two inaccessible regions of :data:`GUARD_BYTES`,
+    its last byte at the end of its pages (``align_end``) or its first at their start (an empty array:
+    a plain copy)."""
+    import mmap
+
+    if a.size == 0:
+        return a.copy()
+    page = mmap.PAGESIZE
+    data = -(-a.nbytes // page) * page
+    guard = -(-GUARD_BYTES // page) * page
+    region = mmap.mmap(-1, guard + data + guard, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    for start in (base, base + guard + data):
+        if libc.mprotect(ctypes.c_void_p(start), guard, _PROT_NONE) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect failed")
+    offset = guard + (data - a.nbytes if align_end else 0)
+    out = np.frombuffer(region, dtype=a.dtype, count=a.size, offset=offset).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+def _load_problem(library: Path) -> str | None:
+    """Why ``library`` cannot be loaded (an undefined symbol), or None; tried in a forked child."""
+    def child() -> None:
+        ctypes.CDLL(str(library), mode=os.RTLD_LOCAL)
+
+    try:
+        fork_call(child, timeout=60.0, what="loading the reference")
+    except ChildError as e:
+        return str(e).splitlines()[0] if str(e) else "it does not load"
+    return None
+
+
 class Reference:
     """Base class: ``run(inputs)`` returns every array parameter after the call."""
 
@@ -192,7 +240,7 @@ class GccReference(Reference):
         if slot is not None:  # a C function returning a value: the entry stores it in the slot
             body = f"*({_C_TYPES[slot.ty.name]} *){slot.name} = {body}"
         return (f'#include "{quoted}"\n'
-                f"void __transpile_ref_entry({params}) {{ {body} }}\n")
+                f'__attribute__((visibility("default"))) void __transpile_ref_entry({params}) {{ {body} }}\n')
 
     def run_contracted(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray] | None:
         if self._contracted is False:
@@ -221,7 +269,7 @@ class GccReference(Reference):
         out = cache_dir("ref")
         extra = [*(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines)]
         base = [f for f in CFLAGS if not (contract and f.startswith("-ffp-contract"))]
-        flags = [*base, *contract, *extra]
+        flags = [*base, *LINK_FLAGS, *contract, *extra]
         fd, wrapper_path = tempfile.mkstemp(dir=out, prefix=f"{self.source.stem}.", suffix=".c")
         try:
             with os.fdopen(fd, "w") as f:
@@ -238,6 +286,11 @@ class GccReference(Reference):
                 if proc.returncode != 0:
                     tmp.unlink(missing_ok=True)
                     raise ReferenceBuildError(f"gcc cannot compile {self.source.name}:\n{proc.stderr.strip()[:2000]}")
+                problem = _load_problem(tmp)
+                if problem is not None:  # e.g. a helper the function calls is defined in another file
+                    tmp.unlink(missing_ok=True)
+                    raise ReferenceBuildError(f"the reference built from {self.source.name} does not load: "
+                                              f"{problem}")
                 os.replace(tmp, lib)
             return lib
         finally:
@@ -247,12 +300,28 @@ class GccReference(Reference):
         lib = ctypes.CDLL(str(self.library), mode=os.RTLD_LOCAL)
         fn = lib["__transpile_ref_entry"]
         fn.restype = None
-        arrays = {a.name: np.ascontiguousarray(args[a.name]) for a in self.sig.arrays}
-        ptrs = {n: ctypes.c_void_p(v.ctypes.data if v.size else None) for n, v in arrays.items()}
-        types, values = ctype_args(self.sig, args, ptrs)
-        fn.argtypes = types
-        fn(*values)
-        return arrays
+        arrays: dict[str, np.ndarray] = {}
+        # Twice, each array between inaccessible guard regions: first ending where they begin (an
+        # access past an end faults), then starting where they end (an access before a start faults).
+        # A fault kills this child, and the parent reports the shape as one where the C is undefined.
+        for align_end in (True, False):
+            arrays = {a.name: guarded_copy(np.ascontiguousarray(args[a.name]), align_end=align_end)
+                      for a in self.sig.arrays}
+            ptrs = {n: ctypes.c_void_p(v.ctypes.data if v.size else None) for n, v in arrays.items()}
+            types, values = ctype_args(self.sig, args, ptrs)
+            fn.argtypes = types
+            fn(*values)
+        return {n: np.array(v) for n, v in arrays.items()}
+
+    def run(self, args: Inputs, *, timeout: float = 120.0) -> dict[str, np.ndarray]:
+        try:
+            return super().run(args, timeout=timeout)
+        except ChildError as e:
+            if e.kind == "crash" and "SIGSEGV" in e.message:
+                raise ChildError("crash", f"{e.message}: it reads or writes outside its arrays for these inputs "
+                                          "(a guard region around every array was hit), so the C has no "
+                                          "defined result to compare with", e.output) from None
+            raise
 
 
 class InterpReference(Reference):

@@ -11,9 +11,11 @@ for concrete sizes; :func:`estimate_work` bounds the number of statement
 executions (interval arithmetic over loop bounds), which sets the shape
 budget and the reduction depth used by the tolerance.
 
-:func:`find_dropin` finds ``extern "C" void NAME(...)`` in a .cu file and
-:func:`check_dropin` compares its parameters with the reference's, so a
-wrong signature is a stage (a) failure instead of a crash inside ctypes.
+:func:`find_dropin` finds ``extern "C" void NAME(...)`` in a .cu file's text and
+:func:`check_dropin` compares its parameters with the reference's.  Stage (a)
+decides the drop-in's signature with the compiler (:mod:`.symbols`); this
+reading of the text is the fallback without nvcc, the simulator stage's check of
+``NAME_device``, and the locations in diagnostics.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class IndexUse:
     dim: int
     offset: int
     bound: bool = False
+    minus: ir.Expr | None = None
+    """With it, the index is ``minus - value + offset`` (``c[n - k - 1]`` with ``k = ip[i]``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +104,15 @@ class KernelSig:
         for u in uses:
             try:
                 extent = max(0, eval_int(self.extents[u.target][u.dim], env))
+                base = None if u.minus is None else eval_int(u.minus, env)
             except (KeyError, IndexError, ValueError):
                 return None
-            lo = max(lo, -u.offset)
-            top = extent - u.offset - (0 if u.bound else 1)
+            if base is not None:  # 0 <= base - v + offset <= extent - 1
+                lo = max(lo, base + u.offset - extent + 1)
+                top = base + u.offset
+            else:
+                lo = max(lo, -u.offset)
+                top = extent - u.offset - (0 if u.bound else 1)
             hi = top if hi is None else min(hi, top)
         if hi is None or lo > hi:
             return None
@@ -154,6 +163,7 @@ def kernel_sig(k: ir.Kernel) -> KernelSig:
         if isinstance(s, ir.Alloc):
             for d in s.ty.dims:
                 in_extents |= {n.name for n in ir.walk(d) if isinstance(n, ir.Var)}
+    in_extents |= loop_sizes(k, in_extents)
     args = []
     for p in k.params:
         if isinstance(p.ty, ir.ArrayType):
@@ -167,6 +177,25 @@ def kernel_sig(k: ir.Kernel) -> KernelSig:
     extents.update({n.name: n.ty.dims for n in ir.walk(k) if isinstance(n, ir.Alloc)})
     return KernelSig(k.name, tuple(args), uses, ret=k.ret,
                      extents={u.target: extents[u.target] for u in uses if u.target in extents})
+
+
+def loop_sizes(k: ir.Kernel, in_extents: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """The integer scalar parameters outside every extent that bound a loop whose variable subscripts
+    an array: the sizes of a program whose arrays have fixed extents (PolyBench's ``int ni`` with
+    ``double C[NI][NJ]``, ``NI`` a macro).  The verifier shrinks and varies them like extents
+    (:func:`transpile.verify.synth.shapes`); a time-step count (``for t < tsteps``, ``t`` in no
+    subscript) is not one of them."""
+    ints = {p.name for p in k.params if not isinstance(p.ty, ir.ArrayType) and p.ty.is_int} - set(in_extents)
+    found: set[str] = set()
+    for loop in ir.walk(k):
+        if not isinstance(loop, ir.For):
+            continue
+        names = {n.name for e in (loop.lo, loop.hi) for n in ir.walk(e) if isinstance(n, ir.Var)} & ints
+        if names - found and any(isinstance(n, ir.Index) and any(isinstance(v, ir.Var) and v.name == loop.var
+                                                                 for e in n.indices for v in ir.walk(e))
+                                 for n in ir.walk(loop)):
+            found |= names
+    return found
 
 
 def _unit(e: ir.Expr) -> tuple[ir.Expr, int]:
@@ -193,6 +222,7 @@ def index_uses(k: ir.Kernel) -> tuple[IndexUse, ...]:
     any integer array, and the verifier's guard zones still catch an access outside an array."""
     index_arrays = {p.name for p in k.params
                     if isinstance(p.ty, ir.ArrayType) and p.ty.elem.is_int and p.intent == "in"}
+    params = {p.name for p in k.params if not isinstance(p.ty, ir.ArrayType)}
     decls = collections.Counter(n.name for n in ir.walk(k) if isinstance(n, ir.Decl))
     assigned = {n.target.name for n in ir.walk(k) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
     once = {name for name, count in decls.items() if count == 1 and name not in assigned}
@@ -208,11 +238,25 @@ def index_uses(k: ir.Kernel) -> tuple[IndexUse, ...]:
             return array, inner + off
         return None
 
+    def negated(e: ir.Expr, env: Mapping[str, tuple[str, int]]) -> tuple[str, int, ir.Expr] | None:
+        """``(P, c, E)`` when ``e`` is ``E - (P[..] + d) + c'`` (``c = c' - d``), ``E`` free of ``P``."""
+        base, off = _unit(e)
+        if isinstance(base, ir.Binary) and base.op == "-" and base.ty.is_int:
+            src = source(base.rhs, env)
+            if src is not None and not any(isinstance(n, ir.Index) for n in ir.walk(base.lhs)):
+                return src[0], off - src[1], base.lhs
+        return None
+
     def visit(node: ir.Node, env: dict[str, tuple[str, int]], loops: dict[str, list[tuple[str, int]]]) -> None:
         if isinstance(node, ir.Index):
             for dim, e in enumerate(node.indices):
                 if (src := source(e, env)) is not None:
                     found.append(IndexUse(src[0], node.array, dim, src[1]))
+                    continue
+                if (neg := negated(e, env)) is not None:
+                    if all(isinstance(v, ir.Const) or (isinstance(v, ir.Var) and v.name in params)
+                           for v in ir.walk(neg[2]) if isinstance(v, (ir.Var, ir.Const))):
+                        found.append(IndexUse(neg[0], node.array, dim, neg[1], minus=neg[2]))
                     continue
                 base, off = _unit(e)
                 if isinstance(base, ir.Var) and base.name in loops:
@@ -443,9 +487,29 @@ def dropin_returns(text: str, name: str) -> str | None:
     return None if found is None else found[2]
 
 
-def _definition(text: str, name: str) -> tuple[list[CParam], bool, str] | None:
-    """Parameters, ``extern "C"``-ness and return type of the definition of ``name`` in ``text``."""
-    m = _mask(text)
+def _directives_blanked(m: str) -> str:
+    """Masked text ``m`` with preprocessor directives (and their continuation lines) blanked: a
+    ``#define CK(x) do { ... } while (0)`` or an ``#if defined(X)`` is no call and no definition."""
+    out = list(m)
+    for d in re.finditer(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", m, re.M):
+        for k in range(d.start(), d.end()):
+            if out[k] != "\n":
+                out[k] = " "
+    return "".join(out)
+
+
+def definition_offset(text: str, name: str) -> int | None:
+    """Where the definition of ``name`` starts in ``text`` (its name), for diagnostics; None if not found."""
+    found = _definition(text, name)
+    return None if found is None else found[3]
+
+
+def _definition(text: str, name: str) -> tuple[list[CParam], bool, str, int] | None:
+    """Parameters, ``extern "C"``-ness, return type and offset of the definition of ``name`` in ``text``.
+
+    A reading of the text, kept for the simulator's ``NAME_device`` check and for diagnostics: the
+    drop-in's signature is decided by the compiler (:mod:`transpile.verify.symbols`)."""
+    m = _directives_blanked(_mask(text))
     blocks = [(b.end(), _close(m, b.end() - 1)) for b in re.finditer(r'\bextern\s*"\s*"\s*\{', m)]
     for d in re.finditer(rf"\b{re.escape(name)}\s*\(", m):
         open_paren = d.end() - 1
@@ -463,7 +527,7 @@ def _definition(text: str, name: str) -> tuple[list[CParam], bool, str] | None:
         words = [w for w in re.findall(r"[A-Za-z_]\w*", re.sub(r'"[^"]*"', " ", head))
                  if w not in _QUALIFIERS and w not in ("extern", "static", "inline", "__host__")]
         returns = _TYPE_WORDS.get(" ".join(words), "?") if "*" not in head else "?"
-        return [_parse_param(p) for p in params], extern_c, returns
+        return [_parse_param(p) for p in params], extern_c, returns, d.start()
     return None
 
 

@@ -437,7 +437,7 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                         "not called")
     budget = (INTERP_WORK_BUDGET if reference.kind == "interp" else WORK_BUDGET)[mode]
     budget = budget if work is None else min(budget, work)
-    todo = shapes(sig, kernel, mode=mode, requested=requested, work_budget=budget)
+    todo = shapes(sig, kernel, mode=mode, requested=requested, work_budget=budget, seed=seed)
     tested = 0
     prev: Prepared | None = None
     ncalls = 0

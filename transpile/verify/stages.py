@@ -113,12 +113,26 @@ def make_reference(sig: KernelSig, module: ir.Module, source: Path | None, *, in
     return InterpReference(sig, module, source.name if source is not None else "")
 
 
-def _check_candidate(stage: Stage, cu: Path, sig: KernelSig) -> bool:
+def _check_candidate(stage: Stage, cu: Path, sig: KernelSig, report: Report | None = None) -> bool:
+    """The drop-in's signature: the compiler's reading (:mod:`.symbols`), else (no nvcc, or the file
+    does not compile, which stage (b) reports) the text's."""
+    from transpile.verify import symbols
+
     try:
         text = cu.read_text()
     except (OSError, UnicodeDecodeError) as e:
         stage.status, stage.check, stage.message = FAIL, "signature", f"cannot read {cu}: {e}"
         return False
+    compiled = symbols.check(cu, sig)
+    if compiled is not None:
+        if compiled.problems:
+            stage.status, stage.check, stage.message = FAIL, "signature", "; ".join(compiled.problems)
+            stage.details["compiler"] = compiled.output[-4000:]
+            return False
+        return True
+    if report is not None:
+        report.note("stage (a): the drop-in's signature was read from the text (no nvcc, or nvcc could not "
+                    "compile the file)")
     params, extern_c = find_dropin(text, sig.name)
     if params is None:
         stage.status, stage.check = FAIL, "signature"
@@ -157,7 +171,7 @@ def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_pat
         return None
     sig = kernel_sig(kernel)
     report.kernel = sig.name
-    ok = _check_candidate(stage, cu, sig)
+    ok = _check_candidate(stage, cu, sig, report)
     reference = make_reference(sig, module, reference_path, include_dirs=include_dirs, defines=defines,
                                report=report)
     report.reference = reference.description

@@ -57,6 +57,8 @@ TINY_SIZES = (1, 2, 3)
 OFF_GRID_SIZES = (17, 33, 65, 127, 257, 1025)
 NON_SQUARE = (17, 33, 9, 5, 13, 21, 7)
 OTHER_INT = 2
+BIG_ARRAYS = 4
+"""Arrays of fixed extents up to this many times the byte budget get one shape (above: none but n=1)."""
 
 
 @dataclass(frozen=True)
@@ -72,19 +74,31 @@ class Shape:
 
 
 def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[str, int] | None = None,
-           work_budget: float, byte_budget: float = 64e6, extra_sizes: tuple[int, ...] = ()) -> list[Shape]:
+           work_budget: float, byte_budget: float = 64e6, extra_sizes: tuple[int, ...] = (),
+           seed: int = 0) -> list[Shape]:
     """The shapes a stage runs, in order (small first), within its budgets.
 
-    ``mode`` is ``quick`` (two non-square shapes and n=3: the compile-time
-    check), ``full`` (every tiny and off-grid size that fits, both non-square
-    assignments, the requested sizes) or ``requested`` (only the requested
-    sizes: the GPU full-size stage).
+    ``mode`` is ``quick`` (a non-square shape, a shape drawn from ``seed`` without
+    a long side, and n=3: the compile-time check), ``full`` (every tiny and off-grid size that
+    fits, two non-square assignments, the drawn shape, one drawn shape per size
+    parameter with that one long, the requested sizes) or ``requested`` (only
+    the requested sizes: the GPU full-size stage).  Drawn shapes
+    (:func:`drawn_sizes`) differ from seed to seed, so a kernel keyed on the
+    sizes a verifier always uses (nothing above 1024, no size of some residue
+    mod 4) meets others.  Sizes stay within the declared extents where fixed
+    extents bound them (:func:`limits`).
     """
     sizes = sig.size_params
     base = {n: OTHER_INT for n in sig.other_ints}
+    bound = limits(kernel)
 
     def shape(label: str, values: Mapping[str, int]) -> Shape:
-        return Shape(label, {**{n: int(values[n]) for n in sizes}, **base})
+        return Shape(label, {**{n: min(int(values[n]), bound.get(n, int(values[n]))) for n in sizes}, **base})
+
+    def drawn(label: str, index: int, long: str | None) -> list[Shape]:
+        values = drawn_sizes(sig, kernel, seed, index, long=long, work_budget=min(work_budget, DRAWN_WORK.get(mode, 4e5)),
+                             byte_budget=byte_budget, base=base)
+        return [] if values is None else [shape(label, values)]
 
     cands: list[Shape] = []
     if not sizes:
@@ -96,12 +110,15 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
         nonsq = {n: NON_SQUARE[i % len(NON_SQUARE)] for i, n in enumerate(sizes)}
         nonsq_rev = {n: NON_SQUARE[i % len(NON_SQUARE)] for i, n in enumerate(reversed(sizes))}
         if mode == "quick":
-            cands += [shape("non-square", nonsq), shape("non-square-2", nonsq_rev),
-                      shape("n=3", dict.fromkeys(sizes, 3))]
+            # No long side here: the simulator's cost is not the C's work (a block per row runs
+            # 256 threads on an 11-wide row), and at compile time a timeout fails the compile.
+            cands += [shape("non-square", nonsq), *drawn("drawn", 0, None), shape("n=3", dict.fromkeys(sizes, 3))]
         else:
             cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in TINY_SIZES]
             cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in OFF_GRID_SIZES[:2]]
-            cands += [shape("non-square", nonsq), shape("non-square-2", nonsq_rev)]
+            cands += [shape("non-square", nonsq), shape("non-square-2", nonsq_rev), *drawn("drawn", 0, None)]
+            for i, n in enumerate(sizes):
+                cands += drawn(f"long-{n}", i + 1, n)
             cands += [shape(f"n={v}", dict.fromkeys(sizes, v)) for v in (*OFF_GRID_SIZES[2:], *extra_sizes)]
             if requested:
                 cands.append(shape("requested", {**dict.fromkeys(sizes, 1), **requested}))
@@ -110,6 +127,15 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
         cands.append(_defined_shape(shape, sizes, kernel))  # every shape beyond the tiny ones is undefined
     out: list[Shape] = []
     seen: set[tuple[tuple[str, int], ...]] = set()
+    floor = sum(sig.nbytes({**dict.fromkeys(sizes, 1), **base}).values())
+    if mode != "requested" and byte_budget < floor <= BIG_ARRAYS * byte_budget:
+        # Fixed extents larger than the budget at every size (deriche's 4096 x 2160 images): one shape,
+        # the first that fits the work budget, rather than none; its label says why.
+        fit = [s for s in cands if estimate_work(kernel, s.scalars) <= work_budget and s.label != "n=1"
+               and undefined_at(kernel, s.scalars) is None]
+        if fit:
+            return [Shape(f"{fit[0].label}, the only shape: the declared arrays take {floor / 1e6:.0f} MB",
+                          fit[0].scalars)]
     for s in cands:
         key = tuple(sorted(s.scalars.items()))
         if key in seen:
@@ -121,6 +147,72 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
                                    and sum(sig.nbytes(s.scalars).values()) <= byte_budget):
             out.append(s)
     return out or [shape("n=1", dict.fromkeys(sizes, 1))] if sizes else out
+
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101,
+          103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193, 197, 199)
+LONG_RANGE = (1025, 4096)
+DRAWN_WORK = {"quick": 4e5, "full": 2e6}
+"""A drawn shape's work at most (sizes rounded up to :data:`TILE_PAD`), by mode: its point is its
+sizes (residues, primes, one long side), not its work."""
+TILE_PAD = 32
+"""A long dimension of a drawn shape: above 1024 (the largest size a fixed list used to hold)."""
+
+
+def drawn_sizes(sig: KernelSig, kernel: ir.Kernel, seed: int, index: int, *, long: str | None,
+                work_budget: float, byte_budget: float, base: Mapping[str, int] | None = None) -> dict[str, int] | None:
+    """Sizes drawn from ``seed`` (deterministic: ``random.Random`` seeded by the seed, ``index`` and the
+    parameter names), or None when no drawn shape fits the budgets.
+
+    Each size is a residue mod 32 drawn uniformly plus a multiple of 32 (so every residue comes up
+    over the seeds, 0 as 32, 64 ..), or a prime; ``long`` (a size parameter) is drawn in
+    :data:`LONG_RANGE`.  To fit the work and memory budgets the other sizes come down 32 at a time
+    (their residues kept), then the long one; then they go to 3 and 1; within the declared extents
+    (:func:`limits`)."""
+    sizes = sig.size_params
+    rng = random.Random(f"{seed}:{index}:{','.join(sizes)}")
+    bound = limits(kernel)
+    values: dict[str, int] = {}
+    for n in sizes:
+        r = rng.randrange(32)
+        if n == long:
+            v = LONG_RANGE[0] + rng.randrange(LONG_RANGE[1] - LONG_RANGE[0])
+        elif rng.random() < 0.25:
+            v = rng.choice(PRIMES[:20])
+        else:
+            v = r + 32 * rng.randrange(0, 3) or 32
+        values[n] = max(1, min(v, bound.get(n, v)))
+    env = dict(base or {})
+
+    def fits() -> bool:
+        full = {**env, **values}
+        # The work of the sizes rounded up to a tile (a tiled launch simulates whole tiles: 3mm's
+        # nj=1, nl=65, nm=3035 was 64 times its C work in the simulator, past its time limit).
+        padded = {**env, **{n: -(-v // TILE_PAD) * TILE_PAD for n, v in values.items()}}
+        return estimate_work(kernel, padded) <= work_budget and sum(sig.nbytes(full).values()) <= byte_budget
+
+    order = [n for n in sizes if n != long] + ([long] if long in sizes else [])
+    for n in order:  # 32 at a time: the residues stay
+        while not fits() and values[n] > 32:
+            values[n] -= 32
+    for n in order:
+        for smaller in (3, 1):
+            if not fits() and smaller < values[n]:
+                values[n] = smaller
+    return values if fits() else None
+
+
+def limits(kernel: ir.Kernel) -> dict[str, int]:
+    """The largest value of each size parameter that fixed extents allow (``ni <= 1000`` for
+    ``double C[NI][NJ]`` with ``NI`` 1000, :func:`passes.bounds.extent_limits`); none for others."""
+    return dict(_limits(kernel))
+
+
+@functools.lru_cache(maxsize=64)
+def _limits(kernel: ir.Kernel) -> tuple[tuple[str, int], ...]:
+    from passes import bounds
+
+    return tuple(bounds.extent_limits(kernel, list(_out_of_bounds(kernel))).items())
 
 
 @functools.lru_cache(maxsize=64)
@@ -194,14 +286,19 @@ def default_full_sizes(sig: KernelSig, kernel: ir.Kernel, *, work_budget: float 
                        byte_budget: float = 1.5e9) -> dict[str, int]:
     """Sizes for the full-size GPU stage when none were requested: the largest
     power of two (at most 8192) for every size parameter that fits the budgets."""
+    bound = limits(kernel)
+    if bound and set(bound) >= set(sig.size_params):  # fixed extents: the sizes they were declared for
+        env = {**bound, **dict.fromkeys(sig.other_ints, OTHER_INT)}
+        if estimate_work(kernel, env) <= work_budget and sum(sig.nbytes(env).values()) <= byte_budget:
+            return {n: bound[n] for n in sig.size_params}
     best = 1
     for e in range(4, 14):
         v = 2 ** e
-        env = {**dict.fromkeys(sig.size_params, v), **dict.fromkeys(sig.other_ints, OTHER_INT)}
+        env = {**{n: min(v, bound.get(n, v)) for n in sig.size_params}, **dict.fromkeys(sig.other_ints, OTHER_INT)}
         if estimate_work(kernel, env) > work_budget or sum(sig.nbytes(env).values()) > byte_budget:
             break
         best = v
-    return dict.fromkeys(sig.size_params, best)
+    return {n: min(best, bound.get(n, best)) for n in sig.size_params}
 
 
 # ---------------------------------------------------------------------------
