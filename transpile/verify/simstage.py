@@ -103,11 +103,12 @@ def build_sim(cu: Path, *, audit: bool = True) -> Any:
 
 
 def _child(send: Any, library: str, sig: KernelSig, calls: list[Call], audit: bool) -> None:
-    from transpile.sim import SimLibrary
+    from transpile.sim import SimLibrary, neutral_process
 
     lib = SimLibrary(library)
     lib.set_quiet(True)
     api = _Audit(lib.lib) if audit else None
+    neutral_process()  # the candidate sees ./a.out and an ordinary environment (docs/verify.md)
     for call in calls:
         send(("start", call.label))
         saved = {k: os.environ.get(k) for k, _v in call.env}
@@ -227,6 +228,10 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
                  if ln.startswith("race on device allocation")), None)
     if race:  # the simulator's stream-order check: work on two streams without an event between them
         return "stream", f"{where}{race}"
+    data_race = next((ln.strip() for ln in res.get("diagnostics", "").splitlines() if ln.startswith("data race ")),
+                     None)
+    if data_race:  # the simulator's race detector (transpile/sim/include/cuda_sim_race.h)
+        return ("block-race" if data_race.startswith("data race between blocks") else "race"), f"{where}{data_race}"
     if res.get("last_error") or res.get("diagnostics") or res.get("ret"):
         code = res.get("ret") or res.get("last_error")
         name = _CUDA_ERRORS.get(code, f"error {code}") if code else "diagnostic"
