@@ -44,9 +44,9 @@ from __future__ import annotations
 
 from transpile.sim.build import INCLUDE_DIR, SimBuild, build, known_api
 from transpile.sim.errors import SimBuildError, SimCrash, SimError, SimTimeout, SimUnsupported
-from transpile.sim.runner import CUDA_ERRORS, DevicePtr, SimLibrary, SimRun, run_isolated
+from transpile.sim.runner import CUDA_ERRORS, DevicePtr, SimLibrary, SimRun, neutral_process, run_isolated
 
 __all__ = [
     "CUDA_ERRORS", "INCLUDE_DIR", "DevicePtr", "SimBuild", "SimBuildError", "SimCrash", "SimError", "SimLibrary", "SimRun",
-    "SimTimeout", "SimUnsupported", "build", "known_api", "run_isolated",
+    "SimTimeout", "SimUnsupported", "build", "known_api", "neutral_process", "run_isolated",
 ]
