@@ -7,6 +7,7 @@ Each ``.cu`` file under ``tests/adversary/races`` and ``tests/adversary/env`` st
     // [gpu-only: <why only a GPU exposes it>]
     // against: <ref>.c
     // expect: reject | accept
+    [// check: <the check id that must reject it>]
 
 and is verified with stages (a)-(c) (``transpile verify X.cu --against REF.c --no-gpu``, through
 the Python API) against the C reference in its folder.  A cheat must be rejected (and its
@@ -67,6 +68,7 @@ def _verify(cu: Path, ref: Path, seed: int) -> Any:
     return verify_file(cu, ref, options=Options(seed=seed, mode="quick", stages="abc", gpu=False))
 
 
+@pytest.mark.slow  # 19 files through stages (a)-(c): about 150 s of CPU
 @needs_gxx
 @pytest.mark.parametrize("cu", CASES, ids=[p.stem for p in CASES])
 def test_cheat(cu: Path) -> None:

@@ -172,7 +172,12 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
     # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
     flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
              *extra_flags, "-include", "cuda_sim_end.h"]
-    parts = [cpp_text, _header_text(), local_includes(src, text), compiler, *flags, "split" if split else "single"]
+    # The text of every force-included file is part of the key (an audit header's edit is a new
+    # library), so no -D carrying its hash is needed: the candidate would see such a macro.
+    included = [Path(f).read_text() for k, f in enumerate(flags)
+                if k > 0 and flags[k - 1] == "-include" and Path(f).is_absolute() and Path(f).is_file()]
+    parts = [cpp_text, _header_text(), local_includes(src, text), *included, compiler, *flags,
+             "split" if split else "single"]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     cpp = out / f"{src.stem}-{key}.sim.cpp"

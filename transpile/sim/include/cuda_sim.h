@@ -1455,6 +1455,7 @@ SIM_RT void read_env() {
   if (const char* s = getenv("TRANSPILE_SIM_GUARD_BYTES")) g_guard = (strtoull(s, nullptr, 0) + 255) / 256 * 256;
   if (const char* s = getenv("TRANSPILE_SIM_STACK_KB")) g_stack_bytes = strtoull(s, nullptr, 0) * 1024;
   if (const char* s = getenv("TRANSPILE_SIM_QUIET")) g_quiet = *s && *s != '0';
+  if (const char* s = getenv("TRANSPILE_SIM_RACE")) g_race_on = !(*s == '0' && !s[1]);  // 0: no race detection
 }
 static const bool g_env_read = (read_env(), true);  // static: always initialized
 
