@@ -124,6 +124,11 @@ __global__ void lock(int* mutex, float* sum) {  // a spin lock: the critical sec
   __threadfence();
   atomicExch(mutex, 0);
 }
+__global__ void flag(float* out) { out[0] = 1.0f; }  // every thread stores one value: harmless
+__global__ void flag_then_read(float* out) {  // ...but reading it in the same interval is a race
+  out[0] = 1.0f;
+  out[1 + threadIdx.x] = out[0];
+}
 extern "C" int run(int which, int blocks, int threads, float* host) {
   float* d;
   int* m;
@@ -141,6 +146,8 @@ extern "C" int run(int which, int blocks, int threads, float* host) {
     case 6: other_block<<<blocks, threads>>>(d); break;
     case 7: own_elements<<<blocks, threads>>>(d); break;
     case 8: lock<<<blocks, threads>>>(m, d); break;
+    case 9: flag<<<blocks, threads>>>(d); break;
+    case 10: flag_then_read<<<blocks, threads>>>(d); break;
   }
   cudaMemcpy(host, d, 64 * sizeof(float), cudaMemcpyDeviceToHost);
   cudaFree(d);
@@ -160,6 +167,8 @@ _EXPECT = [  # (kernel, blocks, threads, diagnostic start or None)
     (7, 8, 1, None),
     (8, 1, 32, None),
     (0, 4, 1, "data race between blocks in kernel plain"),
+    (9, 4, 32, None),
+    (10, 1, 32, "data race in kernel flag_then_read"),
 ]
 
 

@@ -315,7 +315,7 @@ def _overwrite(start: int, end: int, data: bytes) -> None:
 
 
 def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, restype: Any,
-           guard_bytes: int | None, stderr_fd: int) -> None:
+           guard_bytes: int | None, stderr_fd: int, neutral: bool) -> None:
     os.dup2(stderr_fd, 2)
     if faulthandler.is_enabled():  # keep its report of a crash in the captured stderr
         faulthandler.enable(file=2)
@@ -323,7 +323,8 @@ def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, re
         lib = SimLibrary(path)
         if guard_bytes is not None:
             lib.set_guard_bytes(guard_bytes)
-        neutral_process()
+        if neutral:
+            neutral_process()
         run = lib.run(name, *args, seed=seed, restype=restype)
     except Exception as e:  # a bad name or argument: re-raised in the parent
         conn.send((e, None))
@@ -333,8 +334,11 @@ def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, re
 
 
 def run_isolated(library: SimBuild | Path | str, name: str, *args: Any, seed: int = 0, timeout: float = 60.0,
-                 restype: Any = ctypes.c_int, guard_bytes: int | None = None) -> SimRun:
+                 restype: Any = ctypes.c_int, guard_bytes: int | None = None, neutral: bool = False) -> SimRun:
     """Like :meth:`SimLibrary.run`, in a forked child limited to ``timeout`` seconds.
+
+    ``neutral``: the child calls :func:`neutral_process` first (the verifier's view: the code sees
+    ``./a.out`` and an ordinary environment; off by default, so a caller's switches reach the code).
 
     Arrays among ``args`` get the child's final contents.  Raises
     :class:`SimTimeout` if the child runs too long and :class:`SimCrash` if it
@@ -344,7 +348,7 @@ def run_isolated(library: SimBuild | Path | str, name: str, *args: Any, seed: in
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     with tempfile.TemporaryFile() as err:
-        proc = ctx.Process(target=_child, args=(send, path, name, args, seed, restype, guard_bytes, err.fileno()))
+        proc = ctx.Process(target=_child, args=(send, path, name, args, seed, restype, guard_bytes, err.fileno(), neutral))
         proc.start()
         send.close()
         try:

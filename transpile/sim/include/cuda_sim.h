@@ -480,20 +480,22 @@ inline cudaError_t api_error(cudaError_t code, const std::string& msg) {
 // std::chrono's steady_clock/system_clock::now are interposed at link time (defined in this
 // library, which is linked -Bsymbolic); a raw system call or rdtsc is not (docs/verify.md).
 inline long long g_vclock = 0;  // virtual nanoseconds since g_vbase_*
-inline long long g_vbase_mono = -1, g_vbase_real = 0;
+inline long long g_vbase_mono = 0, g_vbase_real = 0;
 inline unsigned long long g_vcycles = 0;
 SIM_RT long long vclock_read(bool realtime, long long advance) {
-  if (g_vbase_mono < 0) {
+  static const bool based = [] {  // once, thread-safe (the drop-in's helper threads read clocks too)
     struct timespec m, r;
     syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &m);
     syscall(SYS_clock_gettime, CLOCK_REALTIME, &r);
     g_vbase_mono = m.tv_sec * 1000000000ll + m.tv_nsec;
     g_vbase_real = r.tv_sec * 1000000000ll + r.tv_nsec;
-  }
-  g_vclock += advance;
-  return (realtime ? g_vbase_real : g_vbase_mono) + g_vclock;
+    return true;
+  }();
+  (void)based;
+  const long long now = __atomic_add_fetch(&g_vclock, advance, __ATOMIC_RELAXED);  // never backwards
+  return (realtime ? g_vbase_real : g_vbase_mono) + now;
 }
-inline void vclock_spend(long long ns) { g_vclock += ns; }
+inline void vclock_spend(long long ns) { __atomic_add_fetch(&g_vclock, ns, __ATOMIC_RELAXED); }
 
 // Hooks of the verifier's audit (verify_audit.h) into launches and atomics; null when absent.
 struct LaunchConfig;

@@ -19,10 +19,13 @@
 //   u at generation s is ordered before thread t's access now iff u == t, or s < the block's last
 //   barrier (g_bar_gen), or u and t share a warp and s < that warp's last __syncwarp / shuffle /
 //   vote (g_warp_gen), or t took a lock that u released after s (atomicExch or atomicCAS by u,
-//   then a successful atomicCAS by t on the same address: race_lock, g_acq_gen).  Two unordered accesses to a common byte, one of them a write and
-//   not both atomics, are a race.  Cells of earlier generations need no clearing.
+//   then a successful atomicCAS by t on the same address: race_lock, g_acq_gen).  Two unordered
+//   accesses to a common byte, a read (an atomic reads too) and a write, not both atomics, are a
+//   race; two plain writes alone are not reported (one flag value stored by many threads is
+//   harmless; a read after them is checked, and a difference shows in the values).  Cells of
+//   earlier generations need no clearing.
 // * Between blocks of one launch nothing is ordered (the simulator runs blocks one after another,
-//   in a seeded order): a read or write of a byte another block of the same launch wrote, or a
+//   in a seeded order): a read (or atomic) of a byte another block of the same launch wrote, or a
 //   write of one it read, is an inter-block race, unless both are atomics, or the block has done a
 //   fence and an atomic (the threadfence-reduction pattern: a block counts itself done with an
 //   atomic after a fence, the last one reads the others' results).
@@ -65,7 +68,6 @@ inline uint32_t g_launch_gen = 0;      // generation at the start of the launch
 inline uint32_t g_block_gen = 0;       // generation at the start of the running block
 inline uint32_t g_race_block = 0;      // linear index of the running block
 inline bool g_race_block_synced = false;  // the running block did a fence and an atomic
-inline bool g_race_stop = false;       // a race was reported in this launch
 inline std::vector<uint32_t> g_warp_gen;  // per warp of the running block
 inline std::vector<uint32_t> g_acq_gen;   // per thread: generation of its last lock acquisition
 inline std::map<uintptr_t, std::pair<uint32_t, uint16_t>> g_release;  // address -> (generation, thread)
@@ -88,8 +90,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_fresh_generation() {
 // A launch begins: track what its kernel can reach.
 SIM_RT __attribute__((no_sanitize_thread)) void race_launch_begin(unsigned nthreads) {
   g_race_active = false;
-  g_race_stop = false;
-  if (!g_race_on || g_race_stop) {
+  if (!g_race_on) {
     g_race_ranges.clear();
     return;
   }
@@ -213,7 +214,6 @@ SIM_RT __attribute__((no_sanitize_thread)) std::string race_thread(uint32_t blk,
 SIM_RT __attribute__((no_sanitize_thread)) void race_report(const RaceRange& r, uintptr_t a, bool between_blocks, uint32_t oblk, uint16_t otid, int okind,
                         int kind) {
   g_race_active = false;  // one report a launch; the rest of it runs unchecked
-  g_race_stop = true;
   g_race_ranges.clear();  // and the hooks return at once
   g_race_lo = g_race_hi = 0;
   const std::string first = race_thread(oblk, otid), second = race_thread(g_race_block, (uint16_t)g_cur->linear);
@@ -260,7 +260,10 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_access_slow(uintptr_t a, si
     uint8_t mask = 0;
     for (uintptr_t q = p; q < ghi; ++q) mask |= (uint8_t)(1u << (q - glo));
     RaceCell& c = rr.cells[idx];
-    if (c.wgen >= lg && (c.wmask & mask) && !(kind == kAtomic && c.watomic)) {
+    // Not checked: two plain writes (threads storing one flag value is common and harmless; a
+    // read of the location after them is checked, and so are the values), two atomics.
+    const bool ww = kind == kWrite && !c.watomic;
+    if (c.wgen >= lg && (c.wmask & mask) && !(kind == kAtomic && c.watomic) && !ww) {
       if (c.wblk != blk) {
         if (!g_race_block_synced) return race_report(rr, p, true, c.wblk, c.wtid, c.watomic ? kAtomic : kWrite, kind);
       } else if (!race_ordered(c.wgen, c.wtid, t)) {
