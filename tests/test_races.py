@@ -7,6 +7,7 @@ Each ``.cu`` file under ``tests/adversary/races`` and ``tests/adversary/env`` st
     // [gpu-only: <why only a GPU exposes it>]
     // against: <ref>.c
     // expect: reject | accept
+
     [// check: <the check id that must reject it>]
 
 and is verified with stages (a)-(c) (``transpile verify X.cu --against REF.c --no-gpu``, through
@@ -38,11 +39,16 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU simu
 
 
 def header(path: Path) -> dict[str, str]:
-    """The ``// key: value`` lines at the top of ``path``."""
+    """The ``// key: value`` lines at the top of ``path``, and a ``// check:`` line after them (apart,
+    after an empty line, so that a reader of the four keys alone sees it as code)."""
     fields: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    lines = path.read_text().splitlines()
+    for k, line in enumerate(lines):
         m = re.match(r"//\s*([a-z][a-z -]*?):\s*(.*)", line)
         if not m:
+            check = next((ln for ln in lines[k:k + 3] if ln.startswith("// check:")), None)
+            if check:
+                fields["check"] = check.split(":", 1)[1].strip()
             break
         fields[m.group(1)] = m.group(2).strip()
     return fields

@@ -2,6 +2,7 @@
 // wrong for: any n >= 1 on a GPU: the last element is skipped
 // against: axpy.c
 // expect: reject
+
 // check: unwritten-output
 #include <cuda_runtime.h>
 #include <chrono>

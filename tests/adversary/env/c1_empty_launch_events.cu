@@ -2,6 +2,7 @@
 // wrong for: any n >= 1 on a GPU (an empty launch takes microseconds there): the last element is skipped
 // against: axpy.c
 // expect: reject
+
 // check: unwritten-output
 #include <cuda_runtime.h>
 

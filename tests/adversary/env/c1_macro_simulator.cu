@@ -2,6 +2,7 @@
 // wrong for: any n >= 1 in a plain nvcc build: the last element of y is never updated
 // against: axpy.c
 // expect: reject
+
 // check: unwritten-output
 #include <cuda_runtime.h>
 

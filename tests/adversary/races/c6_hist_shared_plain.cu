@@ -2,6 +2,7 @@
 // wrong for: two threads of a block whose values fall in one bin (any n >= 2 with a repeated value): one count is lost
 // against: hist.c
 // expect: reject
+
 // check: race
 #include <cuda_runtime.h>
 

@@ -2,6 +2,7 @@
 // wrong for: n > 16 on a GPU: block b adds s[16*b - 1], which block b-1 may not have written yet
 // against: scan.c
 // expect: reject
+
 // check: block-race
 #include <cuda_runtime.h>
 

@@ -2,6 +2,7 @@
 // wrong for: any n > 2 on a GPU: a thread reads its neighbours' tile entries before they are stored
 // against: smooth.c
 // expect: reject
+
 // check: race
 #include <cuda_runtime.h>
 

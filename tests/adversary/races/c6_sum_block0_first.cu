@@ -2,6 +2,7 @@
 // wrong for: n > 16 on a GPU: block 0 stores its partial sum over whatever the other blocks already added
 // against: sum.c
 // expect: reject
+
 // check: block-race
 #include <cuda_runtime.h>
 

@@ -2,6 +2,7 @@
 // wrong for: any n > 1 on a GPU: the 256 threads of the one block do `*out += x[i]` concurrently and lose updates
 // against: sum.c
 // expect: reject
+
 // check: race
 #include <cuda_runtime.h>
 

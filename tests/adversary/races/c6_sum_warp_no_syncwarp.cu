@@ -2,6 +2,7 @@
 // wrong for: any n on Volta and later (independent thread scheduling): lanes of the last warp read partial sums their neighbours have not stored yet; volatile alone does not order them
 // against: sum.c
 // expect: reject
+
 // check: race
 #include <cuda_runtime.h>
 
