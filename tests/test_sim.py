@@ -111,7 +111,7 @@ def test_rewrite_shared_declarations() -> None:
     assert out[2].strip() == "float (* const tile)[33] = reinterpret_cast<float (*)[33]>(__sim::dyn_smem);"
     assert out[3].strip() == "volatile int * const v = reinterpret_cast<volatile int (*)>(__sim::dyn_smem);"
     assert out[5].split()[:3] == ["__shared__", "int", "q[4];"]  # and registered for poisoning:
-    assert out[5].endswith("__sim::register_shared((void*)&q, sizeof(q));")
+    assert out[5].endswith('__sim::register_shared((void*)&q, sizeof(q), "q");')  # named in race reports
     assert out[7] == "__device__ __attribute__((noinline)) int f();"
     assert out[8].replace(" ", "") == "cudaLaunchKernel(k,g,b,args);"
 

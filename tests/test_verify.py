@@ -39,7 +39,7 @@ CHEAT_TABLE: list[tuple[str, Path, str, str, str]] = [
     ("jacobi_copy_input", KERNELS / "jacobi_2d.c", "copy input to output", "c", "mismatch"),
     ("gemm_first_tile", KERNELS / "gemm.c", "write the first tile only", "c", "unwritten-output"),
     ("gemm_mult32", KERNELS / "gemm.c", "correct only for multiples of 32", "c", "unwritten-output"),
-    ("gemm_missing_sync", KERNELS / "gemm.c", "missing __syncthreads in a tiled kernel", "c", "schedule"),
+    ("gemm_missing_sync", KERNELS / "gemm.c", "missing __syncthreads in a tiled kernel", "c", "race"),
     ("atax_off_by_one", KERNELS / "atax.c", "off-by-one guard writes past the end", "c", "device-guard"),
     ("gemm_hardcoded", KERNELS / "gemm.c", "hard-coded output for one seed", "c", "mismatch"),
     ("gemm_cached", KERNELS / "gemm.c", "result cached in a static buffer between calls", "c", "fresh-input"),

@@ -32,21 +32,30 @@ half/bfloat16/fp8, textures/surfaces, clusters, ``memcpy_async``/pipelines,
 graphs, dynamic parallelism, CUDA libraries, the driver API, and any other
 ``cudaXxx()`` call the header does not define.  Not modelled: directed
 rounding (``__fadd_rz`` rounds to nearest), ``__CUDA_ARCH__`` (undefined: host
-code paths), blocks waiting for each other (they run one at a time).
+code paths), blocks waiting for each other (they run one at a time; a block reading another
+block's output of the same launch is reported as a race).
 
 Knobs: ``__sim_set_schedule(seed)`` (:meth:`SimLibrary.set_schedule`,
 ``TRANSPILE_SIM_SEED``), ``__sim_set_guard_bytes`` (default 256,
 ``TRANSPILE_SIM_GUARD_BYTES``), ``__sim_set_fill_byte`` (poison, default 0xFF),
-``TRANSPILE_SIM_STACK_KB`` (fiber stacks, default 256), ``TRANSPILE_SIM_QUIET``.
+``TRANSPILE_SIM_STACK_KB`` (fiber stacks, default 256), ``TRANSPILE_SIM_QUIET``,
+``TRANSPILE_SIM_RACE=0`` (no race detection; ``__sim_set_race_check``).
+
+Race detection (``include/cuda_sim_race.h``): the .cu file's translation unit is compiled with
+gcc's ThreadSanitizer instrumentation and linked without its runtime, every load and store of
+kernel code to device or shared memory is checked for happens-before (barriers, warp syncs, locks)
+and a race is a diagnostic starting ``data race`` (the verifier's ``race`` / ``block-race``).
+Environment (docs/verify.md): fresh memory's fill follows the schedule seed, clocks are virtual,
+and :func:`neutral_process` hides the Python process from the code it runs.
 """
 
 from __future__ import annotations
 
 from transpile.sim.build import INCLUDE_DIR, SimBuild, build, known_api
 from transpile.sim.errors import SimBuildError, SimCrash, SimError, SimTimeout, SimUnsupported
-from transpile.sim.runner import CUDA_ERRORS, DevicePtr, SimLibrary, SimRun, run_isolated
+from transpile.sim.runner import CUDA_ERRORS, DevicePtr, SimLibrary, SimRun, neutral_process, run_isolated
 
 __all__ = [
     "CUDA_ERRORS", "INCLUDE_DIR", "DevicePtr", "SimBuild", "SimBuildError", "SimCrash", "SimError", "SimLibrary", "SimRun",
-    "SimTimeout", "SimUnsupported", "build", "known_api", "run_isolated",
+    "SimTimeout", "SimUnsupported", "build", "known_api", "neutral_process", "run_isolated",
 ]

@@ -63,8 +63,19 @@ BASE_FLAGS: tuple[str, ...] = (
     "-fno-gnu-unique",
 )
 
+RACE_FLAGS: tuple[str, ...] = (
+    # gcc's ThreadSanitizer instrumentation without its runtime: every load, store and atomic of the
+    # .cu file's code calls a hook of cuda_sim.h's race detector (cuda_sim_race.h).  Only the .cu
+    # file's translation unit is instrumented (the simulator's runtime object is not), and the
+    # library is linked without -fsanitize, so libtsan is never loaded.  The macro gcc defines for
+    # it is removed: a candidate must not tell the simulator build by it.
+    "-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-U__SANITIZE_THREAD__",
+)
+
 # Names the library exports that are not the .cu file's own extern "C" functions.
-_RUNTIME_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start", "__assert_fail"})
+# The clock functions are the simulator's virtual clocks (cuda_sim.h, "Virtual time").
+_RUNTIME_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start", "__assert_fail", "clock",
+                              "clock_gettime", "gettimeofday", "time"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +171,13 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
     cpp_text = f'#line 1 "{quoted}"\n{body}'
     # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
     flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
-             *extra_flags]
-    parts = [cpp_text, _header_text(), local_includes(src, text), compiler, *flags, "split" if split else "single"]
+             *extra_flags, "-include", "cuda_sim_end.h"]
+    # The text of every force-included file is part of the key (an audit header's edit is a new
+    # library), so no -D carrying its hash is needed: the candidate would see such a macro.
+    included = [Path(f).read_text() for k, f in enumerate(flags)
+                if k > 0 and flags[k - 1] == "-include" and Path(f).is_absolute() and Path(f).is_file()]
+    parts = [cpp_text, _header_text(), local_includes(src, text), *included, compiler, *flags,
+             "split" if split else "single"]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     cpp = out / f"{src.stem}-{key}.sim.cpp"
@@ -180,11 +196,12 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
                 tu = out / f"{src.stem}-{key}.sim-host.cpp"
                 _write_once(tu, host[0])
                 objects.append(str(host_obj))
-            pch = precompiled_header(out, extern, compiler, timeout)
-            proc = _run([compiler, *pch, *extern, "-DCUDA_SIM_RUNTIME_EXTERN", "-x", "c++", str(tu), "-x", "none",
-                         *objects, "-o", str(tmp)], compiler, timeout, filename)
+            pch = precompiled_header(out, [*extern, *RACE_FLAGS], compiler, timeout)
+            proc = _compile_and_link([compiler, *pch, *extern, *RACE_FLAGS, "-DCUDA_SIM_RUNTIME_EXTERN"], str(tu),
+                                     [*extern, *objects], tmp, compiler, timeout, filename)
         if proc is None or proc.returncode != 0:  # built alone: the canonical build and its diagnostics
-            proc = _run([compiler, *flags, "-x", "c++", str(cpp), "-o", str(tmp)], compiler, timeout, filename)
+            proc = _compile_and_link([compiler, *flags, *RACE_FLAGS], str(cpp), list(flags), tmp, compiler, timeout,
+                                     filename)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             output = proc.stderr.strip()
@@ -193,6 +210,23 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
         os.replace(tmp, lib)
     return SimBuild(source=src, rewritten=cpp, library=lib, symbols=exported_symbols(lib),
                     kernels=kernel_names(text))
+
+
+def _compile_and_link(compile_cmd: list[str], source: str, link_flags: list[str], target: Path, compiler: str,
+                      timeout: float, filename: str) -> subprocess.CompletedProcess[str]:
+    """``source`` compiled by ``compile_cmd`` (with :data:`RACE_FLAGS`: link-only flags are dropped) into
+    an object beside ``target``, then linked with ``link_flags`` into ``target``; the first failing
+    step's result.  Two steps because gcc given ``-fsanitize=thread`` when linking links libtsan, whose
+    runtime must not be loaded (the race hooks are cuda_sim.h's)."""
+    obj = target.with_name(target.name + ".o")
+    cmd = [compile_cmd[0], *_compile_flags(compile_cmd[1:], ()), "-c", "-x", "c++", source, "-o", str(obj)]
+    try:
+        proc = _run(cmd, compiler, timeout, filename)
+        if proc.returncode != 0:
+            return proc
+        return _run([compiler, *link_flags, "-x", "none", str(obj), "-o", str(target)], compiler, timeout, filename)
+    finally:
+        obj.unlink(missing_ok=True)
 
 
 def _write_once(path: Path, text: str) -> None:

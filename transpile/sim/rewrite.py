@@ -271,7 +271,7 @@ def rewrite(text: str) -> str:
         edits.append((em.start(), em.end(), _padded(text[em.start():em.end()], new)))
     for k, (end, names) in enumerate(_shared_declarations(m)):
         regs = "".join(f" [[maybe_unused]] static const bool __sim_shared{k}_{i} = "
-                       f"__sim::register_shared((void*)&{n}, sizeof({n}));" for i, n in enumerate(names))
+                       f"__sim::register_shared((void*)&{n}, sizeof({n}), \"{n}\");" for i, n in enumerate(names))
         edits.append((end, end, regs))
     for sm in re.finditer(r"\bstatic(?=\s+__shared__\b)|(?<=__shared__)\s+static\b", m):
         edits.append((sm.start(), sm.end(), " " * (sm.end() - sm.start())))

@@ -7,6 +7,11 @@ C API (schedule seed, guard check, diagnostics) is exposed as methods.
 
 A kernel bug can crash or hang the whole process, so :func:`run_isolated`
 runs one call in a forked child with a time limit and copies the arrays back.
+
+:func:`neutral_process` makes such a child look like an ordinary program to the
+code it runs (no Python command line, process name or verifier environment):
+a candidate must not tell that it is being checked (docs/verify.md,
+"Environment detection").
 """
 
 from __future__ import annotations
@@ -244,8 +249,73 @@ class SimLibrary:
         self._api["reset"]()
 
 
+NEUTRAL_NAME = "./a.out"
+"""The command line a checked program sees (``/proc/self/cmdline``, ``program_invocation_name``)."""
+
+_KEEP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "PWD")
+"""Variables an ordinary program's environment has; everything else the verifier's process
+inherited (``PYTHONPATH``, ``TRANSPILE_*``, ``PYTEST_*``, virtual environments) is removed."""
+
+_neutral_keep: list[Any] = []  # buffers C pointers were set to: alive as long as the process
+
+
+def neutral_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a checked program gets: :data:`_KEEP_ENV`, ``LC_*`` and ``CUDA_*`` variables of
+    this process, plus ``extra`` (the switches a call sets on purpose)."""
+    env = {k: v for k, v in os.environ.items()
+           if k in _KEEP_ENV or k.startswith(("LC_", "CUDA_"))}
+    env.update(extra or {})
+    return env
+
+
+def neutral_process(extra_env: dict[str, str] | None = None) -> None:
+    """Make this (forked, single-use) process look like ``./a.out`` run from a shell.
+
+    * the environment becomes :func:`neutral_environment` (``environ``, ``getenv``), and the
+      initial environment block that ``/proc/self/environ`` shows is overwritten with it;
+    * the argument block ``/proc/self/cmdline`` shows (and ``program_invocation_name``, which
+      points into it) becomes :data:`NEUTRAL_NAME`; ``/proc/self/comm`` (``prctl(PR_SET_NAME)``,
+      ``program_invocation_short_name``) becomes ``a.out``.
+
+    What stays visible: ``/proc/self/exe`` and ``/proc/self/maps`` (the Python interpreter and the
+    library's path), the parent process, and the simulator's fiber stacks; see docs/verify.md.
+    Linux only; a step that fails is skipped.
+    """
+    env = neutral_environment(extra_env)
+    for k in list(os.environ):
+        if k not in env:
+            del os.environ[k]
+    for k, v in env.items():
+        os.environ[k] = v  # a fresh copy: nothing points into the initial block any more
+    try:
+        libc = ctypes.CDLL(None)
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        # Fields 48-51 (1-based, counting pid and comm): arg_start, arg_end, env_start, env_end.
+        arg_start, arg_end, env_start, env_end = (int(f) for f in fields[45:49])
+        _overwrite(arg_start, arg_end, NEUTRAL_NAME.encode() + b"\0")
+        _overwrite(env_start, env_end, b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
+        name = ctypes.create_string_buffer(NEUTRAL_NAME.encode())
+        short = ctypes.create_string_buffer(NEUTRAL_NAME.rsplit("/", 1)[-1].encode())
+        _neutral_keep.extend([name, short])
+        ctypes.c_void_p.in_dll(libc, "program_invocation_name").value = ctypes.addressof(name)
+        ctypes.c_void_p.in_dll(libc, "program_invocation_short_name").value = ctypes.addressof(short)
+        libc.prctl(15, short, 0, 0, 0)  # PR_SET_NAME
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+
+
+def _overwrite(start: int, end: int, data: bytes) -> None:
+    """Zero ``[start, end)`` of this process's memory and write ``data`` at ``start`` (cut to fit)."""
+    if end <= start:
+        return
+    n = end - start
+    ctypes.memset(start, 0, n)
+    data = data[:n - 1] + b"\0" if len(data) >= n else data
+    ctypes.memmove(start, data, len(data))
+
+
 def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, restype: Any,
-           guard_bytes: int | None, stderr_fd: int) -> None:
+           guard_bytes: int | None, stderr_fd: int, neutral: bool) -> None:
     os.dup2(stderr_fd, 2)
     if faulthandler.is_enabled():  # keep its report of a crash in the captured stderr
         faulthandler.enable(file=2)
@@ -253,6 +323,8 @@ def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, re
         lib = SimLibrary(path)
         if guard_bytes is not None:
             lib.set_guard_bytes(guard_bytes)
+        if neutral:
+            neutral_process()
         run = lib.run(name, *args, seed=seed, restype=restype)
     except Exception as e:  # a bad name or argument: re-raised in the parent
         conn.send((e, None))
@@ -262,8 +334,11 @@ def _child(conn: Any, path: str, name: str, args: tuple[Any, ...], seed: int, re
 
 
 def run_isolated(library: SimBuild | Path | str, name: str, *args: Any, seed: int = 0, timeout: float = 60.0,
-                 restype: Any = ctypes.c_int, guard_bytes: int | None = None) -> SimRun:
+                 restype: Any = ctypes.c_int, guard_bytes: int | None = None, neutral: bool = False) -> SimRun:
     """Like :meth:`SimLibrary.run`, in a forked child limited to ``timeout`` seconds.
+
+    ``neutral``: the child calls :func:`neutral_process` first (the verifier's view: the code sees
+    ``./a.out`` and an ordinary environment; off by default, so a caller's switches reach the code).
 
     Arrays among ``args`` get the child's final contents.  Raises
     :class:`SimTimeout` if the child runs too long and :class:`SimCrash` if it
@@ -273,7 +348,7 @@ def run_isolated(library: SimBuild | Path | str, name: str, *args: Any, seed: in
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     with tempfile.TemporaryFile() as err:
-        proc = ctx.Process(target=_child, args=(send, path, name, args, seed, restype, guard_bytes, err.fileno()))
+        proc = ctx.Process(target=_child, args=(send, path, name, args, seed, restype, guard_bytes, err.fileno(), neutral))
         proc.start()
         send.close()
         try:
