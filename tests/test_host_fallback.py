@@ -69,7 +69,7 @@ def test_both_paths_give_the_reference_results(built: tuple[str, Any], env: dict
     spec = polybench.spec(name)
     args = polybench.make_args(name, np.random.default_rng(seed))
     want = polybench.run_c(name, _fresh(args))
-    for value, on_host in (("1", True), ("0", False), (None, False)):  # unset: the simulator takes the GPU
+    for value, on_host in (("1", True), ("0", False)):  # unset: the model (the verifier sets 0 or 1 per run)
         _set(value)
         got = _fresh(args)
         run = lib.run(spec.function, *got.values(), restype=None)
@@ -106,8 +106,8 @@ def test_the_model_takes_the_host_for_tiny_sizes_and_the_gpu_for_large_ones(
     assert _on_host(lib, name, large) == 1
     _set("0")
     assert _on_host(lib, name, tiny) == 0
-    _set(None)  # the simulator: the GPU path, whatever the model says
-    assert _on_host(lib, name, tiny) == 0
+    _set(None)  # unset: the model, as everywhere (the simulator is not told apart)
+    assert _on_host(lib, name, tiny) == 1 and _on_host(lib, name, large) == 0
 
 
 def test_without_the_module_before_lowering_there_is_no_host_path() -> None:

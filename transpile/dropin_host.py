@@ -62,17 +62,24 @@ ENV = "TRANSPILE_DROPIN_HOST"
 class Model:
     """The constants of the choice (one place; each a ``-D``-overridable macro in the .cu).
 
-    Provisional values from the issue-39 table (H100, one gcc -O3 core; transpile 98dd4dc): the
-    drop-in's first call cost about 18 ms whatever the size, a staged copy runs at the host's
-    multi-threaded ``memcpy`` rate (24-41 GB/s, docs/dropin.md), the CPU ran PolyBench's statements
-    at 1.6 (atax) to 4 (jacobi-1d) per ns.  The GPU rates are deliberately low for the parallel part
-    (a bandwidth-bound statement moves 8-24 bytes at ~2 TB/s) and one thread's chain.
+    From runs 69 and 70 (H100, one gcc -O3 core): a first call's set-up is now plain ``cudaMalloc``
+    buffers, a pool, streams and events (under 0.5 ms) and, above 4 MiB, a small pinned ring (1.3-1.4
+    ms): 2 ms is taken (it was 18 ms before the first-call paths, run 69); a first call's copies go
+    through the driver's staging or the small ring, about 11 GB/s measured for pageable copies: 12 GB/s
+    is taken (later calls stage faster, 24-41 GB/s, docs/dropin.md, so the model errs towards the
+    host there).  One core ran the host path (run 70, alone on the machine) at 0.33 (mvt: 8e6
+    statements in 23.9 ms, a column walk of a 32 MB matrix), 0.6 (bicg, gemver) and 1.4 (atax)
+    statements per ns at LARGE, and jacobi-1d's cache-resident 2e6 in 1.2 ms: 0.5 per ns is taken
+    (2 before, which sent those four to the host).  The GPU
+    rates are deliberately low for the parallel part (a bandwidth-bound statement moves 8-24 bytes at
+    ~2 TB/s) and one thread's chain.  Run 70 ran with the earlier 18 ms / 25 GB/s, which sent mvt,
+    gemver and bicg (32 MB each, 4.6-12 ms with PPCG) to the host at 14-26 ms.
     """
 
-    host_stmt_per_s: float = 2.0e9  # one CPU core, statements of the original function per second
-    first_call_s: float = 18e-3  # a call that creates the drop-in's state (context-free setup)
+    host_stmt_per_s: float = 5e8  # one CPU core, statements of the original function per second
+    first_call_s: float = 2e-3  # a call that creates the drop-in's state (context-free setup)
     call_s: float = 60e-6  # a later call's fixed cost (pool, events, synchronisation)
-    link_bytes_per_s: float = 25e9  # host <-> device, pageable memory staged through pinned slots
+    link_bytes_per_s: float = 12e9  # host <-> device on a first call (pageable, or the small ring)
     launch_s: float = 4e-6  # one launch, issued back to back
     gpu_stmt_per_s: float = 5e10  # statements under parallel loops, all SMs
     serial_stmt_per_s: float = 2e8  # one GPU thread's chain of dependent statements
