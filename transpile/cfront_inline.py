@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from pycparser import c_ast
 
+from transpile.cfront_struct import set_child
 from transpile.diagnostics import Loc, TranspileError
 
 
@@ -111,7 +112,7 @@ class _Inliner:
                 _set_declname(rtype, result)
                 before.append(c_ast.Decl(result, [], [], [], [], rtype, None, None, coord=child.coord))
                 before.append(self.expand(child, stack, result))
-                _set(node, name, c_ast.ID(result, coord=child.coord))
+                set_child(node, name, c_ast.ID(result, coord=child.coord))
             else:
                 self.hoist(child, stack, before)
 
@@ -163,15 +164,6 @@ def _walk(node: c_ast.Node) -> list[c_ast.Node]:
         out.extend(_walk(c))
     return out
 
-
-def _set(node: c_ast.Node, name: str, child: c_ast.Node) -> None:
-    if "[" in name:
-        field, index = name[:-1].split("[")
-        seq = list(getattr(node, field))
-        seq[int(index)] = child
-        setattr(node, field, seq)
-    else:
-        setattr(node, name, child)
 
 
 def _set_declname(t: c_ast.Node, name: str) -> None:

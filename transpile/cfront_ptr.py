@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from pycparser import c_ast
 
+from transpile.cfront_struct import set_child
 from transpile.diagnostics import Loc, TranspileError
 
 
@@ -186,7 +187,7 @@ class _Pointers:
             raise self.err(node, f"local pointer '{node.name}' is used here other than through '*' or '[]', "
                                  "which is not supported")
         for name, child in node.children():
-            _set(node, name, self.expr(child, after))
+            set_child(node, name, self.expr(child, after))
         return node
 
     def ref(self, name: str, index: c_ast.Node, at: c_ast.Node) -> c_ast.Node:
@@ -212,15 +213,6 @@ def _plus(a: c_ast.Node, b: c_ast.Node) -> c_ast.Node:
         return a
     return c_ast.BinaryOp("+", a, b, coord=getattr(a, "coord", None))
 
-
-def _set(node: c_ast.Node, name: str, child: c_ast.Node) -> None:
-    if "[" in name:
-        field, index = name[:-1].split("[")
-        seq = list(getattr(node, field))
-        seq[int(index)] = child
-        setattr(node, field, seq)
-    else:
-        setattr(node, name, child)
 
 
 def _walk(node: c_ast.Node) -> list[c_ast.Node]:

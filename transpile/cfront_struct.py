@@ -166,7 +166,7 @@ class _Structurer:
                 return inner
             new = copy.copy(n)
             for name, child in n.children():
-                _set_child(new, name, walk(child))
+                set_child(new, name, walk(child))
             return new
 
         if node is None:
@@ -351,11 +351,11 @@ def _retarget_only(node: c_ast.Node | None, cont: str | None, used: dict[str, bo
         return node
     new = copy.copy(node)
     for name, child in node.children():
-        _set_child(new, name, _retarget_only(child, cont, used))
+        set_child(new, name, _retarget_only(child, cont, used))
     return new
 
 
-def _set_child(node: c_ast.Node, name: str, child: c_ast.Node | None) -> None:
+def set_child(node: c_ast.Node, name: str, child: c_ast.Node | None) -> None:
     """Set the child called ``name`` by ``children()`` (``block_items[2]``, ``iftrue``) on ``node``."""
     if "[" in name:
         field, index = name[:-1].split("[")
