@@ -63,7 +63,9 @@ def test_header_holds_the_prototypes(tmp_path: Path) -> None:
     assert ("void axpy(size_t n, const long m, double a, const double *__restrict__ x, double *__restrict__ y, "
             "int64_t k, float *w, const double *const z);") in text
     assert "cudaError_t axpy_device(" in text and "void axpy_release(void);" in text
-    assert text.count(";") == 3 and 'extern "C" {' in text and "#ifndef AXPY_H" in text
+    # NAME, NAME_device, NAME_release and the host path's choice NAME_on_host: every extern "C" function
+    assert text.count(";") == 4 and "int axpy_on_host(" in text
+    assert 'extern "C" {' in text and "#ifndef AXPY_H" in text
     assert 'extern "C" void axpy(size_t n, const long m,' in cu.read_text()  # the definition, as declared
     r = CliRunner().invoke(main, ["compile", str(tmp_path / "axpy.c"), "--emit", "ir", "-o", "-",
                                   "--header", str(tmp_path / "x.h")])
