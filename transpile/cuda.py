@@ -1332,10 +1332,10 @@ def launches_by_kernel(module: ir.Module, *, tiling: tile.Options | None = None)
     return {k.name: e.launch_log for k, (e, _) in zip(module.kernels, _emitted(module, tiling))}
 
 
-def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options | None = None
-                       ) -> tuple[str, dict[str, list[LaunchInfo]]]:
+def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options | None = None,
+                       host: ir.Module | None = None) -> tuple[str, dict[str, list[LaunchInfo]]]:
     """:func:`emit`'s text and :func:`launches_by_kernel` of the same emission (one rendering)."""
-    text, launches = _render_logged(module, source=source, tiling=tiling)
+    text, launches = _render_logged(module, source=source, tiling=tiling, host=host)
     return regions.clean(text), launches
 
 

@@ -150,16 +150,19 @@ class Schedule:
 
         return pipeline.lower(module, reassociate=self.reassociate, fuse=self.fuse)
 
-    def emit(self, lowered: ir.Module, source: str) -> str:
+    def emit(self, lowered: ir.Module, source: str, host: ir.Module | None = None) -> str:
+        """The CUDA of ``lowered`` under this schedule (``host``: the front end's module, for the
+        drop-ins' host path, as the plain compile emits it)."""
         from transpile import cuda
 
-        return cuda.emit(lowered, source=source, tiling=self.options())
+        return cuda.emit(lowered, source=source, tiling=self.options(), host=host)
 
-    def emit_with_launches(self, lowered: ir.Module, source: str) -> tuple[str, dict[str, Any]]:
+    def emit_with_launches(self, lowered: ir.Module, source: str, host: ir.Module | None = None
+                           ) -> tuple[str, dict[str, Any]]:
         """:meth:`emit`, and each kernel's launches as the emitter made them (for the cost model)."""
         from transpile import cuda
 
-        return cuda.emit_with_launches(lowered, source=source, tiling=self.options())
+        return cuda.emit_with_launches(lowered, source=source, tiling=self.options(), host=host)
 
     def knobs(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name in SPACE}
@@ -565,7 +568,7 @@ class Search:
                 if key not in self.lowered_cache:
                     self.lowered_cache[key] = t.schedule.lower(self.module)
                 lowered = self.lowered_cache[key]
-                text, launches = t.schedule.emit_with_launches(lowered, self.source)
+                text, launches = t.schedule.emit_with_launches(lowered, self.source, host=self.module)
             except (TranspileError, AssertionError, ValueError) as e:
                 t.status, t.stage, t.reason = "error", "emit", f"{type(e).__name__}: {e}"[:300]
                 self._learn(t)
@@ -841,7 +844,7 @@ def cached(cache: Cache, key: str, module: ir.Module, source: Path, settings: Se
     sched, data = hit
     lowered = sched.lower(module)
     edited = isinstance(data.get("cuda"), str)  # an LLM's edit: verified again by the caller, like all hits
-    text = data["cuda"] if edited else sched.emit(lowered, source.name)
+    text = data["cuda"] if edited else sched.emit(lowered, source.name, host=module)
     return Outcome(sched, lowered, text, cache_hit=True, verified=False, table=str(data.get("table", "")),
                    summary=f"evolve: cache hit ({cache.root / (key + '.json')}): "
                            f"{data.get('chosen', sched.name())}", edited=edited)
