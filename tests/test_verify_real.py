@@ -39,6 +39,13 @@ def _benchmarks() -> list[tuple[str, str, str]]:
 
 
 BENCHMARKS = _benchmarks()
+ALL = _benchmarks()
+#: CI runs a sample of the 30 (each file costs 15-75 s of CPU: about 10 minutes for all); set
+#: TRANSPILE_REAL_ALL=1 for every one.  doitgen is out of the sample: its simulated calls at LARGE copy
+#: and check 20-140 MB a call and passed the simulator's timeout under load (issue 38, left open).
+SAMPLE = ("gemm", "atax", "durbin", "jacobi-1d", "nussinov", "adi", "heat-3d", "seidel-2d")
+if not os.environ.get("TRANSPILE_REAL_ALL"):
+    BENCHMARKS = [b for b in BENCHMARKS if b[0] in SAMPLE]
 
 
 @pytest.mark.slow
@@ -47,7 +54,7 @@ BENCHMARKS = _benchmarks()
                          ids=[b[0] for b in BENCHMARKS] or ["none"])
 def test_real_polybench_file_verifies(tmp_path: Path, name: str, rel: str, function: str) -> None:
     assert PB is not None
-    assert len(BENCHMARKS) == 30
+    assert len(ALL) == 30
     out = tmp_path / f"{name}.cu"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "transpile.cli", rel, "-I", "utilities", "-I", str(Path(rel).parent),
