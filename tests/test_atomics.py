@@ -170,9 +170,10 @@ def test_the_verifier_passes_them_and_finds_a_plain_update(tmp_path: Path) -> No
     (report,) = verify_module(module, code, source=spec, lowered=low, options=opts)
     assert report.ok and report.stage("c").status == "pass", report.summary()
     # The bins fit in shared memory at the verifier's sizes: both forms ran (run G: global bins).
-    assert "atomicAdd(&hist_bins[b], 1);" in code and "atomicAdd(&hist[b], 1);" in code
+    # (the bin's local b = data[i] % nbins is propagated into the subscripts: passes/constprop.py)
+    assert "atomicAdd(&hist_bins[data[i] % nbins], 1);" in code and "atomicAdd(&hist[data[i] % nbins], 1);" in code
     # The global form with a plain read-modify-write: blocks race on the bins (found by run G).
-    plain = code.replace("atomicAdd(&hist[b], 1);", "hist[b] += 1;")
+    plain = code.replace("atomicAdd(&hist[data[i] % nbins], 1);", "hist[data[i] % nbins] += 1;")
     assert plain != code
     (report,) = verify_module(module, plain, source=spec, lowered=low, options=opts)
     assert not report.ok and "race" in report.summary()
