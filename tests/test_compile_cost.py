@@ -97,7 +97,7 @@ def test_tiny_budget_warns_and_keeps_meaning(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         lowered = pipeline.lower(module, budget=budget.Budget(pass_seconds=1e-9))
     texts = [str(w.message) for w in caught]
-    assert any("pass 'fuse'" in t and "[pass-budget]" in t and "correct but less optimised" in t for t in texts)
+    assert any("pass 'fuse'" in t and "[-Wpass-budget]" in t and "correct but less optimised" in t for t in texts)
     assert not any("pass 'map-gpu'" in t for t in texts)  # map-gpu always runs
     _same_meaning(module, lowered)
 

@@ -43,7 +43,7 @@ def options(f: F) -> F:
     f = click.option("--max-pass-seconds", type=click.FloatRange(min=0.0), default=DEFAULT_PASS_SECONDS,
                      show_default=True, metavar="S",
                      help="Time a pass may take on one kernel; past it the pass stops with the IR it has "
-                          "(correct, less optimised) and warns [pass-budget].")(f)
+                          "(correct, less optimised) and warns [-Wpass-budget].")(f)
     return f
 
 

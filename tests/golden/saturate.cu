@@ -190,6 +190,22 @@ extern "C" cudaError_t saturate_device(int n, const double *x, double *y, cudaSt
 #ifndef TRANSPILE_STAGE_MIN_PIECE_BYTES
 #define TRANSPILE_STAGE_MIN_PIECE_BYTES ((size_t)64 << 10)
 #endif
+// A first call (the ring not yet allocated) pays for what it creates inside the caller's timed
+// region, and a process may call a kernel only once: it stages through a small ring
+// (TRANSPILE_FIRST_RING_SLOTS slots of TRANSPILE_FIRST_RING_SLOT_BYTES), or copies directly from
+// pageable memory (the driver stages) when the call moves at most TRANSPILE_FIRST_PAGEABLE_MAX_BYTES;
+// the full ring is allocated by the next call that stages.  For measurement,
+// TRANSPILE_DROPIN_FIRST=full|small|pageable in the environment (read at every call) forces a
+// first call's path (docs/dropin.md, "First calls").
+#ifndef TRANSPILE_FIRST_RING_SLOTS
+#define TRANSPILE_FIRST_RING_SLOTS 8
+#endif
+#ifndef TRANSPILE_FIRST_RING_SLOT_BYTES
+#define TRANSPILE_FIRST_RING_SLOT_BYTES ((size_t)512 << 10)
+#endif
+#ifndef TRANSPILE_FIRST_PAGEABLE_MAX_BYTES
+#define TRANSPILE_FIRST_PAGEABLE_MAX_BYTES ((size_t)4 << 20)
+#endif
 // Ranges smaller than this are copied by the calling thread alone.
 #ifndef TRANSPILE_PARALLEL_MIN_BYTES
 #define TRANSPILE_PARALLEL_MIN_BYTES ((size_t)1 << 20)
@@ -293,6 +309,7 @@ struct transpile_job {
   bool streaming;        // streaming stores (transpile_stage_streaming)
   unsigned char *host;   // the range's host side
   unsigned char *slots;  // the ring
+  size_t slot_count, slot_bytes;  // its geometry
   size_t len, chunk, count;
   size_t pieces;              // per chunk
   std::atomic<size_t> next;   // the next unit a copier takes
@@ -322,7 +339,7 @@ struct transpile_job {
   const size_t at = (u % j->pieces) * piece;
   if (at < n) {
     const size_t bytes = n - at < piece ? n - at : piece;
-    unsigned char *slot = j->slots + (i % TRANSPILE_STAGE_SLOTS) * TRANSPILE_STAGE_SLOT_BYTES + at;
+    unsigned char *slot = j->slots + (i % j->slot_count) * j->slot_bytes + at;
     unsigned char *host = j->host + i * j->chunk + at;
     if (j->to_device) {
       transpile_stage_memcpy(slot, host, bytes, j->streaming);
@@ -500,7 +517,9 @@ struct transpile_dropin {
   cudaEvent_t mark[TRANSPILE_DROPIN_POINTS];  // per point of a call: the kernels before it
   cudaEvent_t ready;        // the allocations, then each point's copies to the device
   cudaMemPool_t pool;       // device buffers, kept between calls (release threshold: all)
-  unsigned char *ring;      // TRANSPILE_STAGE_SLOTS pinned staging slots (allocated on first use)
+  unsigned char *ring;      // ring_slots pinned staging slots of ring_slot_bytes (allocated on first use)
+  size_t ring_slots, ring_slot_bytes;  // the full ring's geometry, or a first call's small one
+  unsigned calls;           // calls since the state was opened
   cudaEvent_t slot_done[TRANSPILE_STAGE_SLOTS];  // the last DMA from or into the slot has completed
   bool slot_busy[TRANSPILE_STAGE_SLOTS];         // slot_done is recorded and not yet seen complete
   transpile_copier *copier; // helper threads for the staging copies (made on first use)
@@ -518,12 +537,14 @@ struct transpile_array {
   int in_at;            // the point of its copy-in (-1: none)
   int out_after;        // its copy-out waits for this point's mark (-1: none)
   int pinned;           // 0: undecided; 1: page-locked by the user; 2: registered by this call;
-                        // 3: to be registered on its first copy; -1: staged
+                        // 3: to be registered on its first copy; -1: staged; -2: copied from pageable
+                        // memory directly (a first call, transpile_dropin_path)
   size_t reg_off, reg_len;  // the range registered by this call (in pieces, see transpile_dropin_piece)
   size_t pieces;            // how many pieces are registered
   int copied_in;            // copy-in ran (its element range below, clamped; maybe empty)
   long long in_lo, in_hi;
   bool out_done;            // copy-out started
+  bool plain;               // dev came from cudaMalloc (a first call), not from the pool
 };
 
 // One call of a drop-in: its arrays and the number of its last point.
@@ -639,6 +660,9 @@ struct transpile_call {
   }
   transpile_check(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), kernel, "cudaEventCreate");
   s->ring = NULL;
+  s->ring_slots = 0;
+  s->ring_slot_bytes = 0;
+  s->calls = 0;
   s->device = device;
   s->open = true;
   if (!s->exit_hook) {
@@ -647,10 +671,20 @@ struct transpile_call {
   }
 }
 
+// A device buffer for `a`: from the pool, except in a state's first call, whose buffers come from
+// cudaMalloc and go back at its end: a pool's first allocation maps its memory (6.4-6.7 ms on an
+// H100, run 69), a plain one 0.06 ms, and a process may call the function only once.
 [[maybe_unused]] static void transpile_dropin_alloc(transpile_dropin *s, transpile_array *a, const char *kernel,
                                                     const char *what)
 {
-  if (a->bytes != 0) {
+  if (a->bytes == 0) {
+    return;
+  }
+  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
+  a->plain = s->calls == 0 && !(env != NULL && strcmp(env, "full") == 0);
+  if (a->plain) {
+    transpile_check(cudaMalloc((void **)&a->dev, a->bytes), kernel, what);
+  } else {
     transpile_check(cudaMallocFromPoolAsync((void **)&a->dev, a->bytes, s->pool, s->stream), kernel, what);
   }
 }
@@ -764,13 +798,27 @@ struct transpile_call {
   }
 }
 
-// The ring, allocated on first use, with every slot free: a DMA of an earlier range still in flight
+// How a call reaches pageable memory (see TRANSPILE_FIRST_RING_SLOTS): 'f' through the full ring,
+// 's' through a small ring, 'p' by direct copies.  A first call that moves `bytes` takes 'p' up to
+// TRANSPILE_FIRST_PAGEABLE_MAX_BYTES, else 's'; later calls take 'f'.
+[[maybe_unused]] static char transpile_dropin_path(const transpile_dropin *s, size_t bytes)
+{
+  if (s->calls > 1) {
+    return 'f';
+  }
+  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
+  if (env != NULL && *env != '\0') {
+    return strcmp(env, "full") == 0 ? 'f' : strcmp(env, "pageable") == 0 ? 'p' : 's';
+  }
+  return bytes <= TRANSPILE_FIRST_PAGEABLE_MAX_BYTES ? 'p' : 's';
+}
+
+// The ring, allocated on first use (small on a first call, see transpile_dropin_first_path; the full
+// one replaces it on a later call), with every slot free: a DMA of an earlier range still in flight
 // is waited for.
 [[maybe_unused]] static void transpile_dropin_ring(transpile_dropin *s, const char *kernel, const char *what)
 {
   if (s->ring == NULL) {
-    transpile_check(cudaMallocHost((void **)&s->ring, (size_t)TRANSPILE_STAGE_SLOTS * TRANSPILE_STAGE_SLOT_BYTES),
-                    kernel, "cudaMallocHost staging ring");
     for (int i = 0; i < TRANSPILE_STAGE_SLOTS; ++i) {
       transpile_check(cudaEventCreateWithFlags(&s->slot_done[i], cudaEventDisableTiming), kernel, "cudaEventCreate");
       s->slot_busy[i] = false;
@@ -782,6 +830,21 @@ struct transpile_call {
       s->slot_busy[i] = false;
     }
   }
+  const bool small = transpile_dropin_path(s, (size_t)-1) != 'f';
+  const size_t slots = small && TRANSPILE_FIRST_RING_SLOTS < TRANSPILE_STAGE_SLOTS ? TRANSPILE_FIRST_RING_SLOTS
+                                                                                   : TRANSPILE_STAGE_SLOTS;
+  const size_t slot_bytes = small && TRANSPILE_FIRST_RING_SLOT_BYTES < TRANSPILE_STAGE_SLOT_BYTES
+                                ? TRANSPILE_FIRST_RING_SLOT_BYTES : TRANSPILE_STAGE_SLOT_BYTES;
+  if (s->ring != NULL && s->ring_slots * s->ring_slot_bytes >= slots * slot_bytes) {
+    return;
+  }
+  if (s->ring != NULL) {  // a first call's small ring, every slot free (above): the full one replaces it
+    transpile_check(cudaFreeHost(s->ring), kernel, "cudaFreeHost staging ring");
+    s->ring = NULL;
+  }
+  transpile_check(cudaMallocHost((void **)&s->ring, slots * slot_bytes), kernel, "cudaMallocHost staging ring");
+  s->ring_slots = slots;
+  s->ring_slot_bytes = slot_bytes;
 }
 
 // Whether slot `k`'s last DMA has completed (errors other than "not yet" abort).
@@ -806,7 +869,8 @@ struct transpile_call {
   const size_t threads = (size_t)transpile_stage_range_threads();
   size_t chunk = (len / (4 * threads) + 63) / 64 * 64;
   chunk = chunk < TRANSPILE_STAGE_MIN_CHUNK_BYTES ? TRANSPILE_STAGE_MIN_CHUNK_BYTES : chunk;
-  chunk = chunk < TRANSPILE_STAGE_SLOT_BYTES ? chunk : TRANSPILE_STAGE_SLOT_BYTES;
+  const size_t slots = s->ring_slots, slot_bytes = s->ring_slot_bytes;
+  chunk = chunk < slot_bytes ? chunk : slot_bytes;
   const char *share_env = getenv("TRANSPILE_DROPIN_SHARE");
   const bool share = share_env != NULL && *share_env != '\0' ? strcmp(share_env, "0") != 0
                                                              : TRANSPILE_STAGE_SHARE_CHUNKS != 0;
@@ -817,6 +881,8 @@ struct transpile_call {
   j.streaming = transpile_stage_streaming(to_device);
   j.host = a->host + off;
   j.slots = s->ring;
+  j.slot_count = slots;
+  j.slot_bytes = slot_bytes;
   j.len = len;
   j.chunk = chunk;
   j.count = (len + chunk - 1) / chunk;
@@ -824,7 +890,7 @@ struct transpile_call {
   j.next.store(0);
   j.helpers = (int)threads - 1;
   j.joined.store(0);
-  j.limit.store(to_device ? (j.count < TRANSPILE_STAGE_SLOTS ? j.count : TRANSPILE_STAGE_SLOTS) : 0);
+  j.limit.store(to_device ? (j.count < slots ? j.count : slots) : 0);
   std::unique_ptr<std::atomic<unsigned>[]> done(new std::atomic<unsigned>[j.count]());
   j.done = done.get();
   const int helpers = transpile_copier_post(&s->copier, &j);
@@ -840,8 +906,8 @@ struct transpile_call {
     bool moved = false;
     if (to_device) {
       while (issued < j.count && transpile_job_ready(&j, issued)) {
-        const size_t k = issued % TRANSPILE_STAGE_SLOTS;
-        transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * TRANSPILE_STAGE_SLOT_BYTES,
+        const size_t k = issued % slots;
+        transpile_check(cudaMemcpyAsync(a->dev + off + issued * chunk, s->ring + k * slot_bytes,
                                         transpile_job_bytes(&j, issued), cudaMemcpyHostToDevice, s->up), kernel, what);
         transpile_check(cudaEventRecord(s->slot_done[k], s->up), kernel, what);
         s->slot_busy[k] = true;
@@ -852,9 +918,9 @@ struct transpile_call {
       while (drained < j.count && transpile_job_ready(&j, drained)) {
         ++drained;
       }
-      while (issued < j.count && issued < drained + TRANSPILE_STAGE_SLOTS) {  // its slot is drained
-        const size_t k = issued % TRANSPILE_STAGE_SLOTS;
-        transpile_check(cudaMemcpyAsync(s->ring + k * TRANSPILE_STAGE_SLOT_BYTES, a->dev + off + issued * chunk,
+      while (issued < j.count && issued < drained + slots) {  // its slot is drained
+        const size_t k = issued % slots;
+        transpile_check(cudaMemcpyAsync(s->ring + k * slot_bytes, a->dev + off + issued * chunk,
                                         transpile_job_bytes(&j, issued), cudaMemcpyDeviceToHost, s->down), kernel, what);
         transpile_check(cudaEventRecord(s->slot_done[k], s->down), kernel, what);
         s->slot_busy[k] = true;
@@ -862,9 +928,9 @@ struct transpile_call {
         moved = true;
       }
     }
-    while (landed < issued && transpile_dropin_landed(s, landed % TRANSPILE_STAGE_SLOTS, kernel, what)) {
+    while (landed < issued && transpile_dropin_landed(s, landed % slots, kernel, what)) {
       ++landed;
-      const size_t limit = to_device ? landed + TRANSPILE_STAGE_SLOTS : landed;
+      const size_t limit = to_device ? landed + slots : landed;
       j.limit.store(limit < j.count ? limit : j.count, std::memory_order_release);
       moved = true;
     }
@@ -886,6 +952,14 @@ struct transpile_call {
 {
   const char *what = to_device ? a->to_device : a->to_host;
   transpile_dropin_pin(a, len);
+  if (a->pinned == -2) {  // a first call's pageable array: the driver stages it (synchronous to the host)
+    if (to_device) {
+      transpile_check(cudaMemcpyAsync(a->dev + off, a->host + off, len, cudaMemcpyHostToDevice, s->up), kernel, what);
+    } else {
+      transpile_check(cudaMemcpyAsync(a->host + off, a->dev + off, len, cudaMemcpyDeviceToHost, s->down), kernel, what);
+    }
+    return;
+  }
   if (transpile_dropin_direct(a, off, len)) {
     transpile_dropin_direct_copy(s, a, off, len, to_device, kernel, what);
     return;
@@ -995,6 +1069,23 @@ struct transpile_call {
       c->arrays[i].out_after = c->arrays[i].out_after < 0 ? -1 : c->last;
     }
   }
+  c->s->calls += c->s->calls < UINT_MAX ? 1 : 0;
+  size_t bytes = 0;
+  for (int i = 0; i < c->count; ++i) {
+    bytes += c->arrays[i].bytes;
+  }
+  if (transpile_dropin_path(c->s, bytes) == 'p') {
+    for (int i = 0; i < c->count; ++i) {
+      transpile_array *a = &c->arrays[i];
+      cudaPointerAttributes attr;
+      if (cudaPointerGetAttributes(&attr, a->host) == cudaSuccess && attr.type == cudaMemoryTypeHost) {
+        a->pinned = 1;  // the user's own page-locked memory
+      } else {
+        (void)cudaGetLastError();
+        a->pinned = -2;
+      }
+    }
+  }
   transpile_dropin_stamp(c);
   transpile_check(cudaEventRecord(c->s->ready, c->s->stream), c->kernel, "cudaEventRecord");
   transpile_check(cudaStreamWaitEvent(c->s->up, c->s->ready, 0), c->kernel, "cudaStreamWaitEvent");
@@ -1015,11 +1106,16 @@ struct transpile_call {
   transpile_check(cudaStreamSynchronize(s->down), c->kernel, "copies to the host");
   transpile_dropin_stamp(c);
   for (int i = 0; i < c->count; ++i) {
-    if (c->arrays[i].dev != NULL) {
+    if (c->arrays[i].dev != NULL && !c->arrays[i].plain) {
       transpile_check(cudaFreeAsync(c->arrays[i].dev, s->stream), c->kernel, "cudaFreeAsync");
     }
   }
   transpile_check(cudaStreamSynchronize(s->stream), c->kernel, "cudaFreeAsync");
+  for (int i = 0; i < c->count; ++i) {
+    if (c->arrays[i].dev != NULL && c->arrays[i].plain) {
+      transpile_check(cudaFree(c->arrays[i].dev), c->kernel, "cudaFree");
+    }
+  }
   for (int i = 0; i < c->count; ++i) {
     uintptr_t lo = 0, hi = 0;
     transpile_array *a = &c->arrays[i];
@@ -1060,9 +1156,9 @@ extern "C" void saturate(int n, double *x, double *y)
   // the call's state.
   transpile_array arrays[2] = {
     {(unsigned char *)x, NULL, x_bytes, sizeof(double), "copy x to the device", "copy x to the host",
-     0LL, LLONG_MAX, 0LL, 0LL, 0, -1, 0, 0, 0, 0, 0, 0, 0, false},
+     0LL, LLONG_MAX, 0LL, 0LL, 0, -1, 0, 0, 0, 0, 0, 0, 0, false, false},
     {(unsigned char *)y, NULL, y_bytes, sizeof(double), "copy y to the device", "copy y to the host",
-     0LL, 0LL, 0LL, LLONG_MAX, -1, 1, 0, 0, 0, 0, 0, 0, 0, false},
+     0LL, 0LL, 0LL, LLONG_MAX, -1, 1, 0, 0, 0, 0, 0, 0, 0, false, false},
   };
   transpile_call call = {&transpile_saturate_dropin, arrays, 2, 1, "saturate"};
   transpile_dropin_trace(&call);
