@@ -43,7 +43,7 @@ def header(path: Path) -> dict[str, str]:
             break
         body = line[2:].strip()
         key, sep, value = body.partition(":")
-        if sep and key.strip() in (*KEYS, "gpu-only"):
+        if sep and key.strip() in (*KEYS, "gpu-only", "mode"):
             last = key.strip()
             out[last] = value.strip()
         elif last is not None:
@@ -86,7 +86,8 @@ def test_adversary_file(path: Path) -> None:
         pytest.skip(f"gpu-only: {h['gpu-only']}")
     seed = 1000 + zlib.crc32(path.name.encode()) % 100000
     report = verify_file(path, path.parent / h["against"],
-                         options=Options(seed=seed, mode="quick", stages="ac", gpu=False))
+                         options=Options(seed=seed, mode=h.get("mode", "quick").split()[0], stages="ac",
+                                         gpu=False))
     if h["expect"] == "reject":
         assert report.verdict == "fail", (
             f"{path.name} (wrong for: {h['wrong for']}) was not rejected:\n{report.summary()}")

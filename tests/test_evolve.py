@@ -179,7 +179,7 @@ def test_a_failed_default_is_not_written_even_when_others_are_unjudged(tmp_path:
         return evolve.Checked(False, "c", "degenerate test", inconclusive=True)
 
     module = frontend.load(KERNELS / "gemm.c")
-    default_text = evolve.Schedule().emit(evolve.Schedule().lower(module), "gemm.c")
+    default_text = evolve.Schedule().emit(evolve.Schedule().lower(module), "gemm.c", host=module)
     s = evolve.Search(module, "gemm.c", check, evolve.Settings(sizes=GEMM_SIZES, rounds=1))
     s.run()
     assert {t.status for t in s.trials if t.origin == "default"} == {"fail"}

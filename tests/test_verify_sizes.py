@@ -55,7 +55,7 @@ def test_drawn_sizes_stay_within_fixed_extents(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None, reason="needs g++ and gcc")
 def test_a_kernel_keyed_on_the_old_size_list_is_rejected() -> None:
     cheat = ADVERSARY / "gemm_size_keyed.cu"
-    assert "against: tests/kernels/gemm.c" in cheat.read_text()
+    assert "against: ../../kernels/gemm.c" in cheat.read_text()
     report = verify_file(cheat, GEMM, options=Options(seed=7, stages="abc", gpu=False))
     assert report.verdict == "fail", report.summary()
     assert report.failure.key == "c" and report.failure.check == "unwritten-output", report.summary()  # type: ignore[union-attr]

@@ -115,6 +115,8 @@ def _preload_packages() -> None:
 
     for pkg in (transpile, passes):
         for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            if info.name.rsplit(".", 1)[-1] == "__main__":  # a program, not a module to preload
+                continue
             try:
                 importlib.import_module(info.name)
             except Exception:  # an optional extra (ray, cupy, openai) is missing: its users import it late

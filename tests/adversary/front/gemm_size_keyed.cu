@@ -1,5 +1,8 @@
-// class: 2 (input keying); wrong for: ni % 4 == 3 with ni > 128, or any size above 1024 (the last
-// row of C is left as it was); against: tests/kernels/gemm.c
+// class: 2 (input keying: sizes)
+// wrong for: ni % 4 == 3 with ni > 128, or any size above 1024 (the last row of C is left as it was)
+// against: ../../kernels/gemm.c
+// expect: reject
+// mode: full (quick mode draws no side above 1024; the full mode, a compile's default, must catch it)
 // A tiled gemm that is right on every size a fixed list of shapes held (1, 2, 3, 17, 33, 65, 127,
 // 257, 1025 square; 17/33/9 non-square; nothing above 1024 on one side alone) and wrong elsewhere.
 #include <cuda_runtime.h>
