@@ -42,7 +42,34 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _CACHE = pytest.StashKey[str]()
 
 
+#: ``TRANSPILE_TESTS=all`` runs every case of the tests marked ``sample(k)``; by default (CI) every k-th.
+FULL = os.environ.get("TRANSPILE_TESTS", "") == "all"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return ("cases: all (TRANSPILE_TESTS=all)" if FULL else
+            "cases: every k-th case of the tests marked sample(k); TRANSPILE_TESTS=all runs them all")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests marked ``slow`` (10 s and more each) first, otherwise in collection order: under xdist a
+    """Keep every k-th case of a parametrized test marked ``sample(k)`` (the corpora whose every case
+    costs a compile and a simulation: CI runs a fixed sample, ``TRANSPILE_TESTS=all`` runs all); then
+    the tests marked ``slow`` (10 s and more each) first, otherwise in collection order: under xdist a
     long test started last keeps one worker busy while the others have nothing left to take."""
+    if not FULL:
+        seen: dict[str, int] = {}
+        keep: list[pytest.Item] = []
+        dropped: list[pytest.Item] = []
+        for item in items:
+            mark = item.get_closest_marker("sample")
+            if mark is None:
+                keep.append(item)
+                continue
+            base = item.nodeid.split("[", 1)[0]
+            index = seen.get(base, 0)
+            seen[base] = index + 1
+            (keep if index % int(mark.args[0]) == 0 else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

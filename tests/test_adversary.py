@@ -77,6 +77,7 @@ def test_gpu_only_files_are_listed() -> None:
             print(f"gpu-only: {_id(p)}: {h['gpu-only']}")
 
 
+@pytest.mark.sample(3)
 @needs_gxx
 @pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=[_id(p) for p in FILES])

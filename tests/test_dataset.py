@@ -39,6 +39,7 @@ SHAPES = ("gemm", "atax", "jacobi_2d", "durbin", "nussinov")
 SPEC_SHAPES = ("gemm", "histogram", "prefix_sum", "softmax", "stencil_2d")
 
 
+@pytest.mark.sample(6)
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
 def test_every_kernel_record(path: Path) -> None:
     """The record ``transpile dataset`` exports for each test kernel (the function its tasks run,
@@ -210,6 +211,7 @@ def _broken(rec: dict[str, Any], how: str) -> dict[str, Any]:
     return bad
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("how", ["label", "offset", "reversed", "function", "verified", "missing", "extra",
                                  "kind", "spec"])
 def test_broken_record_rejected(small: dict[str, Any], how: str) -> None:

@@ -151,6 +151,7 @@ def _expected(n: int, a: np.ndarray) -> dict[str, np.ndarray]:
     return {"B": b, "C": c, "D": a + 1.0, "E": e}
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("mode", ["auto", "staged", "register", "serial", "trace", "threads=2", "threads=1",
                                   "caller=0", "share=1", "share=1,threads=2", "first=small", "first=pageable",

@@ -43,6 +43,7 @@ def test_answer_agrees_with_itself(name: str) -> None:
     assert out.evidence is None and out.inputs > 0
 
 
+@pytest.mark.sample(3)
 @pytest.mark.parametrize("name", NAMES)
 def test_answer_verifies(name: str) -> None:
     from transpile.llm.client import LLMConfig

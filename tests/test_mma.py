@@ -253,6 +253,7 @@ def _two_shapes(cases: list[Any]) -> list[Any]:
     return out
 
 
+@pytest.mark.sample(4)
 @needs_gxx
 @pytest.mark.parametrize("name, sizes, shape", _two_shapes([
     ("syrk", {"n": 37, "m": 21}), ("syr2k", {"n": 37, "m": 21}),
@@ -312,6 +313,7 @@ def _tri_source(shape: str) -> str:
     return src
 
 
+@pytest.mark.sample(3)
 @needs_gxx
 @pytest.mark.parametrize("shape, mma", _two_shapes(sorted(TRI_SHAPES)))
 def test_triangular_k_matches_the_reference(tmp_path: Path, shape: str, mma: str) -> None:
@@ -446,6 +448,7 @@ SCALAR = """kernel sform(i32 n, i32 p, in f64 a[n][p], in f64 b[p][n], inout f64
 """
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("hi, mma", _two_shapes(["p", "i"]) + [("i", "k16")])
 def test_scalar_accumulator_matches_the_reference(tmp_path: Path, hi: str, mma: str) -> None:

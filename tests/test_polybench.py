@@ -86,6 +86,7 @@ NVCC_C = ["gemm", "symm", "atax", "gemver", "doitgen", "deriche", "adi", "heat-3
           "durbin", "nussinov", "floyd-warshall", "correlation", "gramschmidt"]
 
 
+@pytest.mark.sample(3)
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("name", NVCC_C)
 def test_cli_emits_cuda_that_nvcc_compiles(name: str, tmp_path: Path) -> None:

@@ -74,6 +74,7 @@ def _verify(cu: Path, ref: Path, seed: int) -> Any:
     return verify_file(cu, ref, options=Options(seed=seed, mode="quick", stages="abc", gpu=False))
 
 
+@pytest.mark.sample(2)
 @pytest.mark.slow  # 19 files through stages (a)-(c): about 150 s of CPU
 @needs_gxx
 @pytest.mark.parametrize("cu", CASES, ids=[p.stem for p in CASES])
@@ -187,6 +188,7 @@ def race_lib(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return build(d / "k.cu", d / "out")
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize(("which", "blocks", "threads", "expect"), _EXPECT)
 @pytest.mark.parametrize("seed", [0, 5])

@@ -251,6 +251,7 @@ def test_polybench_reductions_compile_with_nvcc(name: str, tmp_path: Path) -> No
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.sample(3)
 @pytest.mark.slow
 @needs_gxx
 @pytest.mark.parametrize("name", sorted(AFFECTED))

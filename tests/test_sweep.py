@@ -404,6 +404,7 @@ def shaped(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, int
     return libs
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("m, n", [(129, 131), (300, 257), (37, 1000), (256, 64)])

@@ -208,6 +208,7 @@ OPTION_SETS = {"default": FMA, "no-shared": tile.Options(shared=False),
                "128x64-8x4": tile.Options(tile=(128, 64), coarsen=(8, 4), mma=False)}
 
 
+@pytest.mark.sample(3)
 @needs_nvcc
 @pytest.mark.parametrize("name", sorted(TILED))
 @pytest.mark.parametrize("opts", sorted(OPTION_SETS))
@@ -249,6 +250,7 @@ def test_gemm_options_match_the_reference(opts: str) -> None:
     _verify("gemm", OPTION_SETS[opts], {"ni": 33, "nj": 70, "nk": 19})
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("name", ["2mm", "3mm", "syrk", "syr2k", "covariance", "correlation", "trmm", "symm"])
 def test_other_kernels_match_the_reference(name: str) -> None:

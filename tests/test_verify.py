@@ -156,6 +156,7 @@ def test_crash_is_a_reported_failure(tmp_path: Path) -> None:
 PB = sorted(KERNELS.glob("*.c"))
 
 
+@pytest.mark.sample(3)
 @needs_gxx
 @pytest.mark.parametrize("path", PB, ids=[p.stem for p in PB])
 def test_pipeline_output_passes_stages_a_to_c(path: Path) -> None:
