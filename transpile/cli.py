@@ -56,6 +56,8 @@ _LAZY = {
                  "the verifier, isolated and in parallel."),
     "evolve": ("transpile.evolvecmd", "evolve_cmd", "Search schedules for FILES under one shared time budget; "
                "write OUT_DIR/STEM.cu for each."),
+    "opt": ("transpile.optcmd", "opt_cmd", "Run passes by name over FILE (.ir, or .c through the front end) and "
+            "print the IR text form."),
     "repair": ("transpile.llm.repair", "repair_cmd", "Repair KERNEL.cu with an LLM until it verifies against the "
                "reference (bounded rounds)."),
     "verify": ("transpile.verify.cli", "verify_cmd", "Verify KERNEL.cu, any CUDA file defining the drop-in extern "
