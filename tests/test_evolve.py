@@ -167,7 +167,7 @@ def test_a_default_the_verifier_cannot_judge_is_written_as_without_evolve(tmp_pa
     out = evolve.compile_evolved(module, KERNELS / "gemm.c", evolve.Settings(sizes=GEMM_SIZES, rounds=2),
                                  cache=evolve.Cache(tmp_path), check=unjudged)
     assert out.schedule == evolve.Schedule() and not out.verified and not out.cache_hit
-    assert out.text == out.schedule.emit(out.schedule.lower(module), "gemm.c")
+    assert out.text == out.schedule.emit(out.schedule.lower(module), "gemm.c", host=module)
     assert "no candidate passed verification" in out.summary
     assert not list(tmp_path.glob("*.json"))  # the caller verifies it again; nothing is cached
 

@@ -231,7 +231,7 @@ def transpile(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complete
     full.update(env)
     full["PYTHONPATH"] = str(ROOT) + os.pathsep + full.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "transpile.cli", *args], capture_output=True, text=True,
-                          env=full, cwd=cwd, timeout=120)
+                          env=full, cwd=cwd, timeout=600)
 
 
 def srv_env(srv: ReplayServer) -> dict[str, str]:

@@ -368,38 +368,32 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
              quiet: bool = False, budget: object = None,
              verify_policy: str = "error") -> None:
-    from transpile import frontend
+    from transpile import driver
 
     if header is not None and emit != "cuda":
         raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
-    progress.stage("front end")
-    module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
-    _check_uninit(module)
-    _check_bounds(module)
-    _check_flat(module)
+    opts = driver.Options(function=function, include_dirs=include_dirs, defines=defines, naive=naive,
+                          reassociate=reassociate, tiling=tiling, budget=budget, verify_each=verify_each,  # type: ignore[arg-type]
+                          dump_ir=dump_ir, verify=verify_policy if verify else "off")
+    module = driver.load(file, opts)
     if emit == "ir":
         from transpile import text
 
         result = text.show(module)
         suffix = ".ir"
     else:
-        from transpile import cuda, pipeline
-
         suffix = ".cu"
         if evolving is not None:
             outcome = _evolve(module, file, evolving, function, include_dirs, defines)
             lowered, result = outcome.lowered, outcome.text
-            verify = verify and not outcome.verified  # the search verified what it chose
+            if outcome.verified:  # the search verified what it chose
+                opts = replace(opts, verify="off")
         else:
-            lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir, naive=naive,
-                                     reassociate=reassociate, budget=budget)  # type: ignore[arg-type]
-            progress.stage("emitting CUDA")
-            result = cuda.emit(lowered, source=file.name, tiling=tiling, host=module)  # type: ignore[arg-type]
-        if verify:  # our own output must pass the verifier before it is written
-            progress.stage("verifying")
-            _verify_output(module, lowered, result, file, function, include_dirs, defines, verbose=verbose,
-                           quiet=quiet,
-                           policy=verify_policy)
+            lowered = driver.lower(module, opts)
+            result = driver.emit(module, lowered, file.name, opts)
+        # our own output must pass the verifier before it is written
+        _report(driver.verify(module, lowered, result, file, opts), verbose=verbose, quiet=quiet,
+                policy=opts.verify, replay=f"replay: transpile verify OUT.cu --against {file.name}")
         if report is not None:
             from transpile import static_report
 
@@ -488,20 +482,14 @@ def _evolve(module: Any, file: Path, ev: _EvolveArgs, function: str | None,
     return outcome
 
 
-def _verify_output(module: object, lowered: object, text: str, file: Path, function: str | None,
-                   include_dirs: tuple[str, ...], defines: tuple[str, ...], *, verbose: bool = False,
-                   quiet: bool = False, policy: str = "error") -> None:
-    """Verify emitted CUDA (quick shapes) and print each kernel's verdict line and notes (-q: neither).
+def _report(reports: list[Any], *, verbose: bool = False, quiet: bool = False, policy: str = "error",
+            replay: str = "") -> None:
+    """Print each kernel's verdict line and notes (-q: neither; -v: each report's summary too), and
+    raise the first refusal under ``policy`` (:func:`transpile.driver.refusal`): a failure is an error;
+    an inconclusive or unverified result is an error under ``error`` (exit 1, no output file: nothing
+    shows the output is right), a warning under ``warn``."""
+    from transpile.driver import refusal
 
-    A failure is an error; an inconclusive or unverified result is an error too under the default
-    ``policy`` ``error`` (exit 1, no output file: nothing shows the output is right), a warning
-    under ``warn``.  -v also prints each report's summary."""
-    from transpile.verify import Options, verify_module
-
-    reports = verify_module(module, text, source=file, lowered=lowered, function=function,  # type: ignore[arg-type]
-                            include_dirs=include_dirs, defines=defines,
-                            options=Options(mode="quick", full_seeds=1, sanitizer=False))
-    replay = f"replay: transpile verify OUT.cu --against {file.name}"
     for r in reports:
         if verbose:
             click.echo(r.summary(), err=True)
@@ -509,13 +497,9 @@ def _verify_output(module: object, lowered: object, text: str, file: Path, funct
             click.echo(f"transpile: {verdict_line(r)}", err=True)
             for n in r.notes:
                 click.echo(f"transpile: note: {n}", err=True)
-        if r.verdict == "fail":
-            raise TranspileError(None, f"verification of the generated CUDA for '{r.kernel}' failed: {r.reason} "
-                                       f"({replay} --seed {r.seed})")
-        if r.verdict != "pass":
-            if policy == "error":
-                raise TranspileError(None, f"generated CUDA for '{r.kernel}' not verified: {r.reason} (no output "
-                                           "written; --verify=warn writes it anyway, --no-verify skips the check)")
+        problem = refusal(r, policy, replay=replay)
+        if problem is not None:
+            raise problem
         if r.verdict != "pass" and not quiet:
             click.echo(f"transpile: warning: generated CUDA for '{r.kernel}' not fully verified: {r.reason}",
                        err=True)
@@ -561,59 +545,11 @@ def _new_file_mode(dest: Path) -> int:
         return 0o666 & ~umask
 
 
-def _check_bounds(module: object) -> None:
-    """Warn (``out-of-bounds``) about every reference proven to leave its array for sizes the program
-    can be called with.  Where fixed extents (``double C[NI][NJ]`` from macros) bound the sizes
-    (``int ni`` loop bounds), the references that leave them only for larger sizes are one note per
-    kernel stating the assumption (``passes.bounds.extent_limits``), not a warning each: the program
-    is written for sizes within its declared arrays, and the verifier tests only those."""
-    from passes import bounds
-    from transpile.diagnostics import warn
-
-    for kernel in module.kernels:  # type: ignore[attr-defined]
-        found = bounds.check(kernel)
-        limits = bounds.extent_limits(kernel, found)
-        for f in found:
-            if not limits or f.holds_within(limits):
-                warn("out-of-bounds", f.loc, f.message)
-        if limits:
-            where = f"{kernel.loc}: " if kernel.loc is not None else ""
-            assumed = ", ".join(f"{name} <= {value}" for name, value in limits.items())
-            click.echo(f"{where}note: '{kernel.name}' assumes {assumed}, the declared extents (larger sizes "
-                       "index outside its arrays; the verifier tests sizes within them)", err=True)
-
-
-def _check_uninit(module: object) -> None:
-    """Refuse a local read before any assignment on every path to the read; warn (``uninitialized``)
-    where only some paths read it so (passes/uninit.py)."""
-    from passes import uninit
-    from transpile.diagnostics import warn
-
-    for kernel in module.kernels:  # type: ignore[attr-defined]
-        found = uninit.check(kernel)
-        for f in found:
-            if f.definite:
-                raise TranspileError(f.loc, f.message, source=_source_of(f.loc))
-        for f in found:
-            warn("uninitialized", f.loc, f.message)
-
-
 def _source_of(loc: object) -> str | None:
     """The text of the file ``loc`` points into (for the caret line), or None."""
-    try:
-        return Path(loc.file).read_text() if loc is not None else None  # type: ignore[attr-defined]
-    except (OSError, UnicodeDecodeError):
-        return None
+    from transpile.driver import source_of
 
-
-def _check_flat(module: object) -> None:
-    """Warn (``flat-index``) about pointers indexed by hand that delinearize cannot split."""
-    from passes import delinearize
-    from transpile.diagnostics import warn
-
-    for kernel in module.kernels:  # type: ignore[attr-defined]
-        for r in delinearize.refusals(kernel):
-            warn("flat-index", r.loc, r.message)
+    return source_of(loc)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

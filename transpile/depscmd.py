@@ -67,11 +67,11 @@ def deps_cmd(file: Path, function: str | None, include_dirs: tuple[str, ...], de
     """Print the dependence graph of each kernel of FILE (.c or .ir), as the passes see it: pointers
     indexed by hand are split first (``passes.delinearize``, a flat-index warning where they are not)."""
     from passes import delinearize
-    from transpile import cli, frontend
+    from transpile import cli, driver, frontend
 
     def action() -> None:
         module = frontend.load(file, function=function, include_dirs=include_dirs, defines=defines)
-        cli._check_flat(module)
+        driver.check_flat(module)
         dots = []
         for k in module.kernels:
             report, graph = describe(delinearize.run(k))

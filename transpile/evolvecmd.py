@@ -48,8 +48,8 @@ def evolve_cmd(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget:
 
 def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float, seed: int,
          sizes: tuple[str, ...], measure: str, as_json: bool) -> None:
-    from transpile import evolve, frontend
-    from transpile.cli import _verify_output, write_atomic
+    from transpile import driver, evolve
+    from transpile.cli import write_atomic
     from transpile.verify.cli import parse_sizes
 
     stems = [f.stem for f in files]
@@ -67,7 +67,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
     searches: dict[Path, tuple[Any, Any, str, Any]] = {}
     for f in files:
         try:
-            module = frontend.load(f)
+            module = driver.load(f)  # the front end and the checks every compile makes
             settings = evolve.Settings(rounds=rounds, seed=seed, measure=measure,
                                        sizes={**evolve.default_sizes(module),
                                               **{k: v for k, v in extra.items() if _has_param(module, k)}})
@@ -75,7 +75,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
             key = evolve.Cache.key(module, settings, device)
             hit = evolve.cached(cache, key, module, f, settings)
             if hit is not None:
-                _verify_output(module, hit.lowered, hit.text, f, None, (), (), policy="warn")
+                _verify_warn(module, hit.lowered, hit.text, f)
                 results[f] = {"outcome": hit}
                 continue
             check = evolve.verify_candidate(f, gpu=measure == "gpu", sizes=settings.sizes, seed=seed)
@@ -87,7 +87,7 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
         outcome = evolve.finish(search, cache, key, device)
         if outcome is None and (outcome := evolve.fallback(search)) is not None:
             try:
-                _verify_output(module, outcome.lowered, outcome.text, f, None, (), (), policy="warn")  # warns why
+                _verify_warn(module, outcome.lowered, outcome.text, f)  # warns why
             except TranspileError as e:
                 results[f] = {"error": str(e)}
                 continue
@@ -119,3 +119,13 @@ def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float
 
 def _has_param(module: Any, name: str) -> bool:
     return any(p.name == name for k in module.kernels for p in k.params)
+
+
+def _verify_warn(module: Any, lowered: Any, text: str, f: Path) -> None:
+    """Verify a cached or fallback schedule's CUDA as the compile does, under the ``warn`` policy."""
+    from transpile import driver
+    from transpile.cli import _report
+
+    opts = driver.Options(verify="warn")
+    _report(driver.verify(module, lowered, text, f, opts), policy="warn",
+            replay=f"replay: transpile verify OUT.cu --against {f.name}")

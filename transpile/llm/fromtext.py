@@ -97,10 +97,12 @@ def compile_from_text(spec_path: Path, cfg: LLMConfig, *, emit: str = "cuda", ve
         res.output = text.show(module)
         res.verified = "not run (--emit ir)"
         return res
-    from transpile import cuda, pipeline
+    from transpile import driver
 
-    lowered = pipeline.lower(module, verify_each=verify_each, dump_ir=dump_ir)
-    res.output = cuda.emit(lowered, source=spec_path.name)
+    opts = driver.Options(verify_each=verify_each, dump_ir=dump_ir)
+    driver.check_input(module)  # the checks every compile makes of its input
+    lowered = driver.lower(module, opts)
+    res.output = driver.emit(module, lowered, spec_path.name, opts)  # with each drop-in's host path, as a compile
     res.verified = _verify(module, lowered, res.output, spec_path) if verify else "skipped (--no-verify)"
     return res
 
