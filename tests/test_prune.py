@@ -35,7 +35,7 @@ G, K = 4, 3
 #: (a) or (b) whatever it does, medium sample s passes at turn 1 + 2s (sample 0 at once, sample 3
 #: never within 2K = 6 turns) and fails at (c) before that.
 MIX = {"easy1": "easy", "easy2": "easy", "hope_a": "hopeless_a", "hope_b": "hopeless_b",
-       "med1": "medium", "med2": "medium"}
+       "med1": "medium", "med2": "medium", "med_half": "medium_half"}
 
 
 def outcome(kind: str, sample: int, turn: int) -> str:
@@ -44,6 +44,8 @@ def outcome(kind: str, sample: int, turn: int) -> str:
         return "PASS"
     if kind.startswith("hopeless"):
         return "FAIL_" + kind[-1].upper()
+    if kind == "medium_half":  # samples 0 and 1 pass at once, 2 and 3 at turn 2
+        return "PASS" if sample < 2 or turn >= 2 else "FAIL_C"
     return "PASS" if turn >= 1 + 2 * sample else "FAIL_C"
 
 
@@ -78,10 +80,10 @@ def responder(role: str, body: dict[str, Any]) -> str:
     return f"Here it is.\n```cuda\n// {name} sample {sample} turn {turn}\n// {mark}\n```\n"
 
 
-def references(tmp: Path) -> list[Path]:
-    """One tiny C reference per task of the mix."""
+def references(tmp: Path, names: tuple[str, ...] = tuple(n for n in MIX if n != "med_half")) -> list[Path]:
+    """One tiny C reference per task of the mix (or of ``names``)."""
     paths = []
-    for name in MIX:
+    for name in names:
         p = tmp / f"{name}.c"
         p.write_text(f"void {name}(int n, double x[n]) {{ for (int i = 0; i < n; i++) x[i] = 2.0 * x[i]; }}\n")
         paths.append(p)
@@ -96,7 +98,7 @@ def rollout(tmp: Path, srv: ReplayServer, **kw: Any) -> tuple[dict[str, Any], li
 
     envs = [KernelEnv(p, stages="abc", timeout=30) for p in references(tmp)]
     roll = GroupRollout(envs, group=G, turns=K, seed=SEED, jobs=2, scorer="tests.test_prune:fake_score",
-                        ids=list(MIX), **kw)
+                        ids=list(MIX)[:len(envs)], **kw)
     cfg = LLMConfig(base_url=srv.base_url, model="replay", api_key="x", backoff=0.0, timeout=10.0,
                     temperature=1.0)
     lines: list[str] = []
@@ -167,7 +169,7 @@ def test_thresholds_budget_and_errors(tmp_path: Path) -> None:
     groups, most uncertain first; bad options are refused."""
     def play_direct(envs: list[KernelEnv], **kw: Any) -> GroupRollout:
         roll = GroupRollout(envs, group=G, turns=K, seed=SEED, scorer="tests.test_prune:fake_score",
-                            ids=list(MIX), **kw)
+                            ids=list(MIX)[:len(envs)], **kw)
         obs = roll.reset()
         while obs:
             obs, _ = roll.step({k: f"// {outcome(MIX[roll.ids[k[0]]], k[1], roll.episodes[k].env.turn + 1)}"
@@ -176,7 +178,7 @@ def test_thresholds_budget_and_errors(tmp_path: Path) -> None:
 
     envs = [KernelEnv(p, stages="abc", timeout=30) for p in references(tmp_path)]
     low = play_direct(envs, pruning=Pruning(pass_at=0.25)).task_records()
-    assert [r["task"] for r in low if r["pruned"]] == list(MIX)
+    assert [r["task"] for r in low if r["pruned"]] == list(MIX)[:6]
     med = next(r for r in low if r["task"] == "med1")
     assert med["difficulty"] == "easy" and med["saved"]["verifications"] == 3 * (K - 1)
     assert [e["end"] for e in med["episodes"]] == ["passed", "pruned", "pruned", "pruned"]
@@ -188,6 +190,20 @@ def test_thresholds_budget_and_errors(tmp_path: Path) -> None:
     med = next(r for r in tight.task_records() if r["task"] == "med2")
     assert [(e["turns"], e["end"]) for e in med["episodes"]] == [
         (1, "passed"), (3, "passed"), (3, "budget"), (3, "budget")]
+    # Budget 11: turn 1 takes 8 and leaves 3, enough for med1's three live samples (first in the list)
+    # or med_half's two, not both; the more uncertain group (half of it passed turn 1) goes first.
+    half = tmp_path / "half"
+    half.mkdir()
+    envs2 = [KernelEnv(p, stages="abc", timeout=30) for p in references(half, ("med1", "med_half"))]
+    roll = GroupRollout(envs2, group=G, turns=K, seed=SEED, scorer="tests.test_prune:fake_score",
+                        budget=2 * G + 3, ids=["med1", "med_half"])
+    obs = roll.reset()
+    while obs:
+        obs, _ = roll.step({k: f"// {outcome(MIX[roll.ids[k[0]]], k[1], roll.episodes[k].env.turn + 1)}"
+                            for k in obs})
+    recs = {r["task"]: r for r in roll.task_records()}
+    assert recs["med_half"]["verifications"] == G + 2 and recs["med1"]["verifications"] == G
+    assert [e["end"] for e in recs["med1"]["episodes"]] == ["passed", "budget", "budget", "budget"]
     with pytest.raises(ValueError, match="first turn of every sample"):
         GroupRollout(envs, group=G, turns=K, budget=23)
     with pytest.raises(ValueError, match=r"pass_at must be in \(0, 1\]"):
