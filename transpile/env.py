@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transpile import ir
 from transpile.diagnostics import TranspileError
+
+if TYPE_CHECKING:
+    from transpile.evaluate import Outcome, Task
 
 REFERENCE_SUFFIXES = (".c", ".h", ".i", ".ir")
 
@@ -117,7 +120,7 @@ class KernelEnv:
         task = self.submission(cuda_text)
         return self.observe(run_isolated(task, self.timeout))
 
-    def submission(self, cuda_text: str) -> Any:
+    def submission(self, cuda_text: str) -> Task:
         """Start a turn: the isolated verification task (a :class:`~transpile.evaluate.Task`) of
         ``cuda_text``, for a caller that runs many at once (:class:`transpile.prune.GroupRollout`);
         hand its outcome to :meth:`observe`.  :meth:`step` is the two in one."""
@@ -129,7 +132,7 @@ class KernelEnv:
         key = f"turn-{self.turn}"
         return Task(key, "transpile.evaluate:score_submission", {**self.verify_args, "id": key, "cuda": cuda_text})
 
-    def observe(self, outcome: Any) -> tuple[str, float, bool, dict[str, Any]]:
+    def observe(self, outcome: Outcome) -> tuple[str, float, bool, dict[str, Any]]:
         """End the turn started by :meth:`submission` with its :class:`~transpile.evaluate.Outcome`:
         ``(observation, reward, done, info)`` as :meth:`step` returns them."""
         from transpile.evaluate import unfinished
