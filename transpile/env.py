@@ -18,6 +18,8 @@ kernel).  An episode is done when a submission passes or after
 ``max_turns`` submissions.  The feedback is the report's text summary,
 which names stages, checks, arrays and sizes but never input or reference
 values; a hang or a crash of the verification itself is said in one line.
+Groups of episodes per task, pruned by difficulty after the first turn and
+sharing one budget of verifications: :class:`transpile.prune.GroupRollout`.
 """
 
 from __future__ import annotations
