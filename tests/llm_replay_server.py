@@ -8,7 +8,10 @@ with any of ``answer``, ``status`` (an HTTP error status instead of an
 answer, e.g. 429), ``sleep`` (seconds before replying).  A role without a
 script falls back to ``specs``: the answer is the hand-written ``NAME.ir`` of
 the ``examples/specs/NAME.txt`` whose text appears in the request (arbiter:
-``CHOICE: A``).  Every request is recorded in ``server.requests``.
+``CHOICE: A``).  ``respond(role, body)``, when given, answers first (None: the
+script's step): an answer computed from the request, e.g. from its ``seed``
+(one per sample of a group) and the turns already in the conversation.
+Every request is recorded in ``server.requests``.
 
     with ReplayServer({"generator": ["```ir\\n...\\n```"]}) as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="x")
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -58,8 +61,10 @@ def spec_answer(messages: list[dict[str, Any]], role: str) -> str:
 class ReplayServer:
     """The server, in a daemon thread, on an ephemeral port; a context manager."""
 
-    def __init__(self, script: Mapping[str, Sequence[Step]] | None = None, *, port: int = 0) -> None:
+    def __init__(self, script: Mapping[str, Sequence[Step]] | None = None, *, port: int = 0,
+                 respond: Callable[[str, dict[str, Any]], str | None] | None = None) -> None:
         self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.respond = respond
         self.cursor: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -126,6 +131,9 @@ class ReplayServer:
         """Record the request and return this role's next scripted step."""
         with self.lock:
             self.requests.append({"role": role, "body": body})
+            answer = self.respond(role, body) if self.respond is not None else None
+            if answer is not None:
+                return {"answer": answer}
             steps = self.script.get(role)
             if not steps:
                 return {}

@@ -18,16 +18,21 @@ kernel).  An episode is done when a submission passes or after
 ``max_turns`` submissions.  The feedback is the report's text summary,
 which names stages, checks, arrays and sizes but never input or reference
 values; a hang or a crash of the verification itself is said in one line.
+Groups of episodes per task, pruned by difficulty after the first turn and
+sharing one budget of verifications: :class:`transpile.prune.GroupRollout`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transpile import ir
 from transpile.diagnostics import TranspileError
+
+if TYPE_CHECKING:
+    from transpile.evaluate import Outcome, Task
 
 REFERENCE_SUFFIXES = (".c", ".h", ".i", ".ir")
 
@@ -109,23 +114,39 @@ class KernelEnv:
 
         ``info``: ``feedback`` (the summary text), ``stage`` (the failing stage's key, None when
         none failed), ``check``, ``verdict``, ``rewards`` (``stage`` and ``speed``), ``report``
-        (the JSON record; empty when the verification did not finish), ``turn``, ``seconds``.
+        (the JSON record; empty when the verification did not finish), ``turn``, ``seconds``,
+        ``line`` (the evaluator's score line: ``status``, ``stages_reached``, ``timing``, ...).
         """
-        from transpile.evaluate import Task, run_isolated, unfinished
+        from transpile.evaluate import run_isolated
+
+        task = self.submission(cuda_text)
+        return self.observe(run_isolated(task, self.timeout))
+
+    def submission(self, cuda_text: str) -> Task:
+        """Start a turn: the isolated verification task (a :class:`~transpile.evaluate.Task`) of
+        ``cuda_text``, for a caller that runs many at once (:class:`transpile.prune.GroupRollout`);
+        hand its outcome to :meth:`observe`.  :meth:`step` is the two in one."""
+        from transpile.evaluate import Task
 
         if self.done:
             raise RuntimeError("the episode is over: call reset() first")
         self.turn += 1
         key = f"turn-{self.turn}"
-        task = Task(key, "transpile.evaluate:score_submission", {**self.verify_args, "id": key, "cuda": cuda_text})
-        outcome = run_isolated(task, self.timeout)
-        line = outcome.value if outcome.ok else unfinished(key, outcome, self.timeout)
+        return Task(key, "transpile.evaluate:score_submission", {**self.verify_args, "id": key, "cuda": cuda_text})
+
+    def observe(self, outcome: Outcome) -> tuple[str, float, bool, dict[str, Any]]:
+        """End the turn started by :meth:`submission` with its :class:`~transpile.evaluate.Outcome`:
+        ``(observation, reward, done, info)`` as :meth:`step` returns them."""
+        from transpile.evaluate import unfinished
+
+        line = outcome.value if outcome.ok else unfinished(outcome.key, outcome, self.timeout)
         rewards = line["rewards"]
         reward = rewards["stage"] + self.speed_weight * rewards["speed"]
         self.done = bool(line["ok"]) or self.turn >= self.max_turns
         feedback = line["feedback"]
         info = {"feedback": feedback, "stage": line["stage"], "check": line["check"], "verdict": line["verdict"],
                 "rewards": rewards, "report": line.get("report", {}), "turn": self.turn,
-                "seconds": round(outcome.seconds, 3)}
+                "seconds": round(outcome.seconds, 3),
+                "line": {k: v for k, v in line.items() if k != "report"}}
         self.history.append({"reward": reward, **info})
         return feedback + ("" if line["ok"] else _RETRY), reward, self.done, info

@@ -48,6 +48,7 @@ from typing import Any
 import click
 
 from transpile.diagnostics import Loc, TranspileError
+from transpile.llm.options import llm_options
 
 
 @dataclass(frozen=True)
@@ -420,18 +421,61 @@ def _submission(path: Path, text: str, n: int, raw: str, seen: set[str]) -> dict
 @click.option("--seed", type=int, default=None, help="One seed for every submission (default: a fresh one each).")
 @click.option("--no-gpu", is_flag=True, help="Leave out the GPU stages (d)-(f).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line per submission on stderr.")
+@click.option("--turns", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Multi-turn: a model (--llm-*) writes the CUDA for each task of the list, K turns per "
+                   "episode; the budget is tasks x G x K verifications.")
+@click.option("--group", type=click.IntRange(min=1), default=None, metavar="G",
+              help="Multi-turn: G episodes (samples) per task, ranked within the group each turn [default: 1].")
+@click.option("--prune/--no-prune", default=True, show_default=True,
+              help="After turn 1, stop tasks whose group is too easy or hopeless; their turns go to the others.")
+@click.option("--prune-pass", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+              metavar="FRAC", help="Too easy: at least this fraction of the group passed turn 1.")
+@click.option("--prune-fail", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+              metavar="FRAC", help="Hopeless: at least this fraction failed turn 1 at stage (a) or (b).")
+@click.option("--budget", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Verifications the whole run may spend, shared by the tasks [default: tasks x G x K].")
+@click.option("--max-turns", type=click.IntRange(min=1), default=None, metavar="M",
+              help="Turns an episode may take with the budget pruning freed [default: 2K, K with --no-prune].")
+@click.option("--temperature", type=click.FloatRange(min=0), default=None,
+              help="The model's sampling temperature [default: 1.0 with G > 1, else 0].")
+@llm_options
 def evaluate_cmd(submissions: Path, output: str, jobs: int, backend: str, address: str | None, timeout: float,
-                 stages: str, mode: str, seed: int | None, no_gpu: bool, quiet: bool) -> None:
+                 stages: str, mode: str, seed: int | None, no_gpu: bool, quiet: bool, turns: int | None = None,
+                 group: int | None = None, prune: bool = True, prune_pass: float = 1.0, prune_fail: float = 1.0,
+                 budget: int | None = None, max_turns: int | None = None, temperature: float | None = None,
+                 **llm: Any) -> None:
     """Score the candidate CUDA files of SUBMISSIONS.jsonl with the verifier, isolated and in parallel.
 
     Each line: {"id", "cuda" (text) or "cuda_path", "reference" (.c/.ir) [, "function"]}.
     Output: a line per submission in completion order (verdict, failing stage and check, rewards,
     feedback text, seconds); a submission that hangs or crashes the verifier is reported as such.
+
+    With --turns K or --group G the list holds tasks ({"id", "reference" [, "function", "spec"]}),
+    a model writes the CUDA, and tasks are pruned by difficulty after turn 1 (docs/rewards.md).
     """
     from transpile.cli import _guard
 
+    if turns is not None or group is not None:
+        from transpile.rollout import evaluate_groups
+
+        _guard(lambda: evaluate_groups(
+            submissions, output, turns=turns or 1, group=group or 1, prune=prune, pass_at=prune_pass,
+            fail_at=prune_fail, budget=budget, max_turns=max_turns, temperature=temperature, jobs=jobs,
+            backend=backend, address=address, timeout=timeout, stages=stages, mode=mode, seed=seed,
+            no_gpu=no_gpu, quiet=quiet, llm=llm))
+        return
+    ctx = click.get_current_context(silent=True)
+    multi = {"prune", "prune_pass", "prune_fail", "budget", "max_turns", "temperature", *llm}
+    extra = [p.opts[0] for p in (ctx.command.params if ctx is not None else ()) if p.name in multi and
+             ctx.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)]  # type: ignore[union-attr]
+    if extra:
+        _guard(lambda: _refuse(f"{', '.join(extra)}: only with --turns or --group (a model writes the CUDA)"))
     _guard(lambda: _evaluate(submissions, output, jobs, backend, address, timeout, stages, mode, seed,
                              no_gpu, quiet))
+
+
+def _refuse(msg: str) -> None:
+    raise TranspileError(None, msg)
 
 
 def _evaluate(path: Path, output: str, jobs: int, backend: str, address: str | None, timeout: float,

@@ -102,8 +102,11 @@ class LLMClient:
         self._client = openai.OpenAI(base_url=cfg.base_url, api_key=cfg.api_key or "not-needed",
                                      timeout=cfg.timeout, max_retries=0)
 
-    def chat(self, messages: Sequence[Message], *, conversation: str) -> str:
-        """Send ``messages``; the answer's text (possibly empty), after bounded retries."""
+    def chat(self, messages: Sequence[Message], *, conversation: str, seed: int | None = None) -> str:
+        """Send ``messages``; the answer's text (possibly empty), after bounded retries.
+
+        ``seed`` is the request's sampling seed (the API's ``seed``: one per sample of a group, so
+        samples differ and a run can be replayed where the server honours it); None sends none."""
         if self.usage.total >= self.cfg.token_budget:
             raise LLMError(f"LLM token budget of {self.cfg.token_budget} exhausted "
                            f"({self.usage.requests} requests); raise it with --llm-token-budget")
@@ -114,7 +117,8 @@ class LLMClient:
             try:
                 resp = self._client.chat.completions.create(
                     model=self.cfg.model or "", messages=list(messages),  # type: ignore[arg-type]
-                    max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
+                    max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
+                    **({} if seed is None else {"seed": seed}))
             except (o.RateLimitError, o.InternalServerError, o.APITimeoutError, o.APIConnectionError) as e:
                 why = _describe(e)
                 self._log(conversation, messages, None, error=why, seconds=time.monotonic() - t0)
