@@ -219,9 +219,10 @@ def _front_end(p: Path, rec: Record, *, include_dirs: Sequence[str], defines: Se
     try:
         if rec["kind"] == "spec":
             return _spec_ir(p, rec, llm, seed)
-        from transpile import frontend
+        from transpile import driver
 
-        return frontend.load(p, include_dirs=include_dirs, defines=defines)
+        # the front end and the checks every compile makes of its input
+        return driver.load(p, driver.Options(include_dirs=tuple(include_dirs), defines=tuple(defines)))
     except TranspileError as e:
         rec["errors"].append(_from_diagnostic("llm" if rec["kind"] == "spec" else "front-end", e))
         return None

@@ -64,7 +64,7 @@ class KernelEnv:
                  max_turns: int = 4, stages: str = "abcdef", mode: str = "quick", seed: int | None = None,
                  gpu: bool | None = None, timeout: float = 600.0, speed_weight: float = 0.5,
                  include_dirs: Sequence[str] = (), defines: Sequence[str] = ()) -> None:
-        from transpile import frontend
+        from transpile import driver
 
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, not {max_turns}")
@@ -78,7 +78,9 @@ class KernelEnv:
             raise ValueError("a spec text task needs reference= (the C or IR file to verify against)")
         self.spec = None if as_file is not None else str(task)
         self.reference = Path(reference)
-        module = frontend.load(self.reference, function=function, include_dirs=include_dirs, defines=defines)
+        # the front end and the checks every compile makes of its input (a read of an unset local is refused)
+        module = driver.load(self.reference, driver.Options(function=function, include_dirs=tuple(include_dirs),
+                                                            defines=tuple(defines)))
         kernels = [k for k in module.kernels if function is None or k.name == function]
         if len(kernels) != 1:
             names = ", ".join(k.name for k in module.kernels) or "none"
