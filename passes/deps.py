@@ -43,7 +43,14 @@ from transpile import ir
 
 
 def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
-    """The dependence graph of ``kernel`` (see the module docstring)."""
+    """The dependence graph of ``kernel`` (see the module docstring); frozen (``nx.freeze``): the
+    graph of one kernel object is remembered (:func:`passes.accesses.per_kernel`) and shared."""
+    if not _cache_enabled:
+        return _analyze(kernel)
+    return acc_mod.per_kernel("deps", kernel, _analyze)
+
+
+def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     stmts = acc_mod.analyze(kernel)
     loop_ids = _loop_ids(stmts)
     decl_depth = _decl_depth(stmts)
@@ -74,7 +81,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
                     if edge not in seen:
                         seen.add(edge)
                         g.add_edge(src.id, dst.id, **attrs)
-    return g
+    return nx.freeze(g)
 
 
 def _conflicting_pairs(stmts: list[StmtInfo]) -> Iterator[tuple[StmtInfo, StmtInfo]]:
@@ -243,6 +250,7 @@ def clear_cache() -> None:
     _solve_cached.cache_clear()
     _nonempty_cached.cache_clear()
     _parse.cache_clear()
+    acc_mod.clear_recent()  # and the remembered graphs
 
 
 def _dependences(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
