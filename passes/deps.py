@@ -58,7 +58,7 @@ def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     for s in stmts:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
-    domains: dict[tuple[int, str], tuple[dict[str, str], tuple[str, ...]]] = {}
+    domains: dict[tuple[int, str], _Domain] = {}
     for src, dst in _conflicting_pairs(stmts):
         budget.check()
         # Accesses with the same subscripts give the same answer: test each pair once,
