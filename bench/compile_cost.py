@@ -125,7 +125,7 @@ def measure(argv: Sequence[str], timeout: float, mem_limit_mb: float, cwd: Path)
     if proc.returncode != 0:
         sys.stderr.write(err.decode(errors="replace")[-2000:])
         return Point(seconds, peak, f"error {proc.returncode}", cpu)
-    return Point(seconds, peak, "warning" if b"[pass-budget]" in err else "ok", cpu)
+    return Point(seconds, peak, "warning" if b"pass-budget]" in err else "ok", cpu)  # [-Wpass-budget]
 
 
 def _compile_argv(files: Sequence[Path], out: Path, verify: bool, extra: Sequence[str]) -> list[str]:

@@ -19,8 +19,10 @@ duration of any loop nest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from transpile import ir
 
@@ -145,11 +147,52 @@ def _affine(e: ir.Expr, names: frozenset[str] | set[str]) -> tuple[dict[str, int
 
 
 def analyze(kernel: ir.Kernel) -> list[StmtInfo]:
-    """The statements of ``kernel`` with their accesses, in program order."""
-    params = parameters(kernel)
-    out: list[StmtInfo] = []
-    _block(kernel.body, (), params, out)
-    return out
+    """The statements of ``kernel`` with their accesses, in program order (a new list each call)."""
+    def fresh(k: ir.Kernel) -> list[StmtInfo]:
+        out: list[StmtInfo] = []
+        _block(k.body, (), parameters(k), out)
+        return out
+
+    return list(per_kernel("accesses", kernel, fresh))
+
+
+_T = TypeVar("_T")
+RECENT_KERNELS = 16
+_recent: OrderedDict[tuple[str, int], tuple[ir.Kernel, object]] = OrderedDict()
+_recent_enabled = True
+
+
+def per_kernel(what: str, kernel: ir.Kernel, compute: Callable[[ir.Kernel], _T]) -> _T:
+    """``compute(kernel)``, remembered for the last :data:`RECENT_KERNELS` kernel objects (per ``what``).
+
+    IR nodes are immutable, so an analysis of one kernel object stays right for as long as the
+    object lives; the passes ask the same analysis of one kernel several times (every pass that
+    changes nothing hands the next pass the same object).  The memo holds the kernel itself, so its
+    ``id`` cannot be reused while remembered.  Callers must not modify what is returned (or must
+    copy it first)."""
+    key = (what, id(kernel))
+    hit = _recent.get(key) if _recent_enabled else None
+    if hit is not None and hit[0] is kernel:
+        _recent.move_to_end(key)
+        return hit[1]  # type: ignore[return-value]
+    value = compute(kernel)
+    if _recent_enabled:
+        _recent[key] = (kernel, value)
+        while len(_recent) > RECENT_KERNELS:
+            _recent.popitem(last=False)
+    return value
+
+
+def set_recent(enabled: bool) -> None:
+    """Turn the memo of :func:`per_kernel` on or off (off: forgets and recomputes every time)."""
+    global _recent_enabled
+    _recent_enabled = enabled
+    clear_recent()
+
+
+def clear_recent() -> None:
+    """Forget what :func:`per_kernel` remembers."""
+    _recent.clear()
 
 
 def analyze_body(body: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...], params: frozenset[str]) -> list[StmtInfo]:

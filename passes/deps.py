@@ -43,7 +43,14 @@ from transpile import ir
 
 
 def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
-    """The dependence graph of ``kernel`` (see the module docstring)."""
+    """The dependence graph of ``kernel`` (see the module docstring); frozen (``nx.freeze``): the
+    graph of one kernel object is remembered (:func:`passes.accesses.per_kernel`) and shared."""
+    if not _cache_enabled:
+        return _analyze(kernel)
+    return acc_mod.per_kernel("deps", kernel, _analyze)
+
+
+def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     stmts = acc_mod.analyze(kernel)
     loop_ids = _loop_ids(stmts)
     decl_depth = _decl_depth(stmts)
@@ -51,7 +58,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     for s in stmts:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
-    domains: dict[tuple[int, str], tuple[dict[str, str], tuple[str, ...]]] = {}
+    domains: dict[tuple[int, str], _Domain] = {}
     for src, dst in _conflicting_pairs(stmts):
         budget.check()
         # Accesses with the same subscripts give the same answer: test each pair once,
@@ -74,7 +81,7 @@ def analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
                     if edge not in seen:
                         seen.add(edge)
                         g.add_edge(src.id, dst.id, **attrs)
-    return g
+    return nx.freeze(g)
 
 
 def _conflicting_pairs(stmts: list[StmtInfo]) -> Iterator[tuple[StmtInfo, StmtInfo]]:
@@ -243,6 +250,7 @@ def clear_cache() -> None:
     _solve_cached.cache_clear()
     _nonempty_cached.cache_clear()
     _parse.cache_clear()
+    acc_mod.clear_recent()  # and the remembered graphs
 
 
 def _dependences(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
@@ -269,30 +277,40 @@ class _System:
     signs: tuple[int, ...]
 
 
-_Domain = tuple[dict[str, str], tuple[str, ...]]  # loop variable -> isl name; domain constraints
+# One statement's part of its questions, as source (prefix "i") or sink ("j"): loop variable -> isl
+# name, the domain constraints, the loop variables' isl names, the loops' signs, and the rendered
+# subscripts of its accesses (by the access's id: the statement holds its accesses while the memo
+# lives, for one analysis).
+_Domain = tuple[dict[str, str], tuple[str, ...], tuple[str, ...], tuple[int, ...], dict[int, tuple[str | None, ...]]]
 
 
 def _system(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
             domains: dict[tuple[int, str], _Domain] | None = None) -> _System:
     """The isl problem of a pair of accesses; ``domains`` memoises each statement's domain for one kernel."""
     domains = {} if domains is None else domains
-    pset = frozenset(params)
-    (names_s, dom_s), (names_t, dom_t) = (_stmt_domain(s, x, pset, domains)
-                                          for s, x in ((src, "i"), (dst, "j")))
-    eqs = tuple(f"{render_affine(sa, names_s)} = {render_affine(sb, names_t)}"
-                for sa, sb in zip(a.subscripts, b.subscripts) if sa is not None and sb is not None)
-    iv, jv = (tuple(f"{x}{k}" for k in range(s.depth)) for s, x in ((src, "i"), (dst, "j")))
-    signs = tuple(1 if lp.step > 0 else -1 for lp in src.loops)
+    names_s, dom_s, iv, signs, subs_s = _stmt_domain(src, "i", params, domains)
+    names_t, dom_t, jv, _, subs_t = _stmt_domain(dst, "j", params, domains)
+    ra = subs_s.get(id(a)) or _render_subscripts(a, names_s, subs_s)
+    rb = subs_t.get(id(b)) or _render_subscripts(b, names_t, subs_t)
+    eqs = tuple(f"{x} = {y}" for x, y in zip(ra, rb) if x is not None and y is not None)
     return _System(tuple(param_name(p) for p in params), iv, jv, dom_s + dom_t, eqs, signs)
 
 
-def _stmt_domain(s: StmtInfo, prefix: str, params: frozenset[str],
+def _render_subscripts(a: Access, names: dict[str, str], memo: dict[int, tuple[str | None, ...]]) -> tuple[str | None, ...]:
+    out = memo[id(a)] = tuple(None if x is None else render_affine(x, names) for x in a.subscripts)
+    return out
+
+
+def _stmt_domain(s: StmtInfo, prefix: str, params: list[str],
                  domains: dict[tuple[int, str], _Domain]) -> _Domain:
     key = (s.seq, prefix)
-    if key not in domains:
+    found = domains.get(key)
+    if found is None:
         names = {lp.var: f"{prefix}{k}" for k, lp in enumerate(s.loops)}
-        domains[key] = names, tuple(domain_constraints(s.loops, names, params))
-    return domains[key]
+        found = domains[key] = (names, tuple(domain_constraints(s.loops, names, frozenset(params))),
+                                tuple(f"{prefix}{k}" for k in range(s.depth)),
+                                tuple(1 if lp.step > 0 else -1 for lp in s.loops), {})
+    return found
 
 
 def _solve(system: _System, m: int, first: int, ordered: bool) -> tuple[_Dep, ...]:

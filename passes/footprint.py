@@ -159,16 +159,28 @@ def isl_limit(max_operations: int | None = None) -> Iterator[None]:
     ctx = isl.Context()
     ctx.set_max_operations(MAX_OPERATIONS if max_operations is None else max_operations)
     _LOCAL.ctx = ctx
+    _LOCAL.sets = {}
     try:
         yield
     finally:
         _LOCAL.ctx = None
+        _LOCAL.sets = None
 
 
 def isl_set(text: str) -> isl.Set:
-    """``text`` as an isl set, in the context of the enclosing :func:`isl_limit` if any."""
+    """``text`` as an isl set, in the context of the enclosing :func:`isl_limit` if any.
+
+    Inside :func:`isl_limit`, each text is parsed once (parsing costs far more than the set
+    operations, and one analysis asks for the image of one reference several times); islpy never
+    modifies an operand, so the parsed set is shared."""
     ctx = getattr(_LOCAL, "ctx", None)
-    return isl.Set(text) if ctx is None else isl.Set.read_from_str(ctx, text)
+    if ctx is None:
+        return isl.Set(text)
+    sets: dict[str, isl.Set] = _LOCAL.sets
+    found = sets.get(text)
+    if found is None:
+        found = sets[text] = isl.Set.read_from_str(ctx, text)
+    return found
 
 
 def sites(kernel: ir.Kernel, params: frozenset[str]) -> list[Site]:

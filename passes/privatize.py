@@ -81,8 +81,16 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
         return kernel
     names = sorted({s.name for s in ir.walk(kernel) if isinstance(s, ir.Decl)})
+    made: dict[tuple[int, tuple[str, ...]], tuple[ir.Kernel, ir.Kernel]] = {}
+
+    def apply(kernel: ir.Kernel, names: list[str]) -> ir.Kernel:  # the same object for the same moves
+        key = (id(kernel), tuple(names))  # (the kernel is held in the value: its id stays its own)
+        if key not in made:
+            made[key] = kernel, _apply_moves(kernel, names)
+        return made[key][1]
+
     for name in names:
-        moved = _apply(kernel, [name])
+        moved = apply(kernel, [name])
         if moved is kernel:
             continue
         before, after = deps.parallel_count(kernel), deps.parallel_count(moved)
@@ -90,21 +98,21 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
             kernel = moved
     # Scalars that free a loop only together (deriche's row pass carries ym1, ym2 and xm1): all the
     # remaining moves at once, then without each one the gain does not need.
-    rest = [n for n in names if _apply(kernel, [n]) is not kernel]
+    rest = [n for n in names if apply(kernel, [n]) is not kernel]
     if not rest:
         return kernel
-    before, joint = deps.parallel_count(kernel), deps.parallel_count(_apply(kernel, rest))
+    before, joint = deps.parallel_count(kernel), deps.parallel_count(apply(kernel, rest))
     if before is None or joint is None or joint <= before:
         return kernel
     for name in list(rest):
         fewer = [n for n in rest if n != name]
-        count = deps.parallel_count(_apply(kernel, fewer))
+        count = deps.parallel_count(apply(kernel, fewer))
         if count is not None and count >= joint:
             rest = fewer
-    return _apply(kernel, rest)
+    return apply(kernel, rest)
 
 
-def _apply(kernel: ir.Kernel, names: list[str]) -> ir.Kernel:
+def _apply_moves(kernel: ir.Kernel, names: list[str]) -> ir.Kernel:
     """``kernel`` with the moves of ``names``' declarations made, one name after another (itself if none)."""
     for name in names:
         body = _block(kernel.body, name, ir.identifiers(kernel))
@@ -134,11 +142,19 @@ def _block(body: tuple[ir.Stmt, ...], name: str, used: set[str]) -> tuple[ir.Stm
 
 
 def _children(s: ir.Stmt, name: str, used: set[str]) -> ir.Stmt:
+    """``s`` with its blocks' moves made (``s`` itself where nothing moved)."""
     if isinstance(s, ir.For):
-        return dataclasses.replace(s, body=_block(s.body, name, used))
+        body = _block(s.body, name, used)
+        return s if _same(body, s.body) else dataclasses.replace(s, body=body)
     if isinstance(s, ir.If):
-        return dataclasses.replace(s, then=_block(s.then, name, used), orelse=_block(s.orelse, name, used))
+        then, orelse = _block(s.then, name, used), _block(s.orelse, name, used)
+        return s if _same(then, s.then) and _same(orelse, s.orelse) else \
+            dataclasses.replace(s, then=then, orelse=orelse)
     return s
+
+
+def _same(a: tuple[ir.Stmt, ...], b: tuple[ir.Stmt, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _split(decl: ir.Decl, rest: list[ir.Stmt], used: set[str]) -> list[ir.Stmt]:

@@ -235,8 +235,8 @@ class _Context:
         slopes = sorted(itertools.product(range(self.max_ha + 1), repeat=len(loops) - 1),
                         key=lambda h: (sum(h), h))
         for h in slopes:
-            if all(dep.intersect(isl.Set(f"{head}{' + '.join(f'{k} * ({d})' for k, d in zip((*h, 1), ds))}"
-                                         f" <= 0 }}")).is_empty()
+            if all(dep.intersect(deps._parse(f"{head}{' + '.join(f'{k} * ({d})' for k, d in zip((*h, 1), ds))}"
+                                             f" <= 0 }}")).is_empty()
                    for dep, head, ds in carried):
                 return h
         return None
@@ -296,7 +296,8 @@ def _carried(inside: list[StmtInfo], la: int, depth: int, params: list[str],
                     if lv >= first:
                         prefix = [f"{iv[k]} = {jv[k]}" for k in range(lv - 1)]
                         text = " and ".join(cons + prefix + [f"{diff[lv - 1]} > 0"])
-                        yield isl.Set(head + text + " }"), head, tuple(diff[la - 1:la + depth - 1])
+                        # parsed once per text (deps' memo: one isl context, sets never modified)
+                        yield deps._parse(head + text + " }"), head, tuple(diff[la - 1:la + depth - 1])
 
 
 def _domain(loops: tuple[ir.For, ...], names: dict[str, str], params: frozenset[str]) -> list[str]:

@@ -18,6 +18,7 @@ and the pipeline runs without ``verify_each`` (see the property).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import islpy as isl
@@ -119,7 +120,7 @@ def test_set_cache_off_solves_afresh() -> None:
     deps.set_cache(True)
     want = dump(deps.analyze(k))
     hits = deps._solve_cached.cache_info().hits
-    assert dump(deps.analyze(k)) == want
+    assert dump(deps.analyze(dataclasses.replace(k))) == want  # an equal kernel, not the remembered object
     assert deps._solve_cached.cache_info().hits > hits
     deps.clear_cache()
     deps.set_cache(False)
@@ -128,6 +129,31 @@ def test_set_cache_off_solves_afresh() -> None:
         assert deps._solve_cached.cache_info().currsize == 0
     finally:
         deps.set_cache(True)
+
+
+def test_one_kernel_object_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph of a kernel object is remembered (IR nodes are immutable): asking again poses no
+    question and gives the same frozen graph; an equal kernel built anew is analysed on its own."""
+    n, i = ir.Var("n", ir.I32), ir.Var("i", ir.I32)
+    a = ir.ArrayType(ir.F64, (ir.binary("+", n, ir.Const(1, ir.I32)),))
+    shifted = ir.Index("A", (ir.binary("+", i, ir.Const(1, ir.I32)),), ir.F64)
+    body = (ir.For("i", ir.I32, ir.Const(0, ir.I32), n, 1, (ir.assign(shifted, ir.Index("A", (i,), ir.F64)),)),)
+    k = ir.Kernel("k", (ir.Param("n", ir.I32), ir.Param("A", a, "inout")), body)
+    asked = [0]
+    real = deps._dependences
+
+    def counted(*args: object) -> object:
+        asked[0] += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(deps, "_dependences", counted)
+    g = deps.analyze(k)
+    first = asked[0]
+    assert first > 0 and deps.analyze(k) is g and asked[0] == first
+    with pytest.raises(nx.NetworkXError):  # shared: no caller may change it
+        g.add_edge("S0", "S1")
+    again = dataclasses.replace(k)
+    assert dump(deps.analyze(again)) == dump(g) and asked[0] == 2 * first
 
 
 # --- the direction/distance vectors against a direct formulation -------------------------

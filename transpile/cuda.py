@@ -37,7 +37,6 @@ from functools import cache
 from types import MappingProxyType
 
 import jinja2
-import numpy as np
 
 from passes import collapse, promote, tile
 from passes.builders import substitute_vars
@@ -119,7 +118,12 @@ def literal(value: int | float, ty: ir.Scalar) -> tuple[str, int]:
         if math.isinf(v):
             return ("-" if v < 0 else "") + INFINITIES[ty.name], PREC_UNARY if v < 0 else PREC_POSTFIX
         # f32: numpy prints the shortest string that round-trips through float32.
-        text = repr(v) if ty == ir.F64 else str(np.float32(v))
+        if ty == ir.F64:
+            text = repr(v)
+        else:
+            import numpy as np  # imported where used: most kernels have no f32 constant
+
+            text = str(np.float32(v))
         if not any(c in text for c in ".e"):
             text += ".0"
         text += "f" if ty == ir.F32 else ""

@@ -84,7 +84,7 @@ def _reduce_shape(s: ir.For) -> None:
 
 def _reduce_proven(k: ir.Kernel) -> None:
     """Every accumulation of a ``reduce`` loop is a reduction the exact analysis proves."""
-    marked = [n for n in ir.walk(k) if isinstance(n, ir.For) and n.reduce]
+    marked = [n for n in ir.statements(k) if isinstance(n, ir.For) and n.reduce]  # loops: statements
     if not marked:
         return
     import islpy as isl
@@ -120,7 +120,7 @@ def _reduce_proven(k: ir.Kernel) -> None:
 
 def _atomic_proven(k: ir.Kernel) -> None:
     """Every dependence an ``atomic(...)`` loop carries is on the arrays it lists (passes/atomics.py)."""
-    marked = [n for n in ir.walk(k) if isinstance(n, ir.For) and n.atomic]
+    marked = [n for n in ir.statements(k) if isinstance(n, ir.For) and n.atomic]
     if not marked:
         return
     import islpy as isl

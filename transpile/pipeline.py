@@ -60,6 +60,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
 
     step = _Stepper(verify_each=verify_each, dump_ir=dump_ir, budget=budget)
     ircheck.check(module)  # front ends must hand over valid IR
+    step.checked = module
     step.dump("input", module)
     if naive:  # NOTE: the baseline: no pass but map-gpu may run here
         return step("map-gpu", module, lambda k: map_gpu.run(k, atomics=False), required=True)  # one thread an iteration
@@ -154,6 +155,7 @@ class _Stepper:
         self.dump_ir = dump_ir
         self.count = 0
         self.budget = budget
+        self.checked: ir.Module | None = None  # the last module that passed ircheck (IR is immutable)
         self.deadline = time.monotonic() + budget.total_seconds if budget is not None else 0.0
 
     def __call__(self, name: str, module: ir.Module, run: Callable[[ir.Kernel], ir.Kernel], *,
@@ -161,8 +163,9 @@ class _Stepper:
         kernels = tuple(self._run(name, k, run, required) for k in module.kernels)
         if any(a is not b for a, b in zip(kernels, module.kernels)):
             module = ir.Module(module.funcs, kernels, loc=module.loc)
-        if self.verify_each:
+        if self.verify_each and module is not self.checked:  # a pass that changed nothing: checked already
             ircheck.check(module)
+            self.checked = module
         self.dump(name, module)
         return module
 

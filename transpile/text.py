@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -483,6 +482,8 @@ class _Lowerer:
     def float_literal(self, tok: Token) -> ir.Const:
         s = str(tok)
         ty = ir.F32 if s[-1] in "fF" else ir.F64
+        import numpy as np  # imported where used: a compile from C needs numpy for f32 constants only
+
         with np.errstate(over="ignore"):
             return ir.const(float(s.rstrip("fF")), ty, loc=self.loc(tok))
 
@@ -902,6 +903,8 @@ def _show_const(c: ir.Const) -> str:
 
 def _shortest_f32(v: float) -> str:
     """The shortest decimal string that reads back as the single-precision value ``v``."""
+    import numpy as np
+
     with np.errstate(over="ignore"):
         for digits in range(1, 10):
             s = f"{v:.{digits}g}"
