@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cuda, frontend, ir, ircheck, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.diagnostics import TranspileError
 from transpile.verify import Options, verify_module
 

@@ -19,7 +19,8 @@ import pytest
 
 from passes import bounds
 from passes.accesses import affine
-from transpile import frontend, interp, ir
+from transpile import frontend, ir
+from transpile.ir import interp
 from transpile.diagnostics import TranspileWarning
 
 ROOT = Path(__file__).resolve().parent.parent

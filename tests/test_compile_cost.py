@@ -21,7 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from passes import budget, deps, fuse
-from transpile import frontend, interp, ir, pipeline
+from transpile import frontend, ir, pipeline
+from transpile.ir import interp
 from transpile.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

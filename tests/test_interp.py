@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transpile import interp, ir
+from transpile import ir
+from transpile.ir import interp
 from transpile.diagnostics import Loc
-from transpile.interp import DTYPES, InterpError
+from transpile.ir.interp import DTYPES, InterpError
 from transpile.ir import (
     F32,
     F64,

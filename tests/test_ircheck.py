@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from transpile import ir, ircheck
+from transpile import ir
+from transpile.ir import check as ircheck
 from transpile.diagnostics import Loc, TranspileError
 
 L = Loc("k.ir", 3, 5)

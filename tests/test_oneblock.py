@@ -1,4 +1,4 @@
-"""One-block host loops (transpile/cuda_oneblock.py): which loops, the code, both paths against the interpreter."""
+"""One-block host loops (transpile/cuda/oneblock.py): which loops, the code, both paths against the interpreter."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import pytest
 
 from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cfront, cuda, cuda_oneblock, ir, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.cuda import oneblock as cuda_oneblock
+from transpile.ir import text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

@@ -19,7 +19,11 @@ import numpy as np
 import pytest
 
 from tests import polybench
-from transpile import cfront, interp, ircheck, pipeline, text
+from transpile import pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import interp
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 NAMES = polybench.NAMES
 NVCC = shutil.which("nvcc")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from passes import costmodel, tile
+from passes import tile
+from transpile.search import costmodel
 from transpile import cuda, frontend, ir, pipeline
 from transpile.verify import Options, verify_module
 

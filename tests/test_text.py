@@ -11,7 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import strategies
-from transpile import interp, ir, ircheck, text
+from transpile import ir
+from transpile.ir import interp
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.diagnostics import Loc, TranspileError
 
 IR_DIR = Path(__file__).parent / "ir"

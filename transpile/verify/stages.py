@@ -4,7 +4,7 @@
     (for the pipeline, the lowered kernel IR too); the candidate defines
     ``extern "C" void NAME(...)`` with the reference's parameters.
 (b) ``nvcc -arch=sm_90 -cubin -Xptxas -v``: compiles (an architecture-dependent file also for
-    sm_75 and sm_80: :mod:`transpile.arches`), and ptxas's resource
+    sm_75 and sm_80: :mod:`transpile.cuda.arches`), and ptxas's resource
     report (registers, shared memory, spills, stack per kernel) is recorded.
 (c) the CUDA itself on the CPU simulator, small shapes (:mod:`.simstage`).
 (d)-(f) on a GPU (:mod:`.gpu`): small shapes, full size with several
@@ -153,7 +153,8 @@ def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_pat
             function: str | None, include_dirs: Sequence[str], defines: Sequence[str],
             lowered: ir.Module | None) -> Target | None:
     """Stage (a); returns the target for the later stages, or None after a failure."""
-    from transpile import frontend, ircheck
+    from transpile import frontend
+    from transpile.ir import check as ircheck
 
     stage = report.stage("a")
     t0 = time.perf_counter()
@@ -305,9 +306,9 @@ def stage_b(report: Report, cu: Path) -> None:
 
 
 def _older_arches(exe: str, cu: Path, text: bytes, key: str) -> str | None:
-    """For a file whose code may depend on the architecture (:func:`transpile.arches.arch_dependent`):
-    ``nvcc -fatbin`` for :data:`transpile.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
-    from transpile import arches
+    """For a file whose code may depend on the architecture (:func:`transpile.cuda.arches.arch_dependent`):
+    ``nvcc -fatbin`` for :data:`transpile.cuda.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
+    from transpile.cuda import arches
 
     if not arches.arch_dependent(text.decode(errors="replace")):
         return None
