@@ -188,7 +188,7 @@ def ptxas_resources(manifest: Mapping[str, Any], cu_dir: Path, jobs: int = 2) ->
     import tempfile
 
     from transpile.search import costmodel
-    from transpile.verify.stages import parse_ptxas
+    from transpile.toolchain import parse_ptxas
 
     cache_path = cu_dir / "ptxas.json"
     cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}

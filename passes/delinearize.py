@@ -60,11 +60,11 @@ import islpy as isl
 from passes import accesses as acc_mod
 from passes import deps
 from passes import footprint as fp
-from transpile.ir import affine as ext
 from transpile import ir
-from transpile.ir.affine import Aff, NotAffine, Poly, to_affine
-from transpile.frontend.c_types import C_NAMES
 from transpile.diagnostics import Loc
+from transpile.ir import affine as ext
+from transpile.ir.affine import Aff, NotAffine, Poly, to_affine
+from transpile.ir.cscalars import C_NAMES
 from transpile.ir.text import show_expr
 
 #: isl work allowed for one range proof; past it the proof fails (the array stays flat).

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from passes import tile
 from transpile import cuda, frontend, pipeline
-from transpile.cuda import arches
 from transpile.cli import main
+from transpile.cuda import arches
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent

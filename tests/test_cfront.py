@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from transpile import ir
-from transpile.ir import check as ircheck
-from transpile.frontend.c import parse_file, parse_source
 from transpile.diagnostics import TranspileError, TranspileWarning
+from transpile.frontend.c import parse_file, parse_source
 from transpile.ir import F32, F64, I32, I64, U32, U64
+from transpile.ir import check as ircheck
 
 TESTS = Path(__file__).resolve().parent
 BAD = TESTS / "bad"

@@ -10,9 +10,8 @@ import pytest
 from passes import REGISTRY, closure
 from tests import polybench
 from transpile import frontend, ir, pipeline
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 
 FW = """kernel fw(i32 n, inout i32 p[n][n]) {
   for k in 0..n {

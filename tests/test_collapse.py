@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 
 from passes import collapse, tile
 from transpile import cuda, frontend, ir, pipeline
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passes import tile
-from transpile.search import costmodel
 from tests import strategies
 from transpile import cuda, frontend, ir, pipeline
 from transpile.cuda import reduce as cuda_reduce
 from transpile.ir import text
+from transpile.search import costmodel
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"

@@ -14,8 +14,8 @@ import pytest
 
 from transpile import cuda, pipeline
 from transpile.cuda import names as cuda_names
-from transpile.ir import text
 from transpile.diagnostics import TranspileError
+from transpile.ir import text
 
 ROOT = Path(__file__).resolve().parent.parent
 

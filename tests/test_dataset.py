@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from transpile.search import dataset
 from transpile.cuda import regions
+from transpile.search import dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = sorted((ROOT / "tests" / "kernels").glob("*.c"))

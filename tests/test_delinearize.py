@@ -17,9 +17,8 @@ from tests import affine_nests, strategies
 from tests.flatten import flatten
 from transpile import cuda, ir, pipeline
 from transpile.frontend import c as cfront
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 
 
 def _kernel(src: str) -> ir.Kernel:

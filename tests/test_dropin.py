@@ -18,8 +18,8 @@ from passes import footprint
 from passes.accesses import Affine
 from tests import polybench
 from transpile import cuda, frontend, ir, pipeline
-from transpile.frontend import c as cfront
 from transpile.cuda import host as cuda_host
+from transpile.frontend import c as cfront
 from transpile.sim import SimLibrary, build
 from transpile.verify import Options, verify_module
 

@@ -21,9 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transpile import frontend, ir
-from transpile.search import evolve
-from transpile.search import rewards
 from transpile.diagnostics import TranspileError
+from transpile.search import evolve, rewards
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from pycparser import c_parser
 
-from transpile.frontend import header
 from transpile.cli import main
+from transpile.frontend import header
 
 NVCC = shutil.which("nvcc")
 GCC = shutil.which("gcc")

@@ -8,9 +8,8 @@ import pytest
 from passes import REGISTRY, ifreduce, reductions
 from tests.interp_check import assert_same_results
 from transpile import ir
-from transpile.ir import accum
+from transpile.ir import accum, text
 from transpile.ir import check as ircheck
-from transpile.ir import text
 
 HEAD = "kernel k(i32 n, in f32 a[n], in f32 c[n], out f32 r[1], out i32 q[1]) {\n"
 

@@ -16,9 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transpile import ir
-from transpile.ir import interp
 from transpile.diagnostics import Loc
-from transpile.ir.interp import DTYPES, InterpError
 from transpile.ir import (
     F32,
     F64,
@@ -48,9 +46,11 @@ from transpile.ir import (
     binary,
     cast,
     const,
+    interp,
     select,
     unary,
 )
+from transpile.ir.interp import DTYPES, InterpError
 
 L = Loc("t.ir", 4, 7)
 n, m = Var("n", I32), Var("m", I32)

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from transpile import ir
-from transpile.ir import check as ircheck
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import check as ircheck
 
 L = Loc("k.ir", 3, 5)
 n = ir.Var("n", ir.I32)

@@ -12,8 +12,7 @@ import pytest
 from tests import polybench
 from transpile import cuda, ir, pipeline
 from transpile.frontend import c as cfront
-from transpile.ir import interp
-from transpile.ir import text
+from transpile.ir import interp, text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transpile.search import costmodel
 from transpile import cuda, frontend, pipeline
+from transpile.search import costmodel
 from transpile.sim.build import build as sim_build
 
 KERNELS = Path(__file__).parent / "kernels"

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 
 from passes import REGISTRY, map_gpu
 from transpile import ir
-from transpile.ir import check as ircheck
 from transpile.diagnostics import TranspileError
 from transpile.ir import F32, F64, I32, I64, U32, U64
+from transpile.ir import check as ircheck
 
 # ---------------------------------------------------------------------------
 # Builders

@@ -21,9 +21,8 @@ import pytest
 from tests import polybench
 from transpile import pipeline
 from transpile.frontend import c as cfront
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 
 NAMES = polybench.NAMES
 NVCC = shutil.which("nvcc")

@@ -9,9 +9,8 @@ import pytest
 
 from passes import REGISTRY, privatize
 from transpile import ir, pipeline
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 
 HEAD = "kernel k(i32 n, in f64 a[n][n], inout f64 c[n][n], inout f64 out[1]) {\n"
 

@@ -14,11 +14,10 @@ from passes import reduce_gpu, reductions
 from tests import polybench
 from tests.test_polybench import max_rel_err
 from transpile import cuda, ir, pipeline
-from transpile.frontend import c as cfront
-from transpile.ir import interp
-from transpile.ir import check as ircheck
-from transpile.ir import text
 from transpile.diagnostics import TranspileError
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 HAVE_NVCC = shutil.which("nvcc") is not None
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,

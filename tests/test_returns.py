@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from transpile import cuda, frontend, ir, pipeline
+from transpile.diagnostics import TranspileError
 from transpile.ir import check as ircheck
 from transpile.ir import text
-from transpile.diagnostics import TranspileError
 from transpile.verify import Options, verify_module
 from transpile.verify.signature import check_dropin, dropin_returns, find_dropin, kernel_sig
 

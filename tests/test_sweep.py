@@ -15,15 +15,14 @@ import numpy as np
 import pytest
 
 from passes import fuse, reduce_gpu
-from transpile.search import costmodel
 from tests import polybench
 from transpile import cuda, ir, pipeline
-from transpile.frontend import c as cfront
 from transpile.cuda import sweep as cuda_sweep
-from transpile.ir import interp
-from transpile.ir import check as ircheck
-from transpile.ir import text
 from transpile.diagnostics import TranspileError
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
+from transpile.search import costmodel
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")

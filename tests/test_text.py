@@ -12,10 +12,9 @@ from hypothesis import strategies as st
 
 from tests import strategies
 from transpile import ir
-from transpile.ir import interp
-from transpile.ir import check as ircheck
-from transpile.ir import text
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 IR_DIR = Path(__file__).parent / "ir"
 SAMPLES = sorted(IR_DIR.glob("*.ir"))

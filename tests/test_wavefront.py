@@ -36,9 +36,8 @@ from tests.test_map_gpu import (
 from tests.test_parallel_semantics import check_case, same
 from transpile import ir, pipeline
 from transpile.frontend import c as cfront
-from transpile.ir import interp
 from transpile.ir import check as ircheck
-from transpile.ir import text
+from transpile.ir import interp, text
 
 
 def _front(name: str) -> ir.Module:

@@ -8,10 +8,8 @@ written atomically, so a failed run never leaves a partial file behind.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,9 @@ import click
 from transpile import __version__, progress
 from transpile.cli import batch
 from transpile.diagnostics import TranspileError, silence
+from transpile.fsutil import write_atomic
+from transpile.guard import guard as _guard
+from transpile.guard import source_of as _source_of
 from transpile.llm.options import llm_options
 
 _EPILOG = """\b
@@ -533,33 +534,6 @@ def verdict_line(r: Any) -> str:
     return f"'{r.kernel}' {r.verdict} (seed {r.seed}): {r.reason}{where}"
 
 
-def write_atomic(dest: Path, text: str) -> None:
-    """Write ``text`` to ``dest`` so that readers see the old file or the whole new one."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent or Path("."), prefix=f".{dest.name}.", suffix=".tmp")
-    except OSError as e:
-        raise TranspileError(None, f"cannot write '{dest}': {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        # mkstemp creates the file 0600; give it the mode a plain open() would
-        # (the existing file's, else 0666 less the umask).
-        os.chmod(tmp, _new_file_mode(dest))
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _new_file_mode(dest: Path) -> int:
-    try:
-        return dest.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def _check_bounds(module: object) -> None:
     """Warn (``out-of-bounds``) about every reference proven to leave its array for sizes the program
     can be called with.  Where fixed extents (``double C[NI][NJ]`` from macros) bound the sizes
@@ -597,14 +571,6 @@ def _check_uninit(module: object) -> None:
             warn("uninitialized", f.loc, f.message)
 
 
-def _source_of(loc: object) -> str | None:
-    """The text of the file ``loc`` points into (for the caret line), or None."""
-    try:
-        return Path(loc.file).read_text() if loc is not None else None  # type: ignore[attr-defined]
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _check_flat(module: object) -> None:
     """Warn (``flat-index``) about pointers indexed by hand that delinearize cannot split."""
     from passes import delinearize
@@ -613,49 +579,6 @@ def _check_flat(module: object) -> None:
     for kernel in module.kernels:  # type: ignore[attr-defined]
         for r in delinearize.refusals(kernel):
             warn("flat-index", r.loc, r.message)
-
-
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: object = None, line: str | None = None) -> None:
-    """Our warnings as compilers print them (``file:line:col: warning: msg [id]``); others as Python does."""
-    from transpile.diagnostics import TranspileWarning
-
-    if isinstance(message, TranspileWarning):
-        progress.clear()
-        click.echo(_colored(str(message)), err=True)
-    else:
-        _python_show_warning(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
-
-
-_python_show_warning = warnings.showwarning
-
-
-def _colored(text: str) -> str:
-    """A diagnostic in clang's colours on a terminal (not with NO_COLOR), else as it is."""
-    from transpile.diagnostics import paint, use_color
-
-    return paint(text) if use_color(sys.stderr) else text
-
-
-def _guard(action: object) -> None:
-    """Run ``action``; turn diagnostics into stderr + exit 1, never a traceback."""
-    warnings.showwarning = _show_warning
-    try:
-        action()  # type: ignore[operator]
-    except TranspileError as e:
-        if e.source is None and e.loc is not None:  # raised past the front end: the caret line still helps
-            e.source = _source_of(e.loc)
-        click.echo(_colored(str(e)), err=True)
-        sys.exit(1)
-    except (KeyboardInterrupt, click.exceptions.Exit, click.ClickException):
-        raise
-    except Exception as e:  # our bug, not the user's: still no traceback on their screen
-        click.echo(f"transpile: internal compiler error: {type(e).__name__}: {e}\n"
-                   "transpile: please report this with the input file "
-                   "(set TRANSPILE_TRACEBACK=1 for the traceback)", err=True)
-        if os.environ.get("TRANSPILE_TRACEBACK"):
-            raise
-        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ from typing import Any
 
 import click
 
-from transpile.search import dataset
 from transpile.diagnostics import TranspileError
 from transpile.llm.options import llm_options
+from transpile.search import dataset
 
 TASK = "transpile.search.dataset:record_for"
 
@@ -106,7 +106,7 @@ def _preload(*, specs: bool) -> None:
     """
     import numpy  # noqa: F401  # the verifier's
 
-    from transpile import cuda, frontend, pipeline, verify
+    from transpile import cuda, frontend, pipeline, verify  # noqa: F401  # record_for's
     from transpile.ir import text  # noqa: F401  # record_for's
 
     if specs:

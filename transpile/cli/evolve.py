@@ -41,7 +41,7 @@ from transpile.diagnostics import TranspileError
 def evolve_cmd(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float, seed: int,
                sizes: tuple[str, ...], measure: str, as_json: bool) -> None:
     """Search schedules for FILES under one shared time budget; write OUT_DIR/STEM.cu for each."""
-    from transpile.cli import _guard
+    from transpile.guard import guard as _guard
 
     _guard(lambda: _run(files, out_dir, rounds, time_budget, seed, sizes, measure, as_json))
 
@@ -49,8 +49,8 @@ def evolve_cmd(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget:
 def _run(files: tuple[Path, ...], out_dir: Path, rounds: int, time_budget: float, seed: int,
          sizes: tuple[str, ...], measure: str, as_json: bool) -> None:
     from transpile import frontend
-    from transpile.search import evolve
     from transpile.cli import _verify_output, write_atomic
+    from transpile.search import evolve
     from transpile.verify.cli import parse_sizes
 
     stems = [f.stem for f in files]

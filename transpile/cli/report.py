@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from transpile import toolchain
 
 _GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\([^)]*\)\s+)?(?:void\s+)?(\w+)\s*\(")
 
@@ -45,9 +46,9 @@ class StaticInfo:
     error: str = ""
 
 
-def parse_ptxas(text: str) -> list[KernelResources]:
-    """Per-entry resources from ``nvcc -Xptxas -v`` output (:func:`transpile.verify.stages.parse_ptxas`)."""
-    from transpile.verify.stages import parse_ptxas as parse
+def kernel_resources(text: str) -> list[KernelResources]:
+    """Per-entry resources from ``nvcc -Xptxas -v`` output (:func:`transpile.toolchain.parse_ptxas`)."""
+    from transpile.toolchain import parse_ptxas as parse
 
     return [KernelResources(r["kernel"], r.get("registers", 0), r.get("smem", 0), r.get("stack", 0),
                             r.get("spill_stores", 0), r.get("spill_loads", 0)) for r in parse(text)]
@@ -56,7 +57,7 @@ def parse_ptxas(text: str) -> list[KernelResources]:
 def analyse(cu_text: str, source: str, *, nvcc: str | None = None) -> StaticInfo:
     """Kernels, launch sites and (when nvcc is found) ptxas's resource report of ``cu_text``."""
     info = StaticInfo(source, kernels=_GLOBAL.findall(cu_text), launch_sites=cu_text.count("<<<"))
-    exe = nvcc or shutil.which("nvcc")
+    exe = nvcc or toolchain.nvcc()
     if exe is None:
         info.error = "nvcc not found: no resource report"
         return info
@@ -68,7 +69,7 @@ def analyse(cu_text: str, source: str, *, nvcc: str | None = None) -> StaticInfo
     info.ptxas = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
         info.error = "nvcc failed: " + info.ptxas[-500:]
-    info.resources = parse_ptxas(info.ptxas)
+    info.resources = kernel_resources(info.ptxas)
     return info
 
 

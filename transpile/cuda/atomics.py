@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from transpile import ir
-from transpile.cuda import BLOCK_DIM, THREAD_IDX, ctype
+from transpile.cuda.printer import BLOCK_DIM, THREAD_IDX, add_text, ctype
 
 PRIVATE_ENV = "TRANSPILE_PRIVATE_BINS_BYTES"
 PRIVATE_BYTES = 32768
@@ -26,21 +26,6 @@ PRIVATE_BYTES = 32768
 multiprocessor that is 256 KiB an SM, within an H100's 228 KiB only at 7 blocks; the occupancy
 calculator then runs fewer blocks, not wrong ones."""
 PRIVATE_BLOCKS_PER_SM = 8
-
-
-def add_text(address: str, value: str, ty: ir.Scalar, op: str) -> str:
-    """``atomicAdd``/``atomicSub`` of ``value`` (C text of type ``ty``) at ``address`` (a ``ty *``):
-    64-bit integers through ``unsigned long long`` (CUDA's only 64-bit atomic add; two's
-    complement addition wraps alike), a subtraction as the addition of the negated term (integers
-    as unsigned ``0 - e``, which wraps as the subtraction would; 32-bit ones by ``atomicSub``)."""
-    if ty in (ir.I64, ir.U64):
-        value = f"(unsigned long long)({value})"
-        return f"atomicAdd((unsigned long long *){address}, {'0ull - ' if op == '-' else ''}{value});"
-    if op == "-":
-        if ty in (ir.I32, ir.U32):
-            return f"atomicSub({address}, {value});"
-        value = f"-({value})"
-    return f"atomicAdd({address}, {value});"
 
 
 def private_array(launch: ir.Launch, chain: list[ir.For], dims: dict[str, tuple[ir.Expr, ...]],

@@ -45,8 +45,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from transpile import ir
-from transpile.ir import accum
-from transpile.cuda import (
+from transpile.cuda.printer import (
     BARRIER,
     BLOCK_IDX,
     GLOBAL,
@@ -64,6 +63,7 @@ from transpile.cuda import (
     literal,
 )
 from transpile.cuda.reduce import WARP, _ReducePrinter, break_on_error
+from transpile.ir import accum
 
 if TYPE_CHECKING:
     from passes.reduce_gpu import Chain

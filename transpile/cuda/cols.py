@@ -20,8 +20,7 @@ loop, so every thread of a block reaches every barrier.
 from __future__ import annotations
 
 from transpile import ir
-from transpile.ir import accum
-from transpile.cuda import (
+from transpile.cuda.printer import (
     BARRIER,
     BLOCK_IDX,
     GLOBAL,
@@ -38,6 +37,7 @@ from transpile.cuda import (
     ctype,
 )
 from transpile.cuda.reduce import _accumulations, _ReducePrinter
+from transpile.ir import accum
 
 COLS, ROWS = 32, 32
 """Block shape: columns per block (one warp wide) x threads down each column."""

@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 from transpile import ir
 
 if TYPE_CHECKING:
-    from transpile.cuda import ExprPrinter, _KernelEmitter
+    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.printer import ExprPrinter
 
 ENV = "TRANSPILE_DROPIN_HOST"
 
@@ -103,10 +104,10 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
         return None
     if [p.name for p in original.params] != [p.name for p in em.k.params]:
         return None
-    from transpile.cuda import ExprPrinter, StmtPrinter, _assigned, ctype
+    from transpile.cuda.printer import ExprPrinter, StmtPrinter, assigned, ctype
 
     params = {p.name for p in original.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int}
-    fixed = params - _assigned(original)
+    fixed = params - assigned(original)
     extents: dict[str, tuple[ir.Expr, ...]] = {}
     for p in (*original.params, *top):
         if isinstance(p.ty, ir.ArrayType):
@@ -116,7 +117,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
                 extents[p.name] = p.ty.dims[1:]
     used = ir.identifiers(original)
     namer = em.namer.child()
-    from transpile.cuda import RESERVED
+    from transpile.cuda.printer import RESERVED
 
     rename = {n: em.rename.get(n) or namer.fresh(n + "_") for n in sorted(used & RESERVED)}
     expr = ExprPrinter(extents, rename)

@@ -147,7 +147,7 @@ def dropin(em: _KernelEmitter) -> dict[str, object]:
 
 
 def _ctype(t: ir.Scalar) -> str:
-    from transpile.cuda import ctype
+    from transpile.cuda.printer import ctype
 
     return ctype(t)
 

@@ -66,9 +66,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from passes.tile import SHARED_LIMIT, Operand, Plan, mma_instruction, substitute
-from transpile import cuda as cu
 from transpile import ir
-from transpile.cuda.tiled import row_bound, scalar_form, tile_grid
+from transpile.cuda import printer as cu
+from transpile.cuda.tiles import row_bound, scalar_form, tile_grid
 
 TEMPLATE = "mma_matmul.cu.j2"
 #: Set to 0 in the environment, the host launches the FMA kernels in place of the tensor-core ones

@@ -1,6 +1,6 @@
 """One-block host loops: a host loop of small launches run by one block, its launches separated by barriers.
 
-A host loop (``for t { launch; launch; ... }``, :func:`transpile.cuda._is_host_loop`) whose launches
+A host loop (``for t { launch; launch; ... }``, :func:`transpile.cuda.is_host_loop`) whose launches
 each cover a few thousand iterations costs a launch's overhead per launch: jacobi-1d at n = 4000
 launches 2000 kernels of 4000 threads a call (9 ms on the H200, 4.5 us a launch), trisolv at
 n = 4000 launches 8000.  When every launch of such a loop is small, one block runs the whole
@@ -48,16 +48,16 @@ one block; the verifier's stage (c) runs each shape both ways)."""
 def eligible(loop: ir.For) -> bool:
     """``loop`` is a host loop the one-block kernel can run (module docstring)."""
     from passes import accesses
-    from transpile.cuda import _is_host_loop, _par_chain, _var_names
+    from transpile.cuda.printer import is_host_loop, par_chain, var_names
 
     if loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed) or not loop.body:
         return False
     for s in loop.body:
-        if not isinstance(s, ir.Launch) or _is_host_loop(s):
+        if not isinstance(s, ir.Launch) or is_host_loop(s):
             return False
         if any(isinstance(n, ir.Return) for n in ir.walk(s)):
             return False
-        chain = _par_chain(s)
+        chain = par_chain(s)
         # A grid of threads with loops inside (adi's sweeps) would be serialised onto one block; a
         # launch without par loops (one thread, or a one-block reduction) runs as it would anyway.
         if chain and any(isinstance(n, ir.For) for st in chain[-1].body for n in ir.walk(st)):
@@ -65,9 +65,9 @@ def eligible(loop: ir.For) -> bool:
         for lp in chain:
             outer = {o.var for o in chain if o is not lp}
             for b in (lp.lo, lp.hi):
-                if _var_names(b) & outer:  # triangular: its count is not one expression of the host variable
+                if var_names(b) & outer:  # triangular: its count is not one expression of the host variable
                     return False
-                if loop.var in _var_names(b) and accesses.affine(b, _var_names(b)) is None:
+                if loop.var in var_names(b) and accesses.affine(b, var_names(b)) is None:
                     return False
     return True
 
@@ -84,7 +84,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
             any(str(st["kernel"]) in emitter.folds for st in steps) or \
             any(st["shape"] == "block" and st.get("guard") for st in steps):
         return None
-    from transpile.cuda import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, _var_names, ctype
+    from transpile.cuda.printer import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, ctype, var_names
 
     # A one-block reduction's body is written for its own block size: the kernel takes it (one size).
     sizes = {str(st["block"][0]).rstrip("u") for st in steps if st["shape"] == "block"}  # type: ignore[index]
@@ -128,7 +128,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
         body.append(f"  for ({INDEX_TYPE} {it} = {lo}; {it} < {hi}; {it} += {loop.step}) {{")
     else:
         body.append(f"  for ({INDEX_TYPE} {it} = {hi} - 1; {it} >= {lo}; {it} -= {-loop.step}) {{")
-    if any(loop.var in _var_names(st) for st in loop.body):
+    if any(loop.var in var_names(st) for st in loop.body):
         body.append(f"    const {vt} {v} = ({vt}){it};")
     for n, st in enumerate(steps):
         k = by_name[str(st["kernel"])]

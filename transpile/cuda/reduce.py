@@ -39,9 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from transpile import ir
-from transpile.ir import accum
 from transpile.cuda import regions
-from transpile.cuda import (
+from transpile.cuda.printer import (
     BARRIER,
     BLOCK_IDX,
     GLOBAL,
@@ -60,6 +59,7 @@ from transpile.cuda import (
     ctype,
     literal,
 )
+from transpile.ir import accum
 
 #: Threads per block of a reduction launch by shape (powers of two: the tree halves them).
 THREADS = {"block": 256, "rows": 256, "rowprog": 256}
@@ -175,9 +175,6 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
     threads a row, chosen on the host by :data:`ROWPROG_ENV`; named by ``host_namer``), reading the
     row length where :func:`row_length` finds one (``host_names``: scalars the host may read there).
     """
-    if kind == "cols":
-        from transpile.cuda import cols as cuda_cols
-        return cuda_cols.launch(lp, expr, namer, loads, stores, config)
     threads = THREADS[kind]
     printer = _ReducePrinter(expr, namer, threads)
     if kind == "rowprog":

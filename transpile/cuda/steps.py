@@ -57,7 +57,8 @@ from typing import TYPE_CHECKING
 from transpile import ir
 
 if TYPE_CHECKING:
-    from transpile.cuda import ExprPrinter, _KernelEmitter
+    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.printer import ExprPrinter
 
 ENV = "TRANSPILE_STEPS"
 """Set to 0 in the environment to launch a fused loop's launches one by one."""
@@ -133,16 +134,16 @@ def _stencil_launches(emitter: _KernelEmitter, loop: ir.For
     """``(launches, written, rank)``: each launch of ``loop``'s body as (par loops, assignment), the arrays
     they write in first-write order, and those arrays' rank; None where the body is not stencil launches
     of one array shape (module docstring)."""
-    from transpile.cuda import _is_host_loop, _par_chain, _var_names
+    from transpile.cuda.printer import is_host_loop, par_chain, var_names
 
     if len(loop.body) < 2 or loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed):
         return None
     arrays = {**emitter.arrays, **emitter.allocs}
     launches: list[tuple[tuple[ir.For, ...], ir.Assign]] = []
     for s in loop.body:
-        if not isinstance(s, ir.Launch) or _is_host_loop(s):
+        if not isinstance(s, ir.Launch) or is_host_loop(s):
             return None
-        chain = tuple(_par_chain(s))
+        chain = tuple(par_chain(s))
         if not chain or len(s.body) != 1 or s.body[0] is not chain[0]:
             return None
         for outer, inner in zip(chain, chain[1:]):
@@ -154,9 +155,9 @@ def _stencil_launches(emitter: _KernelEmitter, loop: ir.For
         if not isinstance(stmt.target, ir.Index) or stmt.target.array not in arrays:
             return None
         pars = {lp.var for lp in chain}
-        if any(lp.step != 1 or (_var_names(lp.lo) | _var_names(lp.hi)) & pars for lp in chain):
+        if any(lp.step != 1 or (var_names(lp.lo) | var_names(lp.hi)) & pars for lp in chain):
             return None
-        if _var_names(s) & set(emitter.device_scalars):
+        if var_names(s) & set(emitter.device_scalars):
             return None
         launches.append((chain, stmt))
     written = tuple(dict.fromkeys(st.target.array for _, st in launches))  # type: ignore[union-attr]
@@ -177,7 +178,7 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
     """The plan of :func:`plan` at ``steps`` time steps a kernel, or None (offsets, traffic, shared memory)."""
     from passes import accesses
     from passes.builders import substitute_vars
-    from transpile.cuda import _var_names
+    from transpile.cuda.printer import var_names
 
     arrays = {**emitter.arrays, **emitter.allocs}
     shape = arrays[written[0]]
@@ -195,7 +196,7 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
         target = stmt.target
         assert isinstance(target, ir.Index)
         pars = {lp.var for lp in chain}
-        names = _var_names(stmt) | pars
+        names = var_names(stmt) | pars
         forms = [accesses.affine(ix, names) for ix in target.indices]
         if any(f is None for f in forms):
             return None
@@ -273,15 +274,15 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     that decide ``ok`` and allocate the scratch, and the lines of the fused host loop (run when ``ok``;
     else the caller's launch-by-launch loop).  ``scope``: the host locals visible at the loop; ``pad``: the
     host lines' indentation."""
-    from transpile.cuda import (
+    from transpile.cuda.printer import (
         GLOBAL,
         INDEX_TYPE,
         LAUNCH_BOUNDS,
         RESTRICT,
         ExprPrinter,
         StmtPrinter,
-        _var_names,
         ctype,
+        var_names,
     )
 
     arrays = {**emitter.arrays, **emitter.allocs}
@@ -299,11 +300,11 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     uses = ir.array_uses(tuple(ph.stmt for ph in p.phases))
     referenced: set[str] = set()
     for ph in p.phases:
-        referenced |= _var_names(ph.stmt)
+        referenced |= var_names(ph.stmt)
         for lp in ph.chain:
-            referenced |= _var_names(lp.lo) | _var_names(lp.hi)
+            referenced |= var_names(lp.lo) | var_names(lp.hi)
     for d in shape.dims[1:]:
-        referenced |= _var_names(d)
+        referenced |= var_names(d)
     for a in uses:
         referenced |= emitter.extent_vars.get(a, set())
     referenced -= pars
@@ -528,7 +529,7 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
     """``(setup, loop_lines, ok)`` of :func:`build`: the scratch, then the host loop launching kernel ``name``
     with ``args`` (``cur``/``nxt``: the host's input and output buffer of each written array, swapped after
     each kernel; ``reads_var``: the kernel takes the loop's variable)."""
-    from transpile.cuda import GRID_CAPS, INDEX_TYPE, ctype
+    from transpile.cuda.printer import GRID_CAPS, INDEX_TYPE, ctype
 
     arrays = {**emitter.arrays, **emitter.allocs}
     expr = emitter.expr
@@ -544,7 +545,8 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
     for n in p.written:
         emitter.scratch.append((f"{ctype(arrays[n].elem)} *{scratch[n]}", scratch[n]))
     nbytes = {n: emitter._size(arrays[n]) for n in p.written}
-    setup = [f"{pad}// Fused time steps (transpile/cuda/steps.py): one kernel runs {p.steps} time step(s), each block on a",
+    # NOTE: the emitted comment keeps the module's path before issue 42's move (output byte-identical)
+    setup = [f"{pad}// Fused time steps (transpile/cuda_steps.py): one kernel runs {p.steps} time step(s), each block on a",
              f"{pad}// tile and its halo, input and output buffers alternating with scratch; {ENV}=0 in the environment",
              f"{pad}// (or scratch that cannot be allocated) launches the loop's kernels one by one.",
              f'{pad}const char *const {env} = getenv("{ENV}");']
@@ -639,11 +641,11 @@ def _to_shared(stmt: ir.Assign, smem: dict[str, str], base: dict[str, list[str]]
     position is printed as the target's subscript plus the constant offset (:func:`plan` proved it one),
     so that ``A[i][1 + j]`` and ``A[i][j + 1]`` give the same text."""
     from passes import accesses
-    from transpile.cuda import _var_names
+    from transpile.cuda.printer import var_names
 
     target = stmt.target
     assert isinstance(target, ir.Index)
-    names = _var_names(stmt)
+    names = var_names(stmt)
     forms = [accesses.affine(ix, names) for ix in target.indices]
 
     class _Shared(ir.Transformer):

@@ -64,8 +64,7 @@ from typing import TYPE_CHECKING
 
 from passes.tile import DEFAULT_SWEEP, SHARED_LIMIT, Options
 from transpile import ir
-from transpile.ir import accum
-from transpile.cuda import (
+from transpile.cuda.printer import (
     BARRIER,
     BLOCK_IDX,
     GLOBAL,
@@ -83,6 +82,7 @@ from transpile.cuda import (
     literal,
 )
 from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
+from transpile.ir import accum
 
 if TYPE_CHECKING:
     from transpile.cuda import _KernelEmitter

@@ -62,9 +62,9 @@ from pycparser import c_ast, c_parser
 
 from transpile import ir
 from transpile.cuda import names as cuda_names
+from transpile.diagnostics import Loc, TranspileError
 from transpile.frontend.lower import Unit, c_nodes, lower_function
 from transpile.frontend.srcmap import SourceMap
-from transpile.diagnostics import Loc, TranspileError
 
 __all__ = ["INCLUDE_DIR", "parse_file", "parse_source"]
 

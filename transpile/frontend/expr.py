@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pycparser import c_ast
 
 from transpile import ir
+from transpile.diagnostics import Loc, TranspileError
 from transpile.frontend.c_types import (
     char_literal,
     describe,
@@ -22,7 +23,6 @@ from transpile.frontend.c_types import (
     int_literal,
     sizeof,
 )
-from transpile.diagnostics import Loc, TranspileError
 
 if TYPE_CHECKING:
     from transpile.frontend.lower import Unit

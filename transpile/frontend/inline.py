@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 from pycparser import c_ast
 
-from transpile.frontend.structure import set_child
 from transpile.diagnostics import Loc, TranspileError
+from transpile.frontend.structure import set_child
 
 
 def inline_array_helpers(fdef: c_ast.FuncDef, funcdefs: dict[str, c_ast.FuncDef],

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pycparser import c_ast
 
 from transpile import ir
-from transpile.frontend.c_types import const_of, fold
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir.cscalars import const_of, fold
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
 _INC = {"p++": 1, "++": 1, "p--": -1, "--": -1}

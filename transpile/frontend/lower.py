@@ -18,28 +18,25 @@ from dataclasses import dataclass, field
 
 from pycparser import c_ast
 
-from transpile.frontend import loops
 from transpile import ir
-from transpile.frontend import header
-from transpile.frontend.expr import ExprLowerer, Sym, declarator_name
-from transpile.ir.affine import derive_extent
-from transpile.frontend.inline import inline_array_helpers
-from transpile.frontend.pointers import localize_pointers
-from transpile.frontend.srcmap import SourceMap
-from transpile.frontend.structure import structure
+from transpile.diagnostics import Loc, TranspileError, warn
+from transpile.frontend import header, loops
 from transpile.frontend.c_types import (
-    C_NAMES,
     ArrT,
     CType,
     FuncT,
     PtrT,
     TypeResolver,
     VoidT,
-    const_of,
     describe,
-    fold,
 )
-from transpile.diagnostics import Loc, TranspileError, warn
+from transpile.frontend.expr import ExprLowerer, Sym, declarator_name
+from transpile.frontend.inline import inline_array_helpers
+from transpile.frontend.pointers import localize_pointers
+from transpile.frontend.srcmap import SourceMap
+from transpile.frontend.structure import structure
+from transpile.ir.affine import derive_extent
+from transpile.ir.cscalars import C_NAMES, const_of, fold
 
 
 @dataclass

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 from pycparser import c_ast
 
-from transpile.frontend.structure import set_child
 from transpile.diagnostics import Loc, TranspileError
+from transpile.frontend.structure import set_child
 
 
 def localize_pointers(fdef: c_ast.FuncDef, loc: Callable[[c_ast.Node], Loc]) -> None:

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from transpile import ir
-from transpile.frontend.c_types import fold, int_const
 from transpile.diagnostics import Loc
+from transpile.ir.cscalars import fold, int_const
 
 # A polynomial over "atoms" (scalar-parameter Vars, or opaque parameter-only
 # expressions such as ``n / 2``): monomial (sorted atoms) -> coefficient.

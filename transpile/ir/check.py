@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from transpile import ir
-from transpile.ir import accum
 from transpile.diagnostics import TranspileError
+from transpile.ir import accum
 
 _CONST_TYPES = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})
 _PAR_DIMS = ("x", "y", "z")

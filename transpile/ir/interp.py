@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from transpile import ir
-from transpile.ir import accum
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import accum
 
 __all__ = ["InterpError", "run", "DTYPES"]
 

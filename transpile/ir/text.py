@@ -39,8 +39,8 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from transpile import ir
-from transpile.ir import accum
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import accum
 from transpile.resources import data_dir
 
 __all__ = ["parse", "parse_kernel", "show", "show_expr", "show_stmt"]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from transpile import ir
-from transpile.ir import text
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import text
 from transpile.llm import crosscheck, prompts
 from transpile.llm.client import LLMClient, LLMConfig
 from transpile.llm.generate import converse

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 
 from transpile import ir
+from transpile.diagnostics import TranspileError
 from transpile.ir import check as ircheck
 from transpile.ir import text
-from transpile.diagnostics import TranspileError
 from transpile.llm.client import LLMClient, LLMError, Message
 from transpile.llm.prompts import repair_message
 

@@ -50,8 +50,8 @@ from typing import Any
 
 from passes import accesses, collapse, tile
 from transpile import ir
-from transpile.ir import accum
 from transpile.cuda import reduce as cuda_reduce
+from transpile.ir import accum
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
 SAMPLES = 9
@@ -396,7 +396,7 @@ class _Model:
                  ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
         d = self.dev
         name = self.info[id(lp)].kernel if id(lp) in self.info else ""
-        chain, body, inner_env = _par_chain(lp, env)
+        chain, body, inner_env = par_chain(lp, env)
         threads = math.prod(trips(loop, e) for loop, e in chain) if chain else 1.0
         if threads <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
@@ -769,7 +769,7 @@ class _Model:
         return max(bytes_ / self.dev.dram_bw, self.flops_total / self.dev.fp64_mma)
 
 
-def _par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For, dict[str, float]]],
+def par_chain(lp: ir.Launch, env: dict[str, float]) -> tuple[list[tuple[ir.For, dict[str, float]]],
                                                               Sequence[ir.Stmt], dict[str, float]]:
     """The launch's par loops (each with the environment its bounds see), the body inside them,
     and the environment of the body (par variables at their average value)."""

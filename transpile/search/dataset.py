@@ -23,7 +23,6 @@ import json
 import math
 import platform
 import re
-import subprocess
 import time
 import traceback
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from transpile import __version__, ir
+from transpile import __version__, ir, toolchain
 from transpile.cuda import regions
 from transpile.diagnostics import Loc, TranspileError
 
@@ -325,27 +324,9 @@ def _finite(value: Any) -> Any:
     return value
 
 
-@cache
-def _nvcc_version() -> str | None:
-    from transpile.verify.stages import nvcc
-
-    exe = nvcc()
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
-    if m:
-        return m[2]
-    lines = out.strip().splitlines()
-    return lines[-1] if lines else None
-
-
 def tool_info() -> dict[str, Any]:
     """``tool``: what made the record, and when."""
-    return {"name": "transpile", "version": __version__, "nvcc": _nvcc_version(),
+    return {"name": "transpile", "version": __version__, "nvcc": toolchain.nvcc_version(),
             "python": platform.python_version(),
             "date": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
 

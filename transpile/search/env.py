@@ -39,7 +39,7 @@ _RETRY = "\n\nFix the CUDA file and answer with the whole corrected file."
 
 def dropin_signature(kernel: ir.Kernel) -> str:
     """``extern "C" void NAME(double *A, int n, ...)``: the declaration a submission must define."""
-    from transpile.cuda import ctype, return_ctype
+    from transpile.cuda.printer import ctype, return_ctype
 
     params = [f"{ctype(p.ty)} {p.name}" if isinstance(p.ty, ir.Scalar) else f"{ctype(p.ty.elem)} *{p.name}"
               for p in kernel.c_params]

@@ -428,7 +428,7 @@ def evaluate_cmd(submissions: Path, output: str, jobs: int, backend: str, addres
     Output: a line per submission in completion order (verdict, failing stage and check, rewards,
     feedback text, seconds); a submission that hangs or crashes the verifier is reported as such.
     """
-    from transpile.cli import _guard
+    from transpile.guard import guard as _guard
 
     _guard(lambda: _evaluate(submissions, output, jobs, backend, address, timeout, stages, mode, seed,
                              no_gpu, quiet))

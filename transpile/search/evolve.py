@@ -50,9 +50,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from transpile.search import costmodel
 from passes import tile as tiles
 from transpile import __version__, ir
+from transpile.search import costmodel
 
 #: Stop after the first generation when the best candidate's estimated (or measured) time is
 #: within this fraction of its roofline bound (``ideal / time``).
@@ -716,7 +716,7 @@ class Cache:
             return None  # missing, or not ours: search again
 
     def put(self, key: str, data: Mapping[str, Any]) -> None:
-        from transpile.cli import write_atomic
+        from transpile.fsutil import write_atomic
 
         try:
             self.root.mkdir(parents=True, exist_ok=True)

@@ -58,11 +58,11 @@ from typing import Any
 import numpy as np
 
 from transpile.cuda.atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
+from transpile.cuda.dropin import ENV as HOST_ENV  # run H: 1, the drop-in's host path; 0 for the others
 from transpile.cuda.mma import ENV as MMA_ENV  # run M: 0, the FMA kernels (GPUs before the tensor cores')
 from transpile.cuda.oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
 from transpile.cuda.reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
 from transpile.cuda.steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
-from transpile.cuda.dropin import ENV as HOST_ENV  # run H: 1, the drop-in's host path; 0 for the others
 from transpile.verify.checks import RO_MARK, HostBuffers, ReadOnlyGuard, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream
