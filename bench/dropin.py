@@ -538,7 +538,7 @@ def generate(kernels: list[str], out: Path) -> dict[str, Any]:
 
 
 def nvcc_exe() -> str:
-    from transpile.verify.stages import nvcc
+    from transpile.toolchain import nvcc
 
     exe = nvcc()
     if exe is None:

@@ -19,7 +19,7 @@ GPU search picks).  A candidate's time is taken relative to the default's
 library timed again in the candidates' own GPU child (``default-again``,
 bench/gpu.py), where the timings have it: two children time one build
 differently, so opt's time from its own child would bias every speedup.  ``--fit`` also refits the model's fitted constants
-(:class:`passes.costmodel.Device`) on half the kernels and reports both halves.
+(:class:`transpile.search.costmodel.Device`) on half the kernels and reports both halves.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def search_one(kernel: str, rounds: int, seed: int, include: Sequence[str] = ())
     """The model-ranked search of one kernel at its EX sizes (run in a worker process), plus the
     ``include`` schedules (verified and recorded like the others: what a GPU run should time even
     if the model does not rank it)."""
-    from transpile import evolve, frontend
+    from transpile import frontend
+    from transpile.search import evolve
 
     src = KERNELS / f"{stem(kernel)}.c"
     module = frontend.load(src)
@@ -159,7 +160,8 @@ def relative(times: Mapping[tuple[str, str], float], k: str, v: str) -> float | 
 
 def prepare(manifest: Mapping[str, Any]) -> list[tuple[str, str, Any, list[Any], dict[str, int], Any]]:
     """Every timed candidate lowered once: (kernel, variant, IR kernel, launches, sizes, tile options)."""
-    from transpile import cuda, evolve, frontend
+    from transpile import cuda, frontend
+    from transpile.search import evolve
 
     out = []
     for k, entry in manifest["kernels"].items():
@@ -185,8 +187,8 @@ def ptxas_resources(manifest: Mapping[str, Any], cu_dir: Path, jobs: int = 2) ->
     import subprocess
     import tempfile
 
-    from passes import costmodel
-    from transpile.verify.stages import parse_ptxas
+    from transpile.search import costmodel
+    from transpile.toolchain import parse_ptxas
 
     cache_path = cu_dir / "ptxas.json"
     cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -224,7 +226,7 @@ def remodel(manifest: Mapping[str, Any], device: Any,
             resources: Mapping[tuple[str, str], Any] | None = None) -> dict[tuple[str, str], float]:
     """Every candidate's estimate again with ``device``'s constants (with ptxas's ``resources`` per
     (kernel, variant) where given, as the search has them; else without)."""
-    from passes import costmodel
+    from transpile.search import costmodel
 
     if id(manifest) not in _PREPARED:
         _PREPARED[id(manifest)] = prepare(manifest)
@@ -239,7 +241,7 @@ def remodel(manifest: Mapping[str, Any], device: Any,
 
 def correlations(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
                  times: Mapping[tuple[str, str], float], kernels: Sequence[str]) -> dict[str, Any]:
-    from passes.costmodel import spearman
+    from transpile.search.costmodel import spearman
 
     per_kernel: dict[str, float | None] = {}
     pooled: dict[str, tuple[list[float], list[float]]] = {}
@@ -269,7 +271,7 @@ def picks(manifest: Mapping[str, Any], model: Mapping[tuple[str, str], float],
     """Per kernel with a timed default: the model's pick and the fastest measured build, each with its
     speedup over the default (``1 / relative``: a candidate's is the same-child baseline's time over
     its own when bench/gpu.py timed the baseline; ``baseline`` says which was used)."""
-    from transpile.evolve import clearly_faster
+    from transpile.search.evolve import clearly_faster
 
     rows = []
     for k, entry in manifest["kernels"].items():
@@ -304,7 +306,7 @@ def fit(manifest: Mapping[str, Any], times: Mapping[tuple[str, str], float], tra
         resources: Mapping[tuple[str, str], Any] | None = None) -> Any:
     """Coordinate search over the fitted constants (factors of 1/4..4) maximising the mean
     per-kernel Spearman on the ``train`` kernels."""
-    from passes import costmodel
+    from transpile.search import costmodel
 
     dev = costmodel.H200
 
@@ -327,7 +329,7 @@ def report(manifest_path: Path, timings: Path, *, do_fit: bool, ptxas: Path | No
     manifest = json.loads(manifest_path.read_text())
     times = measured(timings)
     kernels = [k for k in manifest["kernels"] if any(kv[0] == k for kv in times)]
-    from passes import costmodel
+    from transpile.search import costmodel
 
     recorded = {(k, v): t["model_ms"] for k, e in manifest["kernels"].items() for t in e.get("trials", [])
                 for name, v in e.get("variants", {}).items() if t["schedule"] == name and t.get("model_ms")}

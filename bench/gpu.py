@@ -187,7 +187,7 @@ def same_code(files: dict[str, dict[str, Path]]) -> list[dict[str, Any]]:
 
 def nvcc_build(cu: Path, dest_dir: Path, *, cubin: bool = False) -> tuple[Path | None, str]:
     """nvcc the file into a shared library (or a cubin, with the ptxas report), cached by content."""
-    from transpile.verify.stages import nvcc
+    from transpile.toolchain import nvcc
 
     exe = nvcc()
     if exe is None:
@@ -215,7 +215,7 @@ def ptxas_summary(text: str) -> str:
     """``3k 40r 0B`` from a ptxas -v report: kernels, max registers, max shared bytes, spills."""
     from verify_gpu import resource_summary
 
-    from transpile.verify.stages import parse_ptxas
+    from transpile.toolchain import parse_ptxas
 
     return resource_summary(parse_ptxas(text))
 

@@ -5,7 +5,7 @@ For each real PolyBench/C file in ``../shared/side_by_side/polybench`` (or ``--p
 decision function ``NAME_on_host`` with its helpers, compiled alone with g++ (no GPU, no CUDA: the
 decision reads the sizes only) and called at the dataset's sizes (each ``int`` parameter ``n`` is
 the dataset's macro ``N``).  Prints one row per kernel: the estimated host and GPU seconds (first
-call and a later one), the choice, and the constants used (transpile/dropin_host.py ``MODEL``).
+call and a later one), the choice, and the constants used (transpile/cuda/dropin.py ``MODEL``).
 
 Calibrate by comparing with the harness's table of the same size (cpu_s against host_s, transpile_s
 against gpu_s first) and setting the constants in ``MODEL``; ``-D NAME=VALUE`` here tries a value
@@ -99,7 +99,8 @@ def main() -> None:
     ap.add_argument("-k", "--kernels", default="")
     ap.add_argument("-D", dest="defines", action="append", default=[])
     a = ap.parse_args()
-    from transpile import cuda, dropin_host, frontend, pipeline
+    from transpile import cuda, frontend, pipeline
+    from transpile.cuda import dropin as dropin_host
 
     pb = _polybench(a.polybench)
     util = pb / "utilities"

@@ -19,7 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from passes import deps, reductions  # noqa: E402
 from tests import polybench  # noqa: E402
-from transpile import cfront, ir, pipeline  # noqa: E402
+from transpile import ir, pipeline  # noqa: E402
+from transpile.frontend import c as cfront  # noqa: E402
 
 DOC = ROOT / "docs" / "parallelism.md"
 BEGIN, END = "<!-- table:begin -->", "<!-- table:end -->"

@@ -1,7 +1,7 @@
 """Scatter updates made atomic: which loops may run in parallel when their updates ``A[f] += e`` are atomic.
 
 An analysis used by :mod:`passes.map_gpu` (which marks the loops it launches ``atomic(A, ...)``) and
-by :mod:`transpile.ircheck` (which proves every mark again).  A histogram::
+by :mod:`transpile.ir.check` (which proves every mark again).  A histogram::
 
     for i in 0..n {
       i32 b = data[i] % nbins;
@@ -30,7 +30,7 @@ sequential loop gives (up to the float rounding of 2.), and every other value is
 sequential loop does (3.).  Inner loops of ``L`` are the thread's own, in order.
 
 Nothing here rewrites IR.  Integer ``min``/``max`` and bit operations have CUDA atomics too but no
-accumulation form in the IR (:mod:`transpile.accum` knows ``+ * min max`` over ``fmin``/``fmax``,
+accumulation form in the IR (:mod:`transpile.ir.accum` knows ``+ * min max`` over ``fmin``/``fmax``,
 which are float functions, and float min/max have no atomic): not taken.
 """
 
@@ -40,7 +40,8 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from transpile import accum, ir
+from transpile import ir
+from transpile.ir import accum
 
 #: Element types with an atomic add (float ones only when reassociation is allowed).
 EXACT_TYPES = frozenset({ir.I32, ir.U32, ir.I64, ir.U64})

@@ -159,7 +159,7 @@ def _nonempty(arrays: dict[str, ir.ArrayType], params: frozenset[str]) -> isl.Se
 
 
 def _site_findings(site: fp.Site, ty: ir.ArrayType, params: frozenset[str], nonempty: isl.Set) -> list[Finding]:
-    from transpile import text  # the extent as the source declares it
+    from transpile.ir import text  # the extent as the source declares it
 
     image = fp.image(site, params).intersect_params(nonempty)
     head, svars = fp.set_head(params, len(ty.dims))

@@ -8,7 +8,7 @@ dimensions, after the idea of Grosser et al., "On recovering multi-dimensional
 arrays in Polly" (IMPACT 2015), in the simple form that hand-written offsets take:
 
 * Each subscript is an affine form in the loop variables whose coefficients
-  are polynomials over scalar parameters (:func:`transpile.cfront_extent.to_affine`).
+  are polynomials over scalar parameters (:func:`transpile.ir.affine.to_affine`).
 * Sizes are peeled innermost first: a parameter ``m`` that divides every
   parametric coefficient splits ``e = o*m + r`` (``r`` holds the terms without
   ``m``, which must then have integer coefficients); ``o`` is peeled again
@@ -27,7 +27,7 @@ arrays in Polly" (IMPACT 2015), in the simple form that hand-written offsets tak
   stays flat too: nothing says ``K <= lda``.
 
 The outer extent is the derived maximum of the outer subscripts plus one
-(:func:`transpile.cfront_extent.derive_extent`).  The parameter stays a
+(:func:`transpile.ir.affine.derive_extent`).  The parameter stays a
 pointer: the drop-in keeps the C signature ``double *A``, and the copies
 cover the same flattened range as before.
 
@@ -60,12 +60,12 @@ import islpy as isl
 from passes import accesses as acc_mod
 from passes import deps
 from passes import footprint as fp
-from transpile import cfront_extent as ext
 from transpile import ir
-from transpile.cfront_extent import Aff, NotAffine, Poly, to_affine
-from transpile.cfront_types import C_NAMES
 from transpile.diagnostics import Loc
-from transpile.text import show_expr
+from transpile.ir import affine as ext
+from transpile.ir.affine import Aff, NotAffine, Poly, to_affine
+from transpile.ir.cscalars import C_NAMES
+from transpile.ir.text import show_expr
 
 #: isl work allowed for one range proof; past it the proof fails (the array stays flat).
 MAX_OPERATIONS = 200_000

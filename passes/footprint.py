@@ -2,7 +2,7 @@
 
 An analysis, not a transform: ``analyze(kernel) -> dict[str, Footprint]``,
 one entry per array parameter, for the drop-in's host transfers
-(:mod:`transpile.cuda_host`, ``docs/dropin.md``):
+(:mod:`transpile.cuda.host`, ``docs/dropin.md``):
 
 * ``box`` / ``write_box``: per dimension, the lowest and highest index that
   any access (``box``) or any write (``write_box``) can touch, as affine

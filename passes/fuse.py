@@ -85,7 +85,8 @@ from passes import accesses as acc_mod
 from passes import budget, deps, reductions
 from passes.distribute import count
 from passes.interchange import plain_bounds
-from transpile import accum, ir
+from transpile import ir
+from transpile.ir import accum
 
 _MAX_DEPTH = 3  # map-gpu maps at most three loops (z, y, x)
 

@@ -42,7 +42,8 @@ from __future__ import annotations
 import dataclasses
 
 from passes.builders import substitute_vars
-from transpile import accum, ir
+from transpile import ir
+from transpile.ir import accum
 
 _MAX = {">": "max", ">=": "max", "<": "min", "<=": "min"}
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}

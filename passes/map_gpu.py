@@ -192,7 +192,7 @@ def _written_scalars(s: ir.Stmt) -> set[str]:
 
 def _term_reads(loop: ir.For) -> set[str]:
     """Scalars a reduce loop's terms read (its accumulators excluded: thread 0 alone holds them)."""
-    from transpile import accum
+    from transpile.ir import accum
 
     out: set[str] = set()
     for c in loop.body:

@@ -33,7 +33,7 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     tmp[i]``, bicg's ``s``, mvt's ``x2``, gemver's ``x``).  One thread per
     column already reads coalesced, but only ``n`` threads stream the whole
     matrix: ``n / 256`` blocks leave most SMs idle.  Marked, the launch
-    becomes ``cols`` (:mod:`transpile.cuda_reduce`): 32 columns a block,
+    becomes ``cols`` (:mod:`transpile.cuda.reduce`): 32 columns a block,
     32 threads down each column splitting the rows, partials folded in a
     fixed order: 32x the threads for the same coalesced reads.
 (d) **sweeps**: a top-level 2-D nest ``for r { for c { ... } }`` whose body
@@ -44,7 +44,7 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     :mod:`passes.fuse` has put them in one nest).  The *outer* loop is
     marked, with one operator per accumulation of the inner body (fuse marks
     the sweeps it makes; this pass keeps them); the launch becomes ``sweep``
-    (:mod:`transpile.cuda_sweep`): one pass over the matrix produces both
+    (:mod:`transpile.cuda.sweep`): one pass over the matrix produces both
     reductions, where a row and a column launch read it twice.
 (e) **chains**: a top-level loop ``for r { Z[r] = e; ...; for c { X[r] op=
     f }; for c { Y[c] op= g } }`` whose second column loop reads the row
@@ -53,7 +53,7 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     the column nest back in one loop).  The outer loop is marked with the
     operators of the ``Y`` statements (reduced over ``r``), the first column
     loop with those of the ``X`` statements (reduced over ``c``); the launch
-    becomes ``chain`` (:mod:`transpile.cuda_chain`): a block finishes a row's
+    becomes ``chain`` (:mod:`transpile.cuda.chain`): a block finishes a row's
     ``X`` and adds the row's ``Y`` terms while the row is still in the
     cache, so the matrix crosses from memory once, where a row launch and a
     column launch read it twice.
@@ -104,7 +104,8 @@ from dataclasses import dataclass
 import islpy as isl
 
 from passes import deps, reductions
-from transpile import accum, ir
+from transpile import ir
+from transpile.ir import accum
 
 
 def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
@@ -370,7 +371,7 @@ def sweep_shape(loop: ir.For) -> Sweep | None:
     or maps has a last subscript free of ``r``, and one has ``c`` in it (a
     warp reads consecutive elements of a row).  Shared by this pass,
     ``ircheck`` (which also requires each accumulation proven a reduction over
-    its loop) and the emitter (:mod:`transpile.cuda_sweep`).
+    its loop) and the emitter (:mod:`transpile.cuda.sweep`).
     """
     from passes.interchange import plain_bounds
 
@@ -465,7 +466,7 @@ def chain_shape(loop: ir.For) -> Chain | None:
     that row: reordering the rows reassociates ``Y``'s sums and changes nothing
     else.  Shared by this pass, ``ircheck`` (which also requires each
     accumulation proven a reduction over its loop), ``passes.fuse`` (which
-    forms the nests) and the emitter (:mod:`transpile.cuda_chain`).
+    forms the nests) and the emitter (:mod:`transpile.cuda.chain`).
     """
     from passes.interchange import plain_bounds
 

@@ -37,7 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from passes import accesses, deps
-from transpile import accum, ir
+from transpile import ir
+from transpile.ir import accum
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Tiling analysis: a block/micro-tile plan for matmul-like launches (or None).
 
 An analysis, not a transform: :func:`plan` looks at one mapped ``Launch`` and
-returns a :class:`Plan` that :mod:`transpile.cuda_tiled` renders with
+returns a :class:`Plan` that :mod:`transpile.cuda.tiled` renders with
 ``templates/tiled_matmul.cu.j2``; ``None`` leaves the launch to the plain
 one-thread-per-iteration emission of :mod:`transpile.cuda`.
 
@@ -50,7 +50,7 @@ The accumulators start at ``init``; after the ``k`` loop each in-range output
 evaluates ``h`` once, with ``t`` its accumulator: the same operations in the
 same order.  The launch writes only ``X``, so the other arrays ``h`` reads
 are unchanged by it.  On tensor cores (f64, a bilinear ``f``) the fragments start at
-``init`` and ``h`` is evaluated from them at the store (:mod:`transpile.cuda_mma`).
+``init`` and ``h`` is evaluated from them at the store (:mod:`transpile.cuda.mma`).
 
 *Triangular k*: in the rectangular form, ``LO_K``/``HI_K`` may each be
 ``invariant`` or ``i + invariant`` (trmm after :mod:`passes.snapshot`:
@@ -60,7 +60,7 @@ before; a block's ``k`` loop covers the union of its rows' ranges, one
 interval (see :func:`_unit_affine`); a row operand element is loaded only
 inside its own row's range (an element outside it need not exist), a column
 operand's ``k`` lies in some row's range.  On tensor cores (a bilinear update,
-:mod:`transpile.cuda_mma`) the ``k`` range common to all of a block's rows
+:mod:`transpile.cuda.mma`) the ``k`` range common to all of a block's rows
 goes through the pipelined MMAs; an MMA cannot skip a row's terms, and a zero
 operand is not a skipped term (0 * inf is NaN), so each row's other terms go
 through masked MMA steps only where the column factors they meet are finite,
@@ -117,7 +117,7 @@ DEFAULT_BLOCKS = ((256, 1, 1), (32, 8, 1), (32, 4, 2))
 SHARED_LIMIT = 48 * 1024
 MAX_THREADS = 1024
 #: Default fp64 tensor-core (DMMA) tile: block rows, columns, ``k`` step, warp rows, columns,
-#: shared buffers (1: register prefetch; >= 2: cp.async pipeline) (``transpile/cuda_mma.py``;
+#: shared buffers (1: register prefetch; >= 2: cp.async pipeline) (``transpile/cuda/mma.py``;
 #: docs/tiling.md, "Tensor cores").
 #: Measured on the H200 (gemm at EXTRALARGE, bench/results/h200_mma.md): 64x64x8, 4 warps, 4 buffers,
 #: 3 blocks per SM reached 0.50 of cuBLAS; 128x64x8 with 3 buffers and 2 blocks per SM 0.40.
@@ -152,11 +152,11 @@ def mma_instruction(inst: tuple[int, int], wm: int, bk: int) -> tuple[int, int]:
     return rows, k
 
 
-#: Threads per block of chain launches (:mod:`transpile.cuda_chain`).  Measured on the H200, atax
+#: Threads per block of chain launches (:mod:`transpile.cuda.chain`).  Measured on the H200, atax
 #: at 12288x12289, same process (bench/results/h200_run30.md): 1024 threads 0.514 ms, 512 0.613,
 #: 256 1.39; 1024 with one block per SM 0.597 (two fit: 32 registers, 2 x 98 KB of partials).
 DEFAULT_CHAIN = 1024
-#: Default sweep shape (:mod:`transpile.cuda_sweep`): columns per lane, warps per block, rows a
+#: Default sweep shape (:mod:`transpile.cuda.sweep`): columns per lane, warps per block, rows a
 #: warp loads before it folds them, blocks the host aims for per SM.  Measured on the H200 against
 #: 4x8x1x16 in the same process (bench/results/h200_run18b.md, 12288^2 and EXTRALARGE): bicg 1.18x
 #: and 1.05x, mvt 0.99x and 1.02x, gemver 1.04x and 1.05x; no other of the 11 shapes timed was
@@ -188,7 +188,7 @@ class Options:
     stream: int = 0  # 3-D plain launches: iterations of the z par loop per thread, a serial loop (0: launch_stream)
     sweep: tuple[int, int, int, int] = DEFAULT_SWEEP  # sweep launches: (vec, warps, unroll, blocks per SM)
     chain: int = DEFAULT_CHAIN  # chain launches: threads per block
-    steps: bool = True  # host loops of stencil launches: one fused kernel a step (transpile/cuda_steps.py)
+    steps: bool = True  # host loops of stencil launches: one fused kernel a step (transpile/cuda/steps.py)
     arch: int = 0  # the one target (10 * major + minor; --arch), or 0: every architecture (docs/architectures.md)
 
     def problem(self) -> str | None:

@@ -18,7 +18,9 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from transpile import interp, ir, ircheck, pipeline
+from transpile import ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp
 
 N = ir.Var("n", ir.I32)
 LOOP_VARS = ("i", "j", "k", "l")

@@ -470,7 +470,7 @@ def masked(p: Pool) -> str:
 
 def row_program(p: Pool) -> str:
     """Statistics of each row in local scalars, then maps reading them (softmax, layer norm, a row
-    norm, centring), some storing a statistic per row: the row programs of transpile/cuda_reduce.py.
+    norm, centring), some storing a statistic per row: the row programs of transpile/cuda/reduce.py.
     A third of them run over a batch of matrices (``for k { for i { ... } }``, 3-D arrays: one space
     of rows, reduce_gpu.row_batch)."""
     r = p.rng

@@ -151,7 +151,8 @@ def ir_programs(n: int, seed: int) -> list[str]:
     from hypothesis import seed as hseed
 
     from tests import affine_nests
-    from transpile import ir, text
+    from transpile import ir
+    from transpile.ir import text
 
     out: list[str] = []
 

@@ -33,8 +33,10 @@ SHAPES = ({"ni": 7, "nj": 5, "nk": 9, "tsteps": 2}, {"ni": 3, "nj": 8, "nk": 1, 
 
 
 def run_case(seed: int, kinds: tuple, workdir: Path) -> tuple[str, str]:
-    from transpile import cfront, interp, pipeline
+    from transpile import pipeline
     from transpile.diagnostics import TranspileError
+    from transpile.frontend import c as cfront
+    from transpile.ir import interp
     from transpile.verify.reference import GccReference
     from transpile.verify.signature import kernel_sig
     from transpile.verify.synth import Shape, copy_inputs, make_inputs, seed_for

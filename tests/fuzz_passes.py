@@ -35,7 +35,8 @@ from hypothesis import HealthCheck, Verbosity, given, seed, settings  # noqa: E4
 from hypothesis import strategies as st  # noqa: E402
 
 from tests import affine_nests  # noqa: E402
-from transpile import ir, text  # noqa: E402
+from transpile import ir
+from transpile.ir import text  # noqa: E402
 
 
 def run_cases(n: int, hypothesis_seed: int, progress: Callable[[], None]) -> str | None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from transpile import interp, ir
+from transpile import ir
+from transpile.ir import interp
 
 
 def assert_same_results(want_m: ir.Module, got_m: ir.Module, kernel: str, args: Mapping[str, Any],

@@ -42,7 +42,7 @@ def expectation(path: Path) -> str:
 def outcome(path: Path) -> Outcome:
     """Front end and default pipeline over ``path``'s function named as the file (computed once a
     process: the outcome test and the results test share it)."""
-    from transpile import cfront
+    from transpile.frontend import c as cfront
 
     try:
         module = cfront.parse_file(str(path), function=path.stem)

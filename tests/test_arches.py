@@ -1,4 +1,4 @@
-"""One output for every architecture (transpile/arches.py, docs/architectures.md).
+"""One output for every architecture (transpile/cuda/arches.py, docs/architectures.md).
 
 The default output builds for sm_75 ... sm_120: the tensor-core kernels' bodies
 are compiled only for sm_80/sm_90 and later, each comes with the FMA kernel of
@@ -21,8 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from passes import tile
-from transpile import arches, cuda, frontend, pipeline
+from transpile import cuda, frontend, pipeline
 from transpile.cli import main
+from transpile.cuda import arches
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cuda, frontend, ir, ircheck, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
 from transpile.diagnostics import TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.verify import Options, verify_module
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,

@@ -19,8 +19,9 @@ import pytest
 
 from passes import bounds
 from passes.accesses import affine
-from transpile import frontend, interp, ir
+from transpile import frontend, ir
 from transpile.diagnostics import TranspileWarning
+from transpile.ir import interp
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = (sorted((ROOT / "tests" / "kernels").glob("*.c")) + sorted((ROOT / "examples" / "specs").glob("*.ir"))

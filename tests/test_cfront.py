@@ -1,4 +1,4 @@
-"""Tests for the C front end (transpile/cfront.py and its cfront_* modules).
+"""Tests for the C front end (transpile/frontend/c.py and its cfront_* modules).
 
 Valid inputs are compared with hand-built IR (``loc`` is excluded from
 equality).  Invalid inputs live in ``tests/bad/*.c``; the first line of each
@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from transpile import ir, ircheck
-from transpile.cfront import parse_file, parse_source
+from transpile import ir
 from transpile.diagnostics import TranspileError, TranspileWarning
+from transpile.frontend.c import parse_file, parse_source
 from transpile.ir import F32, F64, I32, I64, U32, U64
+from transpile.ir import check as ircheck
 
 TESTS = Path(__file__).resolve().parent
 BAD = TESTS / "bad"
@@ -285,7 +286,7 @@ def test_pointer_extent_derivation(body: str, extent: ir.Expr) -> None:
 def test_dereferences_of_parameters_are_subscripts() -> None:
     # *p is p[0] and *(p + e) or *(e + p) is p[e] for a parameter pointing at scalars: the same IR
     # (extents and intents included) as the subscripts; a local shadowing the name is left alone.
-    from transpile import text
+    from transpile.ir import text
 
     deref = kernel("""
         void f(int n, const double *x, double y[n], double *out) {

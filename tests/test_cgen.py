@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests import cgen
-from transpile import cfront, cuda, pipeline
+from transpile import cuda, pipeline
+from transpile.frontend import c as cfront
 
 SIZES = ((5, 7, 3, 2), (1, 2, 6, 3), (4, 4, 4, 1))  # ni nj nk tsteps
 

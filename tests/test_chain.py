@@ -2,7 +2,7 @@
 
 ``passes.reduce_gpu.chain_shape`` (the shape), ``passes.fuse`` (atax's row nest and its
 interchanged column nest joined back into one loop), ``ircheck``/``interp`` (the marks),
-``transpile.cuda_chain`` (the ``chain`` launch and its fold launch) and the cost model's price.
+``transpile.cuda.chain`` (the ``chain`` launch and its fold launch) and the cost model's price.
 """
 
 from __future__ import annotations
@@ -13,10 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passes import costmodel, fuse, reduce_gpu, tile
+from passes import fuse, reduce_gpu, tile
 from tests import polybench
-from transpile import cfront, cuda, cuda_chain, interp, ir, ircheck, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.cuda import chain as cuda_chain
 from transpile.diagnostics import TranspileError
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
+from transpile.search import costmodel
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

@@ -163,7 +163,7 @@ def test_naive_runs_map_gpu_alone(tmp_path: Path) -> None:
 def test_atomic_output_gets_the_mode_a_plain_open_would(tmp_path: Path) -> None:
     import os
 
-    from transpile.cli import write_atomic
+    from transpile.fsutil import write_atomic
 
     old = os.umask(0o022)
     try:

@@ -1,4 +1,4 @@
-"""The C compiler's habits on the command line (transpile/cliopts.py, transpile/diagnostics.py, docs/cli.md).
+"""The C compiler's habits on the command line (transpile/cli/options.py, transpile/diagnostics.py, docs/cli.md).
 
 stdin, -O levels, -std=, -x c, -w / -W / -Wno- / -Werror, -v / -q, a repeated
 --function, -o DIR, Latin-1 bytes in comments, warnings with caret, -W name
@@ -8,15 +8,16 @@ and colour (a pseudo-terminal gets it, NO_COLOR and pipes do not).
 from __future__ import annotations
 
 import os
-import re
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from transpile import cliopts, diagnostics
+from transpile import diagnostics
+from transpile.cli import options as cliopts
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Writes past A's extent: the out-of-bounds warning at 4:5.

@@ -9,7 +9,9 @@ import pytest
 
 from passes import REGISTRY, closure
 from tests import polybench
-from transpile import frontend, interp, ir, ircheck, pipeline, text
+from transpile import frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 FW = """kernel fw(i32 n, inout i32 p[n][n]) {
   for k in 0..n {

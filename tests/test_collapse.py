@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from passes import collapse, tile
-from transpile import cuda, frontend, interp, ir, ircheck, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent

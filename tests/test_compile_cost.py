@@ -21,8 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from passes import budget, deps, fuse
-from transpile import frontend, interp, ir, pipeline
+from transpile import frontend, ir, pipeline
 from transpile.cli import main
+from transpile.ir import interp
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -395,7 +395,7 @@ def _random_modules(count: int) -> list[ir.Module]:
 def test_random_kernels_match_interpreter(tmp_path: Path) -> None:
     """Random kernels (tests/strategies.py) plus the hand-written ones, on the GPU vs ``interp``."""
     from tests.test_map_gpu import random_args
-    from transpile import interp
+    from transpile.ir import interp
 
     modules = _random_modules(150)
     modules.append(ir.Module((clamp_func(),), tuple(f() for f in ALL)))

@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from transpile import cuda, cuda_names, pipeline, text
+from transpile import cuda, pipeline
+from transpile.cuda import names as cuda_names
 from transpile.diagnostics import TranspileError
+from transpile.ir import text
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_the_list_is_what_this_nvcc_refuses() -> None:
-    # Refresh with: python -m transpile.cuda_names > transpile/cuda_names.txt
+    # Refresh with: python -m transpile.cuda.names > transpile/cuda/names.txt
     assert cuda_names.probe() == cuda_names.NAMES
     assert cuda_names.probe(names={"norm", "sinpi", "clock64", "kernel_norm", "gemm"}) == {"norm", "sinpi", "clock64"}
 

@@ -1,4 +1,4 @@
-"""``transpile dataset`` and ``transpile.dataset.load``: export, schema, loader, CLI (docs/dataset.md)."""
+"""``transpile dataset`` and ``transpile.search.dataset.load``: export, schema, loader, CLI (docs/dataset.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from transpile import dataset, regions
+from transpile.cuda import regions
+from transpile.search import dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = sorted((ROOT / "tests" / "kernels").glob("*.c"))
@@ -113,7 +114,7 @@ def _check_verified(r: dict[str, Any], names: list[str]) -> None:
 
 
 def _check_spec(r: dict[str, Any]) -> None:
-    from transpile import text
+    from transpile.ir import text
 
     name = r["id"].split(":")[1]
     s = r["spec"]
@@ -139,7 +140,8 @@ def _check_regions(records: list[dict[str, Any]]) -> None:
 def _check_reemitted(r: dict[str, Any]) -> None:
     """The recorded spans are exactly cuda.emit_regions' for the recorded lowered IR and options."""
     from passes import tile
-    from transpile import cuda, text
+    from transpile import cuda
+    from transpile.ir import text
 
     for c in r["candidates"]:
         o = c["options"]
@@ -291,7 +293,7 @@ def test_timeout_gives_an_error_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file whose task runs past --timeout is killed and recorded; the others are exported."""
     import time
 
-    from transpile import datasetcmd
+    from transpile.cli import dataset as datasetcmd
 
     real = dataset.record_for
 

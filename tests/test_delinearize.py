@@ -15,7 +15,10 @@ from passes import REGISTRY, delinearize, deps
 from passes import accesses as acc_mod
 from tests import affine_nests, strategies
 from tests.flatten import flatten
-from transpile import cfront, cuda, interp, ir, ircheck, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 
 def _kernel(src: str) -> ir.Kernel:

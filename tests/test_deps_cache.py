@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, given, settings
 
 from passes import deps
 from tests import affine_nests, polybench
-from transpile import cfront, ir, pipeline
+from transpile import ir, pipeline
+from transpile.frontend import c as cfront
 
 
 def dump(g: nx.MultiDiGraph) -> str:

@@ -90,7 +90,8 @@ def test_affine_nests_distributed_and_shuffled_equal_sequential(k: ir.Kernel, n:
 def test_needless_splits_are_fused_back_by_the_pipeline() -> None:
     # adi's column sweep: distribute splits `for i` into one loop per statement group
     # (every piece parallel in i); fuse glues them back: one launch, not six.
-    from transpile import cfront, pipeline
+    from transpile import pipeline
+    from transpile.frontend import c as cfront
 
     spec = polybench.spec("adi")
     module = cfront.parse_file(str(spec.path), function=spec.function)

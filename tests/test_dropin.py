@@ -17,7 +17,9 @@ import pytest
 from passes import footprint
 from passes.accesses import Affine
 from tests import polybench
-from transpile import cfront, cuda, cuda_host, frontend, ir, pipeline
+from transpile import cuda, frontend, ir, pipeline
+from transpile.cuda import host as cuda_host
+from transpile.frontend import c as cfront
 from transpile.sim import SimLibrary, build
 from transpile.verify import Options, verify_module
 

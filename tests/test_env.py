@@ -1,4 +1,4 @@
-"""The multi-turn environment (transpile/env.py): an episode where a wrong submission is
+"""The multi-turn environment (transpile/search/env.py): an episode where a wrong submission is
 followed by a fixed one (rewards increase, the feedback names the failing stage, the fixed one
 ends the episode), turn limits, spec-text tasks, and a hang costing a turn, not the caller."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import evaluate_helpers as h
-from transpile.env import KernelEnv
+from transpile.search.env import KernelEnv
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")

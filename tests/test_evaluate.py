@@ -1,4 +1,4 @@
-"""Parallel isolated evaluation (transpile/evaluate.py), local backend: crashes, hangs and errors
+"""Parallel isolated evaluation (transpile/search/evaluate.py), local backend: crashes, hangs and errors
 become outcomes, a given-up run leaves no process behind, and ``transpile evaluate --jobs 2``
 scores kernels' CUDA (one per emitter shape, h.SHAPES; all 30 are scored one by one in
 tests/test_verify.py) next to one that loops for ever and one that segfaults.
@@ -17,7 +17,7 @@ import pytest
 
 from tests import evaluate_helpers as h
 from transpile.diagnostics import TranspileError
-from transpile.evaluate import Task, load_submissions, run_tasks, score_submission
+from transpile.search.evaluate import Task, load_submissions, run_tasks, score_submission
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")
@@ -134,7 +134,7 @@ def test_a_verification_that_hangs_is_killed_with_its_children(files: dict[str, 
     args = {"id": "hang", "cuda": h.hang_cuda(files["gemm"]), "reference": str(h.KERNELS / "gemm.c"),
             "stages": "abc", "mode": "quick", "sim_timeout": 1000.0}
     t0 = time.monotonic()
-    (out,) = run_tasks([Task("hang", "transpile.evaluate:score_submission", args)], timeout=10.0)
+    (out,) = run_tasks([Task("hang", "transpile.search.evaluate:score_submission", args)], timeout=10.0)
     assert out.status == "timeout" and not out.ok, out
     assert time.monotonic() - t0 < 40
 
@@ -172,11 +172,11 @@ def test_modules_are_imported_before_any_fork() -> None:
     # A fork while another thread imports a module leaves that module's lock held in the child:
     # run_tasks imports every transpile/passes module (and the task's own) before its first fork.
     code = ("import sys\n"
-            "from transpile.evaluate import Task, run_tasks\n"
+            "from transpile.search.evaluate import Task, run_tasks\n"
             "assert 'transpile.sim.build' not in sys.modules and 'tests.evaluate_helpers' not in sys.modules\n"
             f"outs = list(run_tasks([Task('t', '{HELP}:double', {{'x': 2}})], jobs=1, timeout=60))\n"
             "assert outs[0].value == {'x': 4}, outs\n"
-            "missing = [m for m in ('transpile.sim.build', 'transpile.verify.simstage', 'transpile.dataset',\n"
+            "missing = [m for m in ('transpile.sim.build', 'transpile.verify.simstage', 'transpile.search.dataset',\n"
             "                       'passes.footprint', 'tests.evaluate_helpers') if m not in sys.modules]\n"
             "assert not missing, missing\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -1,4 +1,4 @@
-"""The Ray backend of transpile/evaluate.py on a local Ray instance (CPU stages only): one Ray
+"""The Ray backend of transpile/search/evaluate.py on a local Ray instance (CPU stages only): one Ray
 task per submission, results streamed in completion order, a segfault or a hang inside a task
 reported without losing the worker, and kernels' CUDA (one per emitter shape, h.SHAPES; all 30
 are scored one by one in tests/test_verify.py) scored next to a hang and a crash.
@@ -18,7 +18,7 @@ import pytest
 
 from tests import evaluate_helpers as h
 from transpile.diagnostics import TranspileError
-from transpile.evaluate import Task, run_tasks, unfinished
+from transpile.search.evaluate import Task, run_tasks, unfinished
 
 ray = pytest.importorskip("ray")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
@@ -76,7 +76,7 @@ def test_ray_gpu_tasks_need_a_gpu_in_the_cluster(local_ray: Any) -> None:
 def test_ray_scores_kernels_a_hang_and_a_crash(local_ray: Any, files: dict[str, Path], tmp_path: Path) -> None:
     subs = [json.loads(x) for x in h.submissions(files, tmp_path).read_text().splitlines()]
     common = {"stages": "abc", "mode": "quick", "sim_timeout": 10.0}  # what `transpile evaluate --timeout 30` passes
-    tasks = [Task(s["id"], "transpile.evaluate:score_submission", {**s, **common}) for s in subs]
+    tasks = [Task(s["id"], "transpile.search.evaluate:score_submission", {**s, **common}) for s in subs]
     t0 = time.monotonic()
     lines = [o.value if o.ok else unfinished(o.key, o, 30.0) for o in run_tasks(tasks, timeout=30.0, backend="ray")]
     h.check_scores(lines, files)

@@ -1,4 +1,4 @@
-"""The schedule search (transpile/evolve.py): schedules, determinism, feedback, pruning, cache, CLI.
+"""The schedule search (transpile/search/evolve.py): schedules, determinism, feedback, pruning, cache, CLI.
 
 The search-logic tests stand a recorded check in for the verifier (``Checked``
 results chosen by the test) so that they run in seconds; every candidate is
@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transpile import evolve, frontend, ir, rewards
+from transpile import frontend, ir
 from transpile.diagnostics import TranspileError
+from transpile.search import evolve, rewards
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"

@@ -9,7 +9,9 @@ import pytest
 from passes import REGISTRY, deps, expand
 from tests.interp_check import assert_same_results
 from tests.polybench import SPECS
-from transpile import frontend, ir, ircheck, pipeline, text
+from transpile import frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 HEAD = "kernel k(i32 nr, i32 n, inout f64 a[nr][n], in f64 c[n][n], inout f64 w[n], inout f64 out[1]) {\n"
 

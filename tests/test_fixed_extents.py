@@ -19,7 +19,8 @@ import pytest
 from passes import footprint
 from passes.accesses import Affine
 from tests.launch_structure import structure
-from transpile import cuda, frontend, ir, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
+from transpile.ir import text
 
 HERE = Path(__file__).resolve().parent / "kernels_real"
 

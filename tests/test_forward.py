@@ -16,7 +16,9 @@ from tests import affine_nests, strategies
 from tests.interp_check import assert_same_results
 from tests.polybench import SPECS, make_args
 from tests.test_reschedule import _launch_shapes
-from transpile import frontend, interp, ir, ircheck, pipeline, text
+from transpile import frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 HEAD = ("kernel k(i32 n, inout f64 a[n][n], inout f64 v[n], in i32 ix[n], inout f32 c[n][n]) {\n")
 

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from passes import REGISTRY, distribute, fuse, interchange, map_gpu
 from tests import affine_nests, polybench, strategies
 from tests.test_map_gpu import assert_preserves_semantics, jacobi_1d
-from transpile import cfront, ir, pipeline, text
+from transpile import ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import text
 
 
 def _k(body: str, params: str = "i32 n, inout f64 A[n], inout f64 B[n], in f64 x[n]") -> ir.Kernel:

@@ -3,7 +3,7 @@
 Each shape of emitted code has one representative: gemm (tiled, shared-memory
 matmul), atax (one warp per row reduction), trisolv (a block reduction inside
 a host loop), jacobi-2d (host time loop around 2-D launches), seidel-2d
-(wavefront), fdtd-2d (a time step's launches fused into one kernel, transpile/cuda_steps.py).  A change in the generated text must be reviewed:
+(wavefront), fdtd-2d (a time step's launches fused into one kernel, transpile/cuda/steps.py).  A change in the generated text must be reviewed:
 ``pytest tests/test_golden_pipeline.py --update-goldens`` rewrites the files,
 and ``git diff tests/golden/pipeline`` shows what moved.
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests import polybench
-from transpile import cfront, cuda, pipeline
+from transpile import cuda, pipeline
+from transpile.frontend import c as cfront
 
 GOLDEN = Path(__file__).parent / "golden" / "pipeline"
 

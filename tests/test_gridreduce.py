@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cuda, cuda_reduce, pipeline, text
+from transpile import cuda, pipeline
+from transpile.cuda import reduce as cuda_reduce
+from transpile.ir import text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

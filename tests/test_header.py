@@ -1,4 +1,4 @@
-"""``--header FILE`` and the drop-in's C signature as written (transpile/header.py, docs/header.md)."""
+"""``--header FILE`` and the drop-in's C signature as written (transpile/frontend/header.py, docs/header.md)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from pycparser import c_parser
 
-from transpile import header
 from transpile.cli import main
+from transpile.frontend import header
 
 NVCC = shutil.which("nvcc")
 GCC = shutil.which("gcc")

@@ -1,4 +1,4 @@
-"""The drop-in's host path (transpile/dropin_host.py, issue 39 item 2): the C function as written,
+"""The drop-in's host path (transpile/cuda/dropin.py, issue 39 item 2): the C function as written,
 compiled into the .cu for the host, taken where the model says one CPU core beats the GPU.
 
 In the simulator: the host path gives the reference's results (gcc, on fresh random inputs) and
@@ -20,7 +20,8 @@ import pytest
 
 from tests import polybench
 from tests.interp_check import sim_library
-from transpile import cuda, dropin_host, frontend, pipeline
+from transpile import cuda, frontend, pipeline
+from transpile.cuda import dropin as dropin_host
 
 ENV = dropin_host.ENV
 

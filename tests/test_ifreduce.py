@@ -7,7 +7,9 @@ import pytest
 
 from passes import REGISTRY, ifreduce, reductions
 from tests.interp_check import assert_same_results
-from transpile import accum, ir, ircheck, text
+from transpile import ir
+from transpile.ir import accum, text
+from transpile.ir import check as ircheck
 
 HEAD = "kernel k(i32 n, in f32 a[n], in f32 c[n], out f32 r[1], out i32 q[1]) {\n"
 

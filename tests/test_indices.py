@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transpile import cuda, frontend, pipeline, text
+from transpile import cuda, frontend, pipeline
+from transpile.ir import text
 from transpile.verify import Options, verify_module
 from transpile.verify.signature import IndexUse, kernel_sig
 from transpile.verify.synth import DISTRIBUTIONS, Shape, draw

@@ -7,7 +7,9 @@ import pytest
 
 from passes import REGISTRY, constprop, deps, induction, privatize
 from tests.interp_check import assert_same_results
-from transpile import ir, ircheck, text
+from transpile import ir
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 HEAD = "kernel k(i32 n, i32 m, inout f32 a[4 * n + 4], in f32 b[4 * n + 4], inout i32 q[1]) {\n"
 

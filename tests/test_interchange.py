@@ -24,7 +24,8 @@ from tests.test_map_gpu import (
     sc,
     triangular,
 )
-from transpile import ir, text
+from transpile import ir
+from transpile.ir import text
 
 
 def _vars(s: ir.Stmt) -> list[str]:
@@ -178,7 +179,7 @@ def _tri(la: int, lb: str, hb: str) -> ir.Kernel:
 def _run_tri(k: ir.Kernel, n: int) -> dict:
     import numpy as np
 
-    from transpile import interp
+    from transpile.ir import interp
     rng = np.random.default_rng(n)
     args = {"n": n, "x": rng.random(n + 8), "B": rng.random((n + 8, n + 8))}
     return interp.run(ir.Module((), (k,)), "k", args)
@@ -214,7 +215,8 @@ def test_triangular_side_conditions() -> None:
 
 def test_symm_update_becomes_a_parallel_nest() -> None:
     from tests import polybench
-    from transpile import cfront, pipeline
+    from transpile import pipeline
+    from transpile.frontend import c as cfront
     spec = polybench.spec("symm")
     lowered = pipeline.lower(cfront.parse_file(str(spec.path), function=spec.function))
     launches = [s for s in ir.walk(lowered) if isinstance(s, ir.Launch)]

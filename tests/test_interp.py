@@ -15,9 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transpile import interp, ir
+from transpile import ir
 from transpile.diagnostics import Loc
-from transpile.interp import DTYPES, InterpError
 from transpile.ir import (
     F32,
     F64,
@@ -47,9 +46,11 @@ from transpile.ir import (
     binary,
     cast,
     const,
+    interp,
     select,
     unary,
 )
+from transpile.ir.interp import DTYPES, InterpError
 
 L = Loc("t.ir", 4, 7)
 n, m = Var("n", I32), Var("m", I32)

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from hypothesis import given, settings
 
 from tests import polybench, strategies
-from transpile import cfront, ir, pipeline
+from transpile import ir, pipeline
+from transpile.frontend import c as cfront
 
 
 def _every_field(node: ir.Node) -> Iterator[ir.Node]:

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from transpile import ir, ircheck
+from transpile import ir
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import check as ircheck
 
 L = Loc("k.ir", 3, 5)
 n = ir.Var("n", ir.I32)

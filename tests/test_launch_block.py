@@ -1,7 +1,7 @@
 """1-D plain launches pick their threads per block at run time (``transpile_block``).
 
 The emitted helper halves the block (through multiples of 32) while the grid would have fewer
-blocks than the device has SMs; ``passes.costmodel.runtime_block`` prices launches by the same
+blocks than the device has SMs; ``transpile.search.costmodel.runtime_block`` prices launches by the same
 rule.  These tests run the emitted C++ helper itself (through the CPU simulator's build, which
 reports 132 SMs like an H200) against the Python rule, and check which launches get it.
 """
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from passes import costmodel
 from transpile import cuda, frontend, pipeline
+from transpile.search import costmodel
 from transpile.sim.build import build as sim_build
 
 KERNELS = Path(__file__).parent / "kernels"

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("openai")
 
 from tests.llm_replay_server import ReplayServer  # noqa: E402
-from transpile import text  # noqa: E402
+from transpile.ir import text  # noqa: E402
 from transpile.llm.client import NO_ENDPOINT, LLMClient, LLMConfig, LLMError  # noqa: E402
 from transpile.llm.fromtext import compile_from_text  # noqa: E402
 from transpile.llm.generate import extract_ir  # noqa: E402

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from transpile import cuda, ircheck, pipeline, text
+from transpile import cuda, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.llm import crosscheck
 from transpile.llm.generate import check_ir
 

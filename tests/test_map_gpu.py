@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from passes import REGISTRY, map_gpu
-from transpile import ir, ircheck
+from transpile import ir
 from transpile.diagnostics import TranspileError
 from transpile.ir import F32, F64, I32, I64, U32, U64
+from transpile.ir import check as ircheck
 
 # ---------------------------------------------------------------------------
 # Builders
@@ -567,7 +568,7 @@ def random_args(k: ir.Kernel, seed: int = 0, size: int = 3) -> dict[str, object]
     """Arguments for ``k``: sizes ``size``, other scalars and array elements random but small."""
     import numpy as np
 
-    from transpile.interp import DTYPES
+    from transpile.ir.interp import DTYPES
 
     rng = np.random.default_rng(seed)
     env = strategies.size_args(k, size)
@@ -609,7 +610,7 @@ def _same(a: dict, z: dict) -> None:  # type: ignore[type-arg]
 
 def assert_preserves_semantics(module: ir.Module, run: Callable[[ir.Kernel], ir.Kernel]) -> ir.Module:
     """Apply a kernel pass to ``module``: valid IR, same interpreter results; returns the new module."""
-    from transpile import interp
+    from transpile.ir import interp
 
     out = ir.Module(module.funcs, tuple(run(k) for k in module.kernels))
     ircheck.check(out)
@@ -626,7 +627,7 @@ def assert_preserves_semantics(module: ir.Module, run: Callable[[ir.Kernel], ir.
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.modules())
 def test_mapping_is_valid_and_order_independent(module: ir.Module) -> None:
-    from transpile import interp
+    from transpile.ir import interp
 
     mapped = ir.Module(module.funcs, tuple(map_gpu.run(k) for k in module.kernels))
     ircheck.check(mapped)
@@ -646,7 +647,8 @@ def test_mapping_is_valid_and_order_independent(module: ir.Module) -> None:
 @given(strategies.modules())
 def test_pipeline_preserves_semantics_with_par_reversed(module: ir.Module) -> None:
     """The default pipeline (distribute, interchange, map-gpu), also with every par loop run backwards."""
-    from transpile import interp, pipeline
+    from transpile import pipeline
+    from transpile.ir import interp
 
     lowered = pipeline.lower(module)
     reversed_ = ir.Module(lowered.funcs, tuple(_ReversePar().transform(k) for k in lowered.kernels))
@@ -662,7 +664,8 @@ def test_pipeline_preserves_semantics_with_par_reversed(module: ir.Module) -> No
 
 @pytest.mark.parametrize("make", ALL, ids=lambda f: f.__name__)
 def test_hand_written_kernels_keep_semantics(make) -> None:  # type: ignore[no-untyped-def]
-    from transpile import interp, pipeline
+    from transpile import pipeline
+    from transpile.ir import interp
 
     module = ir.Module((clamp_func(),), (make(),))
     lowered = pipeline.lower(module)
@@ -680,7 +683,8 @@ def test_hand_written_kernels_keep_semantics(make) -> None:  # type: ignore[no-u
 def test_a_one_iteration_loop_writing_an_outer_scalar_stays_sequential() -> None:
     # Found by tests/test_costmodel.py's random kernels: isl sees no carried dependence in a loop
     # of one iteration, but a launch of threads cannot write the scalar back (the emitter refused).
-    from transpile import cuda, pipeline, text
+    from transpile import cuda, pipeline
+    from transpile.ir import text
 
     src = """kernel k(i32 n, f64 a, inout f64 A[n]) {
   for i in 0..1 {
@@ -704,7 +708,8 @@ def test_a_sweep_of_maps_and_row_accumulations_is_launched_as_its_reduction() ->
     # Found by tests/fuzz_cuda.py: A[i][j] = ..; D[i] += A[i][j] * E[j] (fused there from two nests).
     # reduce-gpu marks i as a sweep although i carries nothing; map-gpu used to mark it par as
     # well, and the IR check refused a loop both 'par' and 'reduce' (exit 1 on valid C).
-    from transpile import cuda, pipeline, text
+    from transpile import cuda, pipeline
+    from transpile.ir import text
 
     src = """kernel k(i32 n, i32 m, inout f64 A[n][m], in f64 B[n], in f64 E[m], inout f64 D[n]) {
   for i in 0..n {

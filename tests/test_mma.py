@@ -1,4 +1,4 @@
-"""The fp64 tensor-core path: transpile/cuda_mma.py and templates/mma_matmul.cu.j2.
+"""The fp64 tensor-core path: transpile/cuda/mma.py and templates/mma_matmul.cu.j2.
 
 Which launches take it (bilinear f64 updates, reassociation allowed); the
 emitted lambda's shuffle emulation of each ``mma.sync`` f64 shape equals a
@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from passes import tile
-from transpile import cuda, cuda_mma, frontend, ir, pipeline
+from transpile import cuda, frontend, ir, pipeline
+from transpile.cuda import mma as cuda_mma
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +105,7 @@ def test_emitted_instruction_is_the_requested_one(inst: tuple[int, int]) -> None
     "for k in 0..n { C[i][j] = C[i][j] * A[i][k] + B[k][j]; }",  # not X + ...
 ])
 def test_non_bilinear_updates_keep_the_fma_path(body: str) -> None:
-    from transpile import text
+    from transpile.ir import text
 
     head = "kernel k(i32 n, f64 a, inout f64 C[n][n], in f64 A[n][n], in f64 B[n][n]) {\n launch {\n"
     k = text.parse_kernel(head + "for i in 0..n par(y) {\n for j in 0..n par(x) {\n" + body + "\n}\n}\n }\n}\n")

@@ -7,7 +7,9 @@ import pytest
 
 from passes import REGISTRY, normalize
 from tests.interp_check import assert_same_results
-from transpile import ir, ircheck, text
+from transpile import ir
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 
 def _kernel(body: str) -> ir.Module:

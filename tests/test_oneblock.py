@@ -1,4 +1,4 @@
-"""One-block host loops (transpile/cuda_oneblock.py): which loops, the code, both paths against the interpreter."""
+"""One-block host loops (transpile/cuda/oneblock.py): which loops, the code, both paths against the interpreter."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import pytest
 
 from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cfront, cuda, cuda_oneblock, ir, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.cuda import oneblock as cuda_oneblock
+from transpile.frontend import c as cfront
+from transpile.ir import text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 
@@ -22,8 +25,8 @@ def _module(name: str) -> ir.Module:
     return cfront.parse_file(str(spec.path), function=spec.function)
 
 
-def _host_loops(m: ir.Module) -> list[ir.For]:
-    return [s for s in m.kernels[0].body if cuda._is_host_loop(s)]  # type: ignore[misc]
+def host_loops(m: ir.Module) -> list[ir.For]:
+    return [s for s in m.kernels[0].body if cuda.is_host_loop(s)]  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("name, want", [("jacobi-1d", [True]), ("trisolv", [True]), ("adi", [False]),
@@ -33,7 +36,7 @@ def test_which_host_loops_are_eligible(name: str, want: list[bool]) -> None:
     # column; durbin: a one-block reduction, two plain launches, a single-thread one.  adi's
     # launches each run a sweep (a loop a thread: one block would serialise the grid).
     lowered = pipeline.lower(_module(name))
-    assert [cuda_oneblock.eligible(lp) for lp in _host_loops(lowered)] == want
+    assert [cuda_oneblock.eligible(lp) for lp in host_loops(lowered)] == want
 
 
 def test_triangular_and_non_affine_counts_are_not_eligible() -> None:

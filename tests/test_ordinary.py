@@ -73,7 +73,7 @@ def _scalars(names: list[str], n: int) -> dict[str, int]:
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_results(path: Path) -> None:
-    from transpile import interp
+    from transpile.ir import interp
     from transpile.verify.reference import GccReference
     from transpile.verify.signature import kernel_sig
     from transpile.verify.synth import Shape, copy_inputs, make_inputs, seed_for

@@ -24,7 +24,10 @@ from hypothesis import strategies as st
 from tests import affine_nests, polybench
 from tests.affine_nests import affine_args, check_case, lower, same  # noqa: F401 (used by other tests)
 from tests.test_polybench import max_rel_err
-from transpile import cfront, interp, ir, ircheck, pipeline
+from transpile import ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp
 
 _LOWERED: dict[ir.Kernel, ir.Module] = {}
 _CHECKED: dict[int, ir.Module] = {}  # id -> every module that passed ircheck (held, so no id is reused)

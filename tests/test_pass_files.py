@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 import passes
-from transpile import ir, optcmd, text
+from transpile import ir
+from transpile.cli import opt as optcmd
+from transpile.ir import text
 
 ROOT = Path(__file__).resolve().parent.parent
 DIR = Path(__file__).resolve().parent / "passes"

@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 from tests import polybench
-from transpile import cfront, interp, ircheck, pipeline, text
+from transpile import pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 NAMES = polybench.NAMES
 NVCC = shutil.which("nvcc")

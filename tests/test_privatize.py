@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from passes import REGISTRY, privatize
-from transpile import interp, ir, ircheck, pipeline, text
+from transpile import ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 HEAD = "kernel k(i32 n, in f64 a[n][n], inout f64 c[n][n], inout f64 out[1]) {\n"
 
@@ -85,7 +87,7 @@ def test_moves_into_innermost_defining_loop() -> None:
 
 def test_moves_only_when_a_loop_becomes_parallel() -> None:
     from tests import polybench
-    from transpile import cfront
+    from transpile.frontend import c as cfront
     for name in polybench.NAMES:
         spec = polybench.spec(name)
         (k,) = cfront.parse_file(str(spec.path), function=spec.function).kernels
@@ -94,7 +96,7 @@ def test_moves_only_when_a_loop_becomes_parallel() -> None:
 
 def test_makes_symm_parallel() -> None:
     from tests import polybench
-    from transpile import cfront
+    from transpile.frontend import c as cfront
     spec = polybench.spec("symm")
     lowered = pipeline.lower(cfront.parse_file(str(spec.path), function=spec.function))
     pars = [f.par for f in ir.walk(lowered) if isinstance(f, ir.For) and f.par]
@@ -200,7 +202,7 @@ def _check_random(rng: np.random.Generator, n: int, draw: Callable[[np.random.Ge
 
 def test_deriche_row_and_column_passes_become_parallel() -> None:
     from tests import polybench
-    from transpile import cfront
+    from transpile.frontend import c as cfront
     spec = polybench.spec("deriche")
     (k,) = cfront.parse_file(str(spec.path), function=spec.function).kernels
     out = privatize.run(k)

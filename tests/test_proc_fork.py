@@ -1,5 +1,5 @@
 """Forking from a process with threads, and waits that must end (transpile/verify/proc.py and the
-local backend of transpile/evaluate.py).
+local backend of transpile/search/evaluate.py).
 
 A fork copies only the forking thread: a lock another thread holds at that moment stays held for
 ever in the child.  ``transpile verify --group --jobs 2`` hung this way (a child blocked on
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from transpile.evaluate import Task, run_tasks
+from transpile.search.evaluate import Task, run_tasks
 from transpile.verify import proc
 from transpile.verify.proc import fork_stream
 

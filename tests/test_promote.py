@@ -15,8 +15,9 @@ import pytest
 
 from passes import promote
 from tests.test_parallel_semantics import same
-from transpile import cuda, interp, ir, text
-from transpile.cuda import Namer
+from transpile import cuda, ir
+from transpile.cuda.printer import Namer
+from transpile.ir import interp, text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

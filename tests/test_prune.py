@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from tests.llm_replay_server import ReplayServer
-from transpile.env import KernelEnv
-from transpile.prune import GroupRollout, Pruning
+from transpile.search.env import KernelEnv
+from transpile.search.prune import GroupRollout, Pruning
 
 pytest.importorskip("openai")
 
@@ -50,7 +50,7 @@ def outcome(kind: str, sample: int, turn: int) -> str:
 
 
 def fake_score(*, id: str, cuda: str, seed: int | None = None, **_: Any) -> dict[str, Any]:
-    """A stand-in for :func:`transpile.evaluate.score_submission` that reads the outcome off the
+    """A stand-in for :func:`transpile.search.evaluate.score_submission` that reads the outcome off the
     submitted text (a marker comment), with the score line's keys."""
     if "PASS" in cuda:
         stage, reached, passed = None, ["a", "b", "c"], ["a", "b", "c"]
@@ -58,7 +58,7 @@ def fake_score(*, id: str, cuda: str, seed: int | None = None, **_: Any) -> dict
         stage = {"FAIL_A": "a", "FAIL_B": "b"}.get(cuda.split()[-1], "c")
         reached = {"a": ["a"], "b": ["a", "b"], "c": ["a", "b", "c"]}[stage]
         passed = reached[:-1]
-    from transpile import rewards
+    from transpile.search import rewards
 
     rec = {"verdict": "pass" if stage is None else "fail", "stages_passed": passed}
     return {"id": id, "status": "scored", "verdict": rec["verdict"], "ok": stage is None,
@@ -94,7 +94,7 @@ def rollout(tmp: Path, srv: ReplayServer, **kw: Any) -> tuple[dict[str, Any], li
                                                                 list[dict[str, Any]]]:
     """Play the mix with the replay server; (summary, task records by task, turn lines)."""
     from transpile.llm.client import LLMClient, LLMConfig
-    from transpile.rollout import LLMPolicy, play
+    from transpile.search.rollout import LLMPolicy, play
 
     envs = [KernelEnv(p, stages="abc", timeout=30) for p in references(tmp)]
     roll = GroupRollout(envs, group=G, turns=K, seed=SEED, jobs=2, scorer="tests.test_prune:fake_score",
@@ -217,7 +217,7 @@ def test_thresholds_budget_and_errors(tmp_path: Path) -> None:
 def test_cli_usage_errors(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from transpile.evaluate import evaluate_cmd
+    from transpile.cli.evaluate import evaluate_cmd
 
     ref = references(tmp_path)[0]
     tasks = tmp_path / "tasks.jsonl"

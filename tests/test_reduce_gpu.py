@@ -13,8 +13,11 @@ import pytest
 from passes import reduce_gpu, reductions
 from tests import polybench
 from tests.test_polybench import max_rel_err
-from transpile import cfront, cuda, interp, ir, ircheck, pipeline, text
+from transpile import cuda, ir, pipeline
 from transpile.diagnostics import TranspileError
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 HAVE_NVCC = shutil.which("nvcc") is not None
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
@@ -180,7 +183,7 @@ def test_reduce_gpu_marks_exactly_the_profitable_loops() -> None:
 
 
 def cuda_reduce_shape(launch: ir.Launch) -> str | None:
-    from transpile import cuda_reduce
+    from transpile.cuda import reduce as cuda_reduce
 
     return cuda_reduce.shape(launch)
 

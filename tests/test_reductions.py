@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from passes import reductions
-from transpile import text
+from transpile.ir import text
 
 
 def found(src: str) -> list[tuple[str, str, str]]:

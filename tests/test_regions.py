@@ -1,9 +1,9 @@
-"""The region marker protocol (transpile.regions): strip, nesting, errors."""
+"""The region marker protocol (transpile.cuda.regions): strip, nesting, errors."""
 
 import pytest
 
-from transpile import regions
-from transpile.regions import Span, mark, strip
+from transpile.cuda import regions
+from transpile.cuda.regions import Span, mark, strip
 
 
 def test_strip_records_offsets_in_clean_text():

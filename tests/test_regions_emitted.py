@@ -6,7 +6,7 @@ file that read only the clean text, never the emitters' own decisions: every
 barrier, ``__shared__``, shuffle, ``<<<...>>>``, thread coordinate and
 device-memory call of ``NAME_device`` lies in a span of its label, and every
 bounds guard (found by :func:`guards`) in a ``guard`` span.  The semantics
-are in ``transpile.regions.LABELS`` and docs/dataset.md ("Region spans").
+are in ``transpile.cuda.regions.LABELS`` and docs/dataset.md ("Region spans").
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from passes import tile
-from transpile import cuda, frontend, ir, pipeline, regions
-from transpile.regions import Span
+from transpile import cuda, frontend, ir, pipeline
+from transpile.cuda import regions
+from transpile.cuda.regions import Span
 
 KERNELS = Path(__file__).parent / "kernels"
 NAMES = sorted(p.stem for p in KERNELS.glob("*.c"))

@@ -14,7 +14,9 @@ from passes import REGISTRY, reschedule
 from tests import affine_nests
 from tests.interp_check import assert_same_results
 from tests.polybench import SPECS, make_args
-from transpile import frontend, interp, ir, ircheck, pipeline, text
+from transpile import frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 HEAD = "kernel k(i32 n, inout f64 a[n][n], inout f64 v[n], in i32 ix[n]) {\n"
 

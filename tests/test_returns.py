@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from transpile import cuda, frontend, ir, ircheck, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
 from transpile.diagnostics import TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.verify import Options, verify_module
 from transpile.verify.signature import check_dropin, dropin_returns, find_dropin, kernel_sig
 
@@ -66,7 +68,7 @@ def test_the_drop_in_returns_the_value_and_the_device_entry_takes_the_slot(tmp_p
     assert extern_c and dropin_returns(cu, "dot") == "f64" and not check_dropin(sig, params, "f64")
     assert check_dropin(sig, params, "f32") == ["dot must return f64 (the C function's result), found f32"]
     assert check_dropin(sig, params, "void")
-    from transpile.env import dropin_signature
+    from transpile.search.env import dropin_signature
 
     assert dropin_signature(m.kernels[0]) == 'extern "C" double dot(int n, double *x, double *y)'
     device, _ = find_dropin(cu, "dot_device")

@@ -1,4 +1,4 @@
-"""Rewards (transpile/rewards.py): partial credit by stage, speed from measured time, the
+"""Rewards (transpile/search/rewards.py): partial credit by stage, speed from measured time, the
 tournament's ranks (deterministic, ties averaged, correctness before speed), and
 ``transpile verify --group --json``."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests import evaluate_helpers as h
-from transpile.rewards import compare, speed_key, speed_reward, stage_reward, tournament
+from transpile.search.rewards import compare, speed_key, speed_reward, stage_reward, tournament
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,
                                reason="the simulator and the reference need g++ and gcc")

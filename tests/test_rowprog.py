@@ -1,5 +1,5 @@
 """Row programs (reduce-gpu rule (b) with maps, ``par(lane)``, the ``rowprog`` launch of
-transpile/cuda_reduce.py): a row's reductions and the maps between them (softmax, layer norm) run on
+transpile/cuda/reduce.py): a row's reductions and the maps between them (softmax, layer norm) run on
 one warp per row, every scalar the same in all lanes; before, any map loop in the row (or a reduction
 reading a scalar the row computed) left one thread per row, reading each row with a stride."""
 
@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cuda, cuda_reduce, frontend, ir, ircheck, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
+from transpile.cuda import reduce as cuda_reduce
 from transpile.diagnostics import TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.verify import Options, verify_module
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None,

@@ -9,7 +9,9 @@ import pytest
 from passes import REGISTRY, deps, snapshot
 from tests.interp_check import assert_same_results
 from tests.polybench import SPECS
-from transpile import frontend, ir, ircheck, pipeline, text
+from transpile import frontend, ir, pipeline
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 HEAD = "kernel k(i32 n, in f64 a[n][n], inout f64 b[n][n], inout f64 v[n]) {\n"
 

@@ -1,4 +1,4 @@
-"""Fused time steps (transpile/cuda_steps.py): which loops, their halos, both paths against the interpreter."""
+"""Fused time steps (transpile/cuda/steps.py): which loops, their halos, both paths against the interpreter."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import pytest
 
 from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
-from transpile import cfront, cuda, cuda_oneblock, cuda_steps, ir, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.cuda import oneblock as cuda_oneblock
+from transpile.cuda import steps as cuda_steps
+from transpile.frontend import c as cfront
+from transpile.ir import text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 
@@ -26,7 +30,7 @@ def _plans(module: ir.Module) -> list[cuda_steps.Plan | None]:
     emitter = cuda._KernelEmitter(lowered.kernels[0], set())
 
     def innermost(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
-        loops = [s for s in body if cuda._is_host_loop(s)]
+        loops = [s for s in body if cuda.is_host_loop(s)]
         return [x for lp in loops for x in (innermost(lp.body) or [lp])]  # type: ignore[attr-defined]
 
     return [cuda_steps.plan(emitter, s) for s in innermost(lowered.kernels[0].body)]
@@ -254,7 +258,7 @@ def test_the_verifier_checks_the_fused_and_the_one_by_one_paths(tmp_path: Path) 
 
 def test_no_fuse_steps_flag_and_the_evolve_knob(tmp_path: Path) -> None:
     from tests.test_cli import transpile as run_cli
-    from transpile.evolve import Schedule
+    from transpile.search.evolve import Schedule
 
     src = polybench.spec("fdtd-2d").path
     out = tmp_path / "off.cu"

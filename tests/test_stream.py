@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from passes import costmodel, tile
+from passes import tile
 from transpile import cuda, frontend, ir, pipeline
+from transpile.search import costmodel
 from transpile.verify import Options, verify_module
 
 KERNELS = Path(__file__).resolve().parent / "kernels"

@@ -1,7 +1,7 @@
 """Sweep nests: one pass over a matrix for its row and column reductions (reduce-gpu rule (d)).
 
 ``passes.reduce_gpu.sweep_shape`` (the shape), ``passes.fuse`` (bicg's and mvt's pieces joined
-into one nest), ``ircheck``/``interp`` (the mark on the outer loop), ``transpile.cuda_sweep``
+into one nest), ``ircheck``/``interp`` (the mark on the outer loop), ``transpile.cuda.sweep``
 (the ``sweep`` launch and its fold launch) and the cost model's price.
 """
 
@@ -14,10 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passes import costmodel, fuse, reduce_gpu
+from passes import fuse, reduce_gpu
 from tests import polybench
-from transpile import cfront, cuda, cuda_sweep, interp, ir, ircheck, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.cuda import sweep as cuda_sweep
 from transpile.diagnostics import TranspileError
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
+from transpile.search import costmodel
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")

@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import strategies
-from transpile import interp, ir, ircheck, text
+from transpile import ir
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 IR_DIR = Path(__file__).parent / "ir"
 SAMPLES = sorted(IR_DIR.glob("*.ir"))

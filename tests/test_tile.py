@@ -1,4 +1,4 @@
-"""The tiled matmul path: passes/tile.py (plans), transpile/cuda_tiled.py (CUDA), the CLI options.
+"""The tiled matmul path: passes/tile.py (plans), transpile/cuda/tiled.py (CUDA), the CLI options.
 
 Plans are found for the matmul-like launches and refused for every other
 shape; the emitted CUDA builds for sm_90 without spills; the verifier's CPU
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from passes import tile
-from transpile import cuda, frontend, ir, pipeline, text
+from transpile import cuda, frontend, ir, pipeline
+from transpile.ir import text
 from transpile.verify import Options, simstage, verify_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,9 @@ import pytest
 
 from passes import map_gpu, tile
 from tests import polybench
-from transpile import cfront, cuda, interp, ir, pipeline, text
+from transpile import cuda, ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import interp, text
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 

@@ -17,13 +17,13 @@ import pytest
 
 from tests import evaluate_helpers
 from transpile import cuda, frontend, pipeline
-from transpile.evaluate import score_submission
+from transpile.search.evaluate import score_submission
+from transpile.toolchain import parse_ptxas
 from transpile.verify import Options, verify_file, verify_module
 from transpile.verify.checks import HostBuffers, compare, tolerance
 from transpile.verify.proc import ChildError, fork_call, fork_stream
 from transpile.verify.reference import cache_file
 from transpile.verify.signature import check_dropin, find_dropin, kernel_sig
-from transpile.verify.stages import parse_ptxas
 from transpile.verify.synth import POISON_BITS, make_inputs, poison, seed_for, shapes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -377,8 +377,8 @@ def test_ptxas_report_parsing() -> None:
 def test_ptxas_report_device_functions_and_static_report_agree() -> None:
     # A device function that is not inlined gets a properties block of its own, after the kernel's
     # "Used" line: its stack frame and spills are not the kernel's, and it is not a kernel.
-    from transpile.static_report import KernelResources
-    from transpile.static_report import parse_ptxas as static_parse
+    from transpile.cli.report import KernelResources
+    from transpile.cli.report import kernel_resources as static_parse
 
     out = ("ptxas info    : Compiling entry function '_Z2k0Pd' for 'sm_90'\n"
            "ptxas info    : Function properties for _Z2k0Pd\n"

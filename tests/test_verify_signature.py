@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from transpile.toolchain import nvcc
 from transpile.verify import Options, verify_file
-from transpile.verify.stages import nvcc
 
 ROOT = Path(__file__).resolve().parent.parent
 CHEATS = ROOT / "tests" / "cheats"

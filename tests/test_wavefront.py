@@ -34,7 +34,10 @@ from tests.test_map_gpu import (
     v,
 )
 from tests.test_parallel_semantics import check_case, same
-from transpile import cfront, interp, ir, ircheck, pipeline, text
+from transpile import ir, pipeline
+from transpile.frontend import c as cfront
+from transpile.ir import check as ircheck
+from transpile.ir import interp, text
 
 
 def _front(name: str) -> ir.Module:

@@ -7,7 +7,9 @@ import pytest
 
 from passes import REGISTRY, wraparound
 from tests.interp_check import assert_same_results
-from transpile import ir, ircheck, text
+from transpile import ir
+from transpile.ir import check as ircheck
+from transpile.ir import text
 
 HEAD = "kernel k(i32 n, inout f32 a[n], in f32 b[n], inout f32 r[1]) {\n"
 

@@ -152,6 +152,7 @@ def check_uninit(module: ir.Module) -> None:
     where only some paths read it so (passes/uninit.py)."""
     from passes import uninit
     from transpile.diagnostics import warn
+    from transpile.guard import source_of
 
     for kernel in module.kernels:
         found = uninit.check(kernel)
@@ -192,11 +193,3 @@ def check_flat(module: ir.Module) -> None:
     for kernel in module.kernels:
         for r in delinearize.refusals(kernel):
             warn("flat-index", r.loc, r.message)
-
-
-def source_of(loc: object) -> str | None:
-    """The text of the file ``loc`` points into (for the caret line), or None."""
-    try:
-        return Path(loc.file).read_text() if loc is not None else None  # type: ignore[attr-defined]
-    except (OSError, UnicodeDecodeError):
-        return None

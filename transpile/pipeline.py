@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from transpile import ir, ircheck, progress
+from transpile import ir, progress
+from transpile.ir import check as ircheck
 
 if TYPE_CHECKING:
     from passes.budget import Budget
@@ -200,7 +201,7 @@ class _Stepper:
     def dump(self, name: str, module: ir.Module) -> None:
         if self.dump_ir is None:
             return
-        from transpile import text
+        from transpile.ir import text
 
         self.dump_ir.mkdir(parents=True, exist_ok=True)
         (self.dump_ir / f"{self.count:02d}-{name}.ir").write_text(text.show(module))

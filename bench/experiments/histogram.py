@@ -1,7 +1,7 @@
 """Time a histogram with atomic bins on a GPU (passes/atomics.py): the transpiled C histogram,
 ``hist[(data[i] % nbins + nbins) % nbins] += 1`` on the whole grid with ``atomicAdd``, against
 ``cupy.bincount`` of the same data (checked equal, exactly) and a device-to-device copy of the
-data's bytes: as emitted (each block's bins in shared memory where they fit: transpile/cuda_atomics.py),
+data's bytes: as emitted (each block's bins in shared memory where they fit: transpile/cuda/atomics.py),
 with ``TRANSPILE_PRIVATE_BINS_BYTES=0`` (global atomic bins), and the ``--naive`` build (one
 thread, the form before) at the smallest size only.
 CUDA events around ``histogram_device`` on cupy arrays, median of 20 after 3 warm-up calls.  Few

@@ -2,7 +2,7 @@
 
 The text path has no C reference, so the generator's program is compared with
 a naive reference program written in a separate conversation.  Both run in
-:mod:`transpile.interp` (exact C semantics) on inputs drawn by the verifier's
+:mod:`transpile.ir.interp` (exact C semantics) on inputs drawn by the verifier's
 own synthesis (:mod:`transpile.verify.synth`: small non-square shapes, several
 value distributions, poisoned ``out`` arrays) and their outputs are compared
 with the verifier's tolerance (:mod:`transpile.verify.checks`).  Signatures
@@ -70,7 +70,7 @@ def _fmt_value(v: object) -> str:
 def _run(module: ir.Module, args: dict[str, object]) -> dict[str, np.ndarray] | str:
     """The outputs, or why there are none: the model's program runs in a forked child with a time
     and memory limit, so a hostile or runaway program is a fault, not a hang."""
-    from transpile import interp
+    from transpile.ir import interp
     from transpile.verify.proc import ChildError, fork_call
 
     def child() -> dict[str, np.ndarray] | str:

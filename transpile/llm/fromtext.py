@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transpile import ir, text
+from transpile import ir
 from transpile.diagnostics import Loc, TranspileError
+from transpile.ir import text
 from transpile.llm import crosscheck, prompts
 from transpile.llm.client import LLMClient, LLMConfig
 from transpile.llm.generate import converse

@@ -4,8 +4,8 @@
 tagged ``ir``/``loopir``, else the first fenced block of any kind (so a CUDA
 or C block is simply an IR parse error), else nothing.  :func:`converse` runs
 one conversation for at most ``rounds`` answers: each answer is parsed with
-the lark grammar (:func:`transpile.text.parse`) and checked
-(:func:`transpile.ircheck.check`); a failure, with its ``line:col``, the
+the lark grammar (:func:`transpile.ir.text.parse`) and checked
+(:func:`transpile.ir.check.check`); a failure, with its ``line:col``, the
 offending line and the expected tokens, is the next user message.  Nothing
 in an answer is ever executed or used as a file name.
 """
@@ -15,8 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from transpile import ir, ircheck, text
+from transpile import ir
 from transpile.diagnostics import TranspileError
+from transpile.ir import check as ircheck
+from transpile.ir import text
 from transpile.llm.client import LLMClient, LLMError, Message
 from transpile.llm.prompts import repair_message
 

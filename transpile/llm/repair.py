@@ -114,7 +114,8 @@ def repair_cmd(kernel: Path, reference: Path, output: Path | None, function: str
     """Repair KERNEL.cu with an LLM until it verifies against the reference (bounded rounds).
 
     The input is never modified; the first verified version is written to -o."""
-    from transpile.cli import _guard, write_atomic
+    from transpile.fsutil import write_atomic
+    from transpile.guard import guard as _guard
 
     def action() -> None:
         cfg = config(llm)

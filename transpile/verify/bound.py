@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from transpile import interp, ir
+from transpile import ir
+from transpile.ir import interp
 
 C_BOUND = 8.0
 """The constant c of ``|err| <= c * H * u * M`` (see the module docstring for its parts)."""

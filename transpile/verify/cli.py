@@ -7,7 +7,7 @@ traceback.  ``--json`` prints the machine-readable record on stdout.
 
 ``transpile verify --group A.cu B.cu C.cu --against REF.c`` verifies every
 candidate (isolated, ``--jobs`` at a time, one seed for all) and ranks them
-in a tournament (:func:`transpile.rewards.tournament`): a table of rank,
+in a tournament (:func:`transpile.search.rewards.tournament`): a table of rank,
 reward and verdict, or with ``--json`` a list of records in the order given.
 Exit status 0 once the ranking is printed, whatever the verdicts.
 """
@@ -118,8 +118,8 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
     """``--group``: every candidate verified isolated, with one seed, then ranked."""
     import json
 
-    from transpile import rewards
-    from transpile.evaluate import Task, run_tasks, unfinished
+    from transpile.search import rewards
+    from transpile.search.evaluate import Task, run_tasks, unfinished
     from transpile.verify.stages import new_seed
 
     def run() -> list[dict]:
@@ -134,7 +134,7 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
                   "seed": one_seed, "gpu": None if gpu else False, "sizes": parse_sizes(sizes),
                   "full_seeds": max(1, full_seeds), "sim_timeout": min(120.0, timeout / 3),
                   "include_dirs": include_dirs, "defines": defines}
-        tasks = [Task(str(i), "transpile.evaluate:score_submission", {**common, "id": str(k), "cuda_path": str(k)})
+        tasks = [Task(str(i), "transpile.search.evaluate:score_submission", {**common, "id": str(k), "cuda_path": str(k)})
                  for i, k in enumerate(kernels)]
         lines: list[dict] = [{}] * len(kernels)
         for o in run_tasks(tasks, jobs=jobs, timeout=timeout, gpu=gpu):

@@ -101,7 +101,7 @@ def build_gpu_library(cu: Path) -> tuple[GpuLibrary | None, str]:
     name), then ``nvcc -shared`` of that object and the interposer's with ``--wrap`` for each
     allocation call; the interposer's symbols are then stripped."""
     from transpile.sim.build import local_includes
-    from transpile.verify.stages import nvcc
+    from transpile.toolchain import nvcc
 
     exe = nvcc()
     if exe is None:

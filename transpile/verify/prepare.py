@@ -231,7 +231,7 @@ def reassociated(kernel: ir.Kernel) -> ir.Module | None:
     import dataclasses
 
     from passes import reductions
-    from transpile import accum
+    from transpile.ir import accum
 
     try:
         found = reductions.analyze(kernel)
@@ -270,7 +270,7 @@ def reassociation_spread(module: ir.Module | None, sig: KernelSig, x: Inputs, r:
     how far a legal reassociation moves these outputs."""
     if module is None or not any(a.dtype.kind == "f" for a in sig.outputs):
         return 0.0
-    from transpile import interp
+    from transpile.ir import interp
 
     try:
         out = interp.run(module, sig.name, x, shuffle=seed)

@@ -7,7 +7,7 @@ it got.  The child's stdout and stderr go to a temporary file (a candidate's
 with a crash.  :func:`fork_call` is the one-result form.  With ``group=True`` the child leads
 a process group of its own, and a timeout or a crash kills the whole group, so
 the compilers and simulators it started die with it (how
-:mod:`transpile.evaluate` isolates a whole verification).
+:mod:`transpile.search.evaluate` isolates a whole verification).
 
 Forking is safe here because the verifier's parent process never initialises
 CUDA (the GPU stages run in a separately started interpreter, see
@@ -28,7 +28,7 @@ holds at that moment stays held for ever in the child.  Three rules:
 * Every wait of the parent is bounded: the child's ``timeout``, then a short
   grace to exit after it reported, closed its pipe or was killed.
 
-:mod:`transpile.evaluate` also forks from one thread only, and starts no other.
+:mod:`transpile.search.evaluate` also forks from one thread only, and starts no other.
 """
 
 from __future__ import annotations

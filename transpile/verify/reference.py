@@ -13,7 +13,7 @@ CPU has FMA): a correct implementation with another rounding order, e.g. a
 GPU, which contracts ``a*b+c`` by default.  How far its outputs move from the
 plain build's measures the kernel's sensitivity to rounding order at those
 inputs (:func:`transpile.verify.prepare.rounding_spread`).
-:class:`InterpReference` runs :func:`transpile.interp.run` (for ``.ir`` input).
+:class:`InterpReference` runs :func:`transpile.ir.interp.run` (for ``.ir`` input).
 
 Every reference call runs in a forked child (:func:`transpile.verify.proc.fork_call`),
 on copies of the inputs: an out-of-bounds access at an odd shape skips that
@@ -335,6 +335,6 @@ class InterpReference(Reference):
         self.description = f"{source or 'IR'}:{sig.name} (IR interpreter)"
 
     def _call(self, args: Inputs) -> dict[str, np.ndarray]:
-        from transpile import interp
+        from transpile.ir import interp
 
         return interp.run(self.module, self.sig.name, args)

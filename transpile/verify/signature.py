@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transpile import ir
-from transpile.interp import DTYPES
+from transpile.ir.interp import DTYPES
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,20 +20,20 @@ L     first set, one-block host loops off         ``launch-by-launch``
       where the file has them, else launches
 S     first set, one-block loops and fused steps  ``launch-by-launch``
       off: launches one by one (only files with
-      fused steps, transpile/cuda_steps.py)
+      fused steps, transpile/cuda/steps.py)
 W     first set, shuffled schedule, row programs  ``launch-by-launch``
       a warp a row (only files with them: the
       small shapes take the block-a-row form)
 G     first set, shuffled schedule, atomic bins   ``launch-by-launch``
       in global memory (only files with shared
-      bins: transpile/cuda_atomics.py)
+      bins: transpile/cuda/atomics.py)
 H     first set, the drop-in's host path (only    ``host-path``
       files that have one: every other run is
       forced onto the GPU path,
-      transpile/dropin_host.py)
+      transpile/cuda/dropin.py)
 M     first set, shuffled schedule, the FMA       ``launch-by-launch``
       kernels in place of the tensor-core ones
-      (files with both: transpile/cuda_mma.py)
+      (files with both: transpile/cuda/mma.py)
 ====  =========================================  ===============================
 
 Before the values, each run is checked for: a crash or timeout, device guard
@@ -57,12 +57,12 @@ from typing import Any
 
 import numpy as np
 
-from transpile.cuda_atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
-from transpile.cuda_mma import ENV as MMA_ENV  # run M: 0, the FMA kernels (GPUs before the tensor cores')
-from transpile.cuda_oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
-from transpile.cuda_reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
-from transpile.cuda_steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
-from transpile.dropin_host import ENV as HOST_ENV  # run H: 1, the drop-in's host path; 0 for the others
+from transpile.cuda.atomics import PRIVATE_ENV  # run G: 0, atomic bins in global memory (large bin counts)
+from transpile.cuda.dropin import ENV as HOST_ENV  # run H: 1, the drop-in's host path; 0 for the others
+from transpile.cuda.mma import ENV as MMA_ENV  # run M: 0, the FMA kernels (GPUs before the tensor cores')
+from transpile.cuda.oneblock import ENV as ONE_BLOCK_ENV  # set to 0 for run L: the path of larger sizes
+from transpile.cuda.reduce import ROWPROG_ENV  # run W: 0, a warp a row (the form of many rows)
+from transpile.cuda.steps import ENV as STEPS_ENV  # run S: 0 (one-block off too), launches one by one
 from transpile.verify.checks import RO_MARK, HostBuffers, ReadOnlyGuard, compare, same_bits
 from transpile.verify.prepare import Prepared, Skip, prepare
 from transpile.verify.proc import fork_stream

@@ -4,7 +4,7 @@
     (for the pipeline, the lowered kernel IR too); the candidate defines
     ``extern "C" void NAME(...)`` with the reference's parameters.
 (b) ``nvcc -arch=sm_90 -cubin -Xptxas -v``: compiles (an architecture-dependent file also for
-    sm_75 and sm_80: :mod:`transpile.arches`), and ptxas's resource
+    sm_75 and sm_80: :mod:`transpile.cuda.arches`), and ptxas's resource
     report (registers, shared memory, spills, stack per kernel) is recorded.
 (c) the CUDA itself on the CPU simulator, small shapes (:mod:`.simstage`).
 (d)-(f) on a GPU (:mod:`.gpu`): small shapes, full size with several
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -27,10 +26,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from transpile import ir
 from transpile.diagnostics import TranspileError
+from transpile.toolchain import nvcc, parse_ptxas
 from transpile.verify.reference import (
     GccReference,
     InterpReference,
@@ -153,7 +152,8 @@ def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_pat
             function: str | None, include_dirs: Sequence[str], defines: Sequence[str],
             lowered: ir.Module | None) -> Target | None:
     """Stage (a); returns the target for the later stages, or None after a failure."""
-    from transpile import frontend, ircheck
+    from transpile import frontend
+    from transpile.ir import check as ircheck
 
     stage = report.stage("a")
     t0 = time.perf_counter()
@@ -188,68 +188,6 @@ def stage_a(report: Report, *, cu: Path, module: ir.Module | None, reference_pat
 
 # ---------------------------------------------------------------------------
 # Stage (b)
-
-
-def nvcc() -> str | None:
-    """The nvcc executable (PATH, then $CUDA_HOME/bin, then /usr/local/cuda/bin)."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").exists():
-            return str(Path(root) / "bin" / "nvcc")
-    return None
-
-
-def _demangle(name: str) -> str:
-    m = re.match(r"_Z(\d+)", name)
-    if m:
-        n = int(m.group(1))
-        return name[m.end():m.end() + n]
-    return name
-
-
-_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_PTXAS_PROPS = re.compile(r"Function properties for (\S+)")
-_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_USED = re.compile(r"Used (\d+) registers")
-
-
-def parse_ptxas(text: str) -> list[dict[str, Any]]:
-    """Per-kernel resources from ``-Xptxas -v`` output, in the order ptxas compiled the entries.
-
-    Each record: ``kernel`` (demangled), ``mangled``, and what ptxas said of it: ``registers``,
-    ``smem``, ``stack``, ``spill_stores``, ``spill_loads``, ``cmem``, ``barriers``.  A "Function
-    properties" block names the function its stack and spill line belongs to: an entry's, or a
-    device function's (not inlined), which is not a kernel and is left out.
-    """
-    entries: dict[str, dict[str, Any]] = {}
-    props: dict[str, dict[str, Any]] = {}  # blocks seen before their entry line (or of device functions)
-    cur: dict[str, Any] | None = None
-    for line in text.splitlines():
-        if m := _PTXAS_ENTRY.search(line):
-            name = m.group(1)
-            cur = entries.setdefault(name, {"kernel": _demangle(name), "mangled": name, **props.pop(name, {})})
-            continue
-        if m := _PTXAS_PROPS.search(line):
-            name = m.group(1)
-            cur = entries[name] if name in entries else props.setdefault(name, {})
-            continue
-        if cur is None:
-            continue
-        if m := _PTXAS_FRAME.search(line):
-            cur.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
-        if m := _PTXAS_USED.search(line):
-            cur["registers"] = int(m.group(1))
-            sm = re.search(r"(\d+) bytes smem", line)
-            cur["smem"] = int(sm.group(1)) if sm else 0
-            cm = re.search(r"(\d+) bytes cmem\[0\]", line)
-            if cm:
-                cur["cmem"] = int(cm.group(1))
-            bm = re.search(r"used (\d+) barriers", line)
-            if bm:
-                cur["barriers"] = int(bm.group(1))
-    return list(entries.values())
 
 
 def stage_b(report: Report, cu: Path) -> None:
@@ -305,9 +243,9 @@ def stage_b(report: Report, cu: Path) -> None:
 
 
 def _older_arches(exe: str, cu: Path, text: bytes, key: str) -> str | None:
-    """For a file whose code may depend on the architecture (:func:`transpile.arches.arch_dependent`):
-    ``nvcc -fatbin`` for :data:`transpile.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
-    from transpile import arches
+    """For a file whose code may depend on the architecture (:func:`transpile.cuda.arches.arch_dependent`):
+    ``nvcc -fatbin`` for :data:`transpile.cuda.arches.VERIFY_ARCHES` (cached by content); the failure's message, or None."""
+    from transpile.cuda import arches
 
     if not arches.arch_dependent(text.decode(errors="replace")):
         return None

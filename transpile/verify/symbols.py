@@ -38,6 +38,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from transpile.toolchain import nvcc
 from transpile.verify.signature import KernelSig
 
 _CXX = {
@@ -145,13 +146,6 @@ def wrapper(cu: Path, sig: KernelSig) -> str:
                      f'"{MARK}{sig.name} must return {want} (the C function\'s result)");')
     lines.append("}  // namespace transpile_sig_check")
     return "\n".join(lines) + "\n"
-
-
-def nvcc() -> str | None:
-    """The nvcc executable, as stage (b) finds it."""
-    from transpile.verify.stages import nvcc as find
-
-    return find()
 
 
 def check(cu: Path, sig: KernelSig) -> CompiledSignature | None:

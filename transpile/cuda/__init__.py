@@ -1,0 +1,686 @@
+"""CUDA back end: renders mapped kernels (``passes.map_gpu``) as one ``.cu`` file.
+
+Python renders expressions and statements: :class:`ExprPrinter` is a
+:class:`~transpile.ir.Visitor` that follows C's precedence table, so only
+needed parentheses are printed (plus a few that gcc's ``-Wparentheses`` asks
+for); :class:`StmtPrinter` turns statements into indented lines.  Jinja fills
+the skeleton ``templates/module.cu.j2`` from prepared lists of strings.
+
+For each kernel ``NAME`` the file holds (see docs in the template):
+
+* ``NAME_kernel0``, ``NAME_kernel1``, ...: one ``__global__`` function per ``Launch``;
+  ``par`` loops become grid-stride loops with 64-bit counters.
+* ``NAME_device(...)``: host-side scalar code, host loops and the launches
+  (inside host loops, once per iteration), on a stream, with device
+  pointers; returns the first CUDA error.
+* ``NAME(...)``: the drop-in replacement for the C function (host pointers).
+
+The printers and templates mark the CUDA-sensitive regions they write (index
+computations, bounds guards, barriers, ...: :mod:`transpile.cuda.regions`);
+:func:`emit` strips the marks, :func:`emit_regions` also returns the spans.
+
+Every CUDA spelling the Python side emits is a module-level constant below.
+Output is deterministic: generated names are a base plus a counter, chosen to
+avoid every identifier of the kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from passes import collapse, promote, tile
+from passes.builders import substitute_vars
+from transpile import ir
+from transpile.cuda import names as cuda_names
+from transpile.cuda import regions
+from transpile.cuda.printer import (
+    BLOCK_FN,
+    BLOCK_SHAPES,
+    DEFAULT_STREAM,
+    EXTENT_FN,
+    GLOBAL,
+    GRID_CAPS,
+    GRID_FN,
+    HOST_DEVICE,
+    INDEX_TYPE,
+    LAUNCH_BOUNDS,
+    MAYBE_UNUSED,
+    PREC,
+    RESERVED,
+    RESTRICT,
+    STREAM_TYPE,
+    TEMPLATE,
+    ExprPrinter,
+    Namer,
+    StmtPrinter,
+    assigned,
+    check_mapped,
+    ctype,
+    environment,
+    host_launches,
+    host_loops,
+    is_zero,
+    par_chain,
+    return_ctype,
+    var_names,
+)
+
+
+class _HostPrinter(StmtPrinter):
+    """Renders the host side of ``NAME_device`` as template steps.
+
+    Host statements become ``host`` steps (lines); each ``Launch`` becomes a
+    ``launch`` step indented to its depth; a host loop's header and closing
+    brace are host lines around its body's steps.  The template's launch
+    step leaves the innermost enclosing loop with ``break`` on an error, so
+    each host loop is followed by a check that breaks out of the next level.
+    """
+
+    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are the template's)
+
+    def __init__(self, emitter: _KernelEmitter) -> None:
+        super().__init__(emitter.expr, emitter.host_namer, depth=2)
+        self.emitter = emitter
+        self.steps: list[dict[str, object]] = []
+        self.scope: dict[str, ir.Scalar] = {}  # host loop variables and locals visible here
+
+    def flush(self) -> None:
+        if self.lines:
+            self.steps.append({"kind": "host", "lines": self.lines})
+            self.lines = []
+
+    def visit_Launch(self, s: ir.Launch) -> None:
+        self.flush()
+        kern, step = self.emitter.launch(s, dict(self.scope))
+        self.steps.append({**step, "pad": "  " * (self.depth - 2)})
+        self.emitter.kernels.append(kern)
+        self.emitter.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
+                                                  tuple(_block_bound(str(b)) for b in step["block"])))
+
+    def visit_Alloc(self, s: ir.Alloc) -> None:
+        self.flush()
+        e = self.emitter
+        self.steps.append({
+            "kind": "alloc", "name": e.ident(s.name), "pad": "",
+            "extents": [f"const {INDEX_TYPE} {h} = {e.expr(d)};" for h, d in e.hoisted.get(s.name, [])],
+            "bytes": e.host_namer.fresh(f"{s.name}_bytes"), "size": e._size(s.ty)})
+
+    def visit_Decl(self, s: ir.Decl) -> None:
+        e = self.emitter
+        if s.name in e.device_scalars:
+            self.line(f"// {ctype(s.ty)} {e.ident(s.name)} lives on the device: "
+                      f"{e.names['scal']}->{e.ident(s.name)}")
+            return
+        self._host_only(s)
+        if self.depth > 2:
+            self.scope[s.name] = s.ty
+        super().visit_Decl(s)
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        self._host_only(s)
+        super().visit_Assign(s)
+
+    def visit_If(self, s: ir.If) -> None:
+        self._host_only(s)
+        super().visit_If(s)
+
+    def _host_only(self, s: ir.Stmt) -> None:
+        assert not (var_names(s) | assigned(s)) & set(self.emitter.device_scalars), \
+            f"host statement touches a device scalar: {s!r}"
+
+    def visit_For(self, s: ir.For) -> None:
+        bounds = var_names(s.lo) | var_names(s.hi)
+        assert s.par is None and not bounds & set(self.emitter.device_scalars), f"bad host loop {s!r}"
+        from transpile.cuda import oneblock as cuda_oneblock
+        from transpile.cuda import steps as cuda_steps
+
+        e = self.emitter
+        on = e.tiling is None or e.tiling.enabled
+        one = on and cuda_oneblock.eligible(s)
+        fused = cuda_steps.plan(e, s) if on and (e.tiling is None or e.tiling.steps) else None
+        if one or fused:  # the loop's steps are made first, then placed (deeper) in the else branches
+            self.flush()
+            outer_steps, self.steps = self.steps, []
+            first_kernel = len(e.kernels)
+        saved = dict(self.scope)
+        self.scope[s.var] = s.ty
+        super().visit_For(s)
+        self.scope = saved
+        err = e.names["err"]
+        self.line(f"if ({err} != cudaSuccess) {{")
+        self.line("  break;")
+        self.line("}")
+        if not (one or fused):
+            return
+        self.flush()
+        loop_steps, self.steps = self.steps, outer_steps
+        launches = [st for st in loop_steps if st.get("kind") == "launch"]
+        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
+            if one and len(launches) == len(s.body) else None
+        if built is None and fused is None:
+            self.steps += loop_steps
+            return
+        depth = 0  # else branches opened around the launch-by-launch loop
+        if built is not None:
+            kernel, args, setup, ok = built
+            e.kernels.append(kernel)
+            launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
+                      f"({', '.join(args)});")
+            self.lines += setup
+            # NOTE: the emitted comment keeps the module's path before issue 42's move (output byte-identical)
+            self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
+            self.line(f"  {e.expr.mark('launch', launch)}")
+            self.line(f"  {err} = cudaGetLastError();")
+            self.line(f"  if ({err} != cudaSuccess) {{")
+            self.line("    break;")
+            self.line("  }")
+            self.line("} else {")
+            depth += 1
+        if fused is not None:
+            pad = "  " * (self.depth + depth)
+            kernel, setup, fused_lines, ok = cuda_steps.build(e, s, fused, dict(self.scope), pad)
+            e.kernels.append(kernel)
+            self.lines += setup
+            self.lines.append(f"{pad}if ({ok}) {{")
+            self.lines += fused_lines
+            self.lines.append(f"{pad}}} else {{")
+            depth += 1
+        self.flush()
+        for _ in range(depth):
+            loop_steps = [_indent(st) for st in loop_steps]
+        self.steps += loop_steps
+        for k in reversed(range(depth)):
+            self.lines.append("  " * (self.depth + k) + "}")
+
+
+def _indent(step: dict[str, object]) -> dict[str, object]:
+    """A host step one level deeper (the launch-by-launch loop in the else branch of a one-block test)."""
+    if step.get("kind") == "host":
+        return {**step, "lines": ["  " + str(x) for x in step["lines"]]}  # type: ignore[attr-defined]
+    return {**step, "pad": "  " + str(step.get("pad", ""))}
+
+
+class _KernelEmitter:
+    """Prepares the template context of one mapped kernel.
+
+    Scalars: scalar params and top-level ``Decl`` statements live on the host and are
+    passed by value, except *device scalars*, written by one launch and used by
+    another: those live in one device struct (``NAME_scalars``), passed as
+    pointers, loaded into a local at kernel start and stored back at the end.
+    Arrays: params (device buffers the caller owns) and top-level ``Alloc``
+    statements (allocated on the stream where declared, freed at the end).
+    """
+
+    def __init__(self, kernel: ir.Kernel, module_names: set[str], tiling: tile.Options | None = None) -> None:
+        check_mapped(kernel)
+        self.k = kernel
+        self._param_pos: dict[str, int] | None = None  # parameter name -> position, once a launch asks
+        self.tiling = tiling
+        self.name = kernel.name
+        used = ir.identifiers(kernel)
+        namer = Namer(used | module_names | RESERVED)
+        self.rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
+        self.namer = namer
+        self.launches = host_launches(kernel.body)
+        self.kernels: list[dict[str, object]] = []
+        self.launch_log: list[LaunchInfo] = []  # what each Launch became (launches())
+        self.scratch: list[tuple[str, str]] = []  # (declaration, name) of launch scratch (cuda_sweep)
+        self.folds: dict[str, list[dict[str, object]]] = {}  # launch kernel name -> the kernels after it (its fold)
+        # Launches repeated by a host loop: a scalar they write must persist
+        # across iterations, so it lives on the device even if only they use it.
+        looped = set().union(*(assigned(x) for x in host_loops(kernel.body)))
+        self.host_decls = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Decl)}
+        scalars = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
+        self.scalars: dict[str, ir.Scalar] = {**scalars, **self.host_decls}  # type: ignore[dict-item]
+        # A scalar param that only one launch references is passed by value and
+        # modified in place there; bare host Decls are always shared (map_gpu).
+        written = set().union(*(assigned(x) for x in self.launches)) if self.launches else set()
+        refs = [var_names(x) for x in self.launches]
+        self.device_scalars = [n for n in self.scalars if n in written
+                               and (n in self.host_decls or n in looped or sum(n in r for r in refs) > 1)]
+        self.arrays: dict[str, ir.ArrayType] = {p.name: p.ty for p in kernel.params
+                                                if isinstance(p.ty, ir.ArrayType)}
+        self.allocs = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}
+        self.original: ir.Kernel | None = None  # the kernel before lowering: the drop-in's host path
+
+        # Extents for flattening.  A dimension is rendered inline when it reads only
+        # scalar params that never change; otherwise its value is hoisted (on entry
+        # for params, where declared for Allocs) into a `long long` passed to kernels.
+        fixed = set(scalars) - assigned(kernel)
+        self.fixed_scalars = frozenset(fixed)  # scalar params no statement assigns: the host has them throughout
+        self.extents: dict[str, tuple[ir.Expr, ...]] = {}
+        self.extent_vars: dict[str, set[str]] = {}
+        self.hoisted: dict[str, list[tuple[str, ir.Expr]]] = {}
+        for name, ty in {**self.arrays, **self.allocs}.items():
+            dims: list[ir.Expr] = []
+            for d, dim in enumerate(ty.dims[1:], start=1):
+                if var_names(dim) <= fixed:
+                    dims.append(dim)
+                    self.extent_vars.setdefault(name, set()).update(var_names(dim))
+                else:
+                    hname = namer.fresh(f"{name}_n{d}")
+                    self.hoisted.setdefault(name, []).append((hname, dim))
+                    dims.append(ir.Var(hname, ir.I64))
+            if dims:
+                self.extents[name] = tuple(dims)
+        self.expr = ExprPrinter(self.extents, self.rename, marks=True)
+        self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed", "hook", "hook_ctx")}
+        self.host_namer = namer.child()  # names local to the device function
+
+    def ident(self, name: str) -> str:
+        return self.rename.get(name, name)
+
+    def _size(self, ty: ir.ArrayType) -> str:
+        """Byte size of an array, in size_t arithmetic (negative extents count as 0)."""
+        return " * ".join(f"{EXTENT_FN}({self.expr(d)})" for d in ty.dims) + f" * sizeof({ctype(ty.elem)})"
+
+    # -- __global__ kernels
+
+    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]
+               ) -> tuple[dict[str, object], dict[str, object]]:
+        """The ``__global__`` function of ``launch`` and the host-side launch step.
+
+        ``host_locals``: host loop variables and host-loop locals in scope,
+        passed by value like host scalars.
+        """
+        name = f"{self.name}_kernel{len(self.kernels)}"
+        uses = ir.array_uses(launch.body)
+        referenced = var_names(launch)
+        for a in uses:
+            referenced |= self.extent_vars.get(a, set())
+        written = assigned(launch)
+        chain = par_chain(launch)
+        namer = self.namer.child()
+        params: list[str] = []
+        args: list[str] = []
+        # C parameter order, then local arrays and host locals in declaration order (of the
+        # parameters, only those the launch names: a generated function may have thousands).
+        if self._param_pos is None:
+            self._param_pos = {p.name: n for n, p in enumerate(self.k.params)}
+        named = sorted({self._param_pos[v] for v in (*uses, *referenced) if v in self._param_pos})
+        candidates: list[tuple[str, ir.Type]] = [(self.k.params[n].name, self.k.params[n].ty) for n in named]
+        candidates += [*self.allocs.items(), *self.host_decls.items(), *host_locals.items()]
+        for var, ty in candidates:
+            if isinstance(ty, ir.ArrayType) and var in uses:
+                const = "" if uses[var][1] else "const "
+                params.append(f"{const}{ctype(ty.elem)} *{RESTRICT} {self.ident(var)}")
+                args.append(self.ident(var))
+            elif isinstance(ty, ir.Scalar) and var in referenced and var not in self.device_scalars:
+                params.append(f"{ctype(ty)} {self.ident(var)}")
+                args.append(self.ident(var))
+        loads: list[str] = []
+        stores: list[str] = []
+        for var in self.device_scalars:
+            if var not in referenced:
+                continue
+            assert not (chain and var in written), f"parallel launch writes device scalar {var}: {launch!r}"
+            st, ptr = ctype(self.scalars[var]), namer.fresh(f"{var}_ptr")
+            params.append(f"{st} *{RESTRICT} {ptr}")
+            args.append(f"&{self.names['scal']}->{self.ident(var)}")
+            loads.append(f"  {'' if var in written else 'const '}{st} {self.ident(var)} = *{ptr};")
+            if var in written:
+                stores.append(f"  *{ptr} = {self.ident(var)};")
+        for var, _ty in candidates:
+            if var in uses:
+                for hname, _dim in self.hoisted.get(var, []):
+                    params.append(f"{INDEX_TYPE} {hname}")
+                    args.append(hname)
+        from transpile.cuda import reduce as cuda_reduce
+        from transpile.cuda import tiled as cuda_tiled
+
+        shaped = None  # (qualifiers, body, launch config) from a specialised emitter
+        # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
+        # of every array they index (passes/collapse.py: doitgen's batched product).
+        # A launch with atomic updates (passes/atomics.py) is printed plainly: no tiled, reduction or
+        # promoted form knows them.
+        atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
+        planned = collapse.plan(launch, self.tiling, {**self.arrays, **self.allocs}, namer.taken) \
+            if chain and not stores and not atomic else None
+        plan, flat = planned if planned is not None else (None, None)
+        expr = self.expr
+        if flat is not None:
+            namer.taken.add(flat.var)
+            chain = par_chain(flat.launch)
+            extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
+            expr = ExprPrinter(extents, self.rename, marks=True)
+        red = cuda_reduce.shape(launch) if plan is None and not atomic else None
+        if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
+            from transpile.cuda import sweep as cuda_sweep
+
+            return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
+        if red == "chain":  # a row's reductions, then its column terms, one pass over a matrix; a fold launch
+            from transpile.cuda import chain as cuda_chain
+
+            return cuda_chain.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
+        if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
+            # a reduction outside host loops: the whole GPU, partials and a fold (one block in host loops)
+            return cuda_reduce.grid_launch(self, launch, name, params, args, loads, stores, namer)
+        if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
+            shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
+        elif red == "cols":  # column reductions as column tiles (transpile/cuda/cols.py)
+            from transpile.cuda import cols as cuda_cols
+
+            shaped = cuda_cols.launch(launch, self.expr, namer, loads, stores, self._config(chain))
+        elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
+            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
+                                        self.host_namer, self.fixed_scalars)
+        if shaped is not None:
+            quals, body, config = shaped
+            more_params, more_args = config.pop("params", []), config.pop("args", [])
+            for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
+                params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
+            fallback = config.pop("fallback", None)
+            if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
+                fb = self.namer.fresh(f"{name}_fma")
+                self.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
+                                     "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
+                config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
+            return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
+                    {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
+        printer = StmtPrinter(self.expr, namer)
+        printer.rows = self._rows(chain)
+        printer.stream = tile.launch_stream(self.tiling, chain)
+        # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
+        # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
+        # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
+        printer.split_rows = not any(loop.par == "z" for loop in chain)
+        # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
+        # not in the naive mapping (tiling off), the baseline the benchmark compares against.
+        if (self.tiling is None or self.tiling.enabled) and not atomic:  # a promoted element would not be atomic
+            launch = promote.run_launch(launch, namer.fresh)
+        body = printer.emit(launch.body)
+        threads = math.prod(self._block(len(chain))) if chain else 1
+        config = self._config(chain)
+        private = self._private_bins(launch, chain, namer, params, args, config) if atomic else None
+        if private is not None:  # the same loop again, its updates into the block's shared bins
+            from transpile.cuda import atomics as cuda_atomics
+
+            array, shared, flag, count, ty = private
+            shared_printer = StmtPrinter(self.expr, namer)
+            shared_printer.private = {array: shared}
+            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
+                                               self.expr.mark)
+        kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
+                                     "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
+        return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
+                        **config}
+
+    def _private_bins(self, launch: ir.Launch, chain: list[ir.For], namer: Namer, params: list[str],
+                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar] | None:
+        """For a launch whose one atomic array may live in shared memory (:mod:`transpile.cuda.atomics`):
+        adds the host's choice (a kernel parameter, the dynamic shared memory, a grid of at most
+        PRIVATE_BLOCKS_PER_SM blocks an SM when taken) to ``params``/``args``/``config`` and returns
+        (array, its shared copy, the flag parameter, the bin-count parameter, element type) for
+        :func:`transpile.cuda.atomics.private_kernel`; None where the launch has no such array."""
+        from transpile.cuda import atomics as cuda_atomics
+
+        arrays = {**self.arrays, **self.allocs}
+        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, self.fixed_scalars)
+        if name is None:
+            return None
+        ty = arrays[name].elem
+        (extent,) = arrays[name].dims
+        flag, shared, count_param = namer.fresh("private_bins"), namer.fresh(f"{name}_bins"), namer.fresh(f"{name}_count")
+        host_flag, env = self.host_namer.fresh(f"{name}_private"), self.host_namer.fresh("bins_env")
+        count = self.expr(extent)
+        bytes_ = f"(long long)({count}) * (long long)sizeof({ctype(ty)})"
+        trips = list(config["trips"])  # type: ignore[call-overload]
+        trips.append({"name": host_flag, "expr": (
+            f'[&] {{ const char *{env} = getenv("{cuda_atomics.PRIVATE_ENV}"); const long long b = {bytes_}; '
+            f"return b > 0 && b <= ({env} != NULL ? atoll({env}) : {cuda_atomics.PRIVATE_BYTES}LL) ? 1LL : 0LL; }}()")})
+        config["trips"] = trips
+        grid = list(config["grid"])  # type: ignore[call-overload]
+        cap = f"{cuda_atomics.PRIVATE_BLOCKS_PER_SM}u * (unsigned int)transpile_sm_count()"
+        grid[0] = f"({host_flag} && {grid[0]} > {cap} ? {cap} : {grid[0]})"
+        config["grid"] = grid
+        config["smem"] = f"(size_t)({host_flag} ? {bytes_} : 0)"
+        params += [f"int {flag}", f"{INDEX_TYPE} {count_param}"]
+        args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
+        return name, shared, flag, count_param, ty
+
+    def _rows(self, chain: list[ir.For]) -> int:
+        """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""
+        return tile.launch_rows(self.tiling, chain)
+
+    def _block(self, dims: int) -> tuple[int, int, int]:
+        """Threads per block of a plain launch with ``dims`` par loops."""
+        return self.tiling.blocks[dims - 1] if self.tiling is not None else BLOCK_SHAPES[dims]
+
+    def trip_count(self, loop: ir.For) -> str:
+        """``hi - lo`` of a step-1 loop, as host C text (``hi`` alone when ``lo`` is 0)."""
+        if is_zero(loop.lo):
+            return self.expr(loop.hi)
+        return f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
+
+    def _config(self, chain: list[ir.For]) -> dict[str, object]:
+        """Trip counts, guard and grid/block sizes of a launch (host side)."""
+        if not chain:
+            return {"trips": [], "guard": None, "grid": ["1u"], "block": ["1u"]}
+        dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
+        assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
+        shape = self._block(len(chain))
+        trips, grid, counts = [], ["1u", "1u", "1u"], []
+        for n, loop in enumerate(chain):
+            a = "xyz".index(loop.par)  # type: ignore[arg-type]
+            t = self._trips(loop, chain[:n], trips)
+            counts.append(t)
+            per = shape[a] * (self._rows(chain) if loop.par == "y" else
+                              tile.launch_stream(self.tiling, chain) if loop.par == "z" else 1)
+            grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
+        block = [f"{b}u" for b in shape]
+        if len(chain) == 1 and shape[0] % 64 == 0:
+            # NOTE: a 1-D grid-stride launch may run with fewer threads per block than
+            # ``shape`` (transpile_block, decided at run time from the trip count): adi's
+            # 4000-iteration sweeps in blocks of 256 used 16 of 132 SMs (2x slower than
+            # blocks of 32 on the H200).  The kernel reads blockDim, so only the host changes.
+            t = counts[0]
+            block[0] = f"{BLOCK_FN}({t}, {shape[0]}u)"
+            grid[0] = f"{GRID_FN}({t}, {block[0]}, {GRID_CAPS[0]}u)"
+        return {"trips": trips, "guard": " && ".join(f"{t} > 0" for t in counts),
+                "grid": grid, "block": block}
+
+    def _trips(self, loop: ir.For, outer: Sequence[ir.For], trips: list[dict[str, str]]) -> str:
+        """The host variable holding ``loop``'s trip count (its definitions appended to ``trips``).
+
+        A loop whose bounds read outer par variables (``passes.map_gpu.triangular``: affine in them,
+        the outer bounds host-computable) gets the largest trip count over the corners of the outer
+        ranges, where an affine count is largest: the grid covers the triangle's bounding box and
+        the kernel's own bounds, evaluated per thread, leave the rest idle."""
+        reads = var_names(loop.lo) | var_names(loop.hi)
+        corners = [o for o in outer if o.var in reads]
+        t = self.host_namer.fresh(f"{loop.var}_n")
+        if not corners:
+            trips.append({"name": t, "expr": self.trip_count(loop)})
+            return t
+        names = []
+        for ends in itertools.product(*[(o.lo, ir.binary("-", o.hi, ir.const(1, o.hi.ty))) for o in corners]):
+            at = {o.var: ir.cast(e, o.ty) for o, e in zip(corners, ends)}
+            name = self.host_namer.fresh(f"{loop.var}_n")
+            trips.append({"name": name, "expr": self.trip_count(dataclasses.replace(
+                loop, lo=substitute_vars(loop.lo, at), hi=substitute_vars(loop.hi, at)))})
+            names.append(name)
+        acc = names[0]
+        for name in names[1:]:
+            top = t if name == names[-1] else self.host_namer.fresh(f"{loop.var}_n")
+            trips.append({"name": top, "expr": f"{acc} > {name} ? {acc} : {name}"})
+            acc = top
+        return acc
+
+    # -- the host side
+
+    def context(self) -> dict[str, object]:
+        """The template context of this kernel."""
+        host = _HostPrinter(self)
+        first_step: list[int] = []  # per top-level statement: the index of its first step
+        for s in self.k.body:
+            first_step.append(len(host.steps))
+            host.emit([s])
+            host.flush()
+        steps = host.steps
+
+        from transpile.cuda import (
+            dropin as dropin_host,  # the drop-in's transfers and host path (dropin.cu.j2)
+        )
+        from transpile.cuda import host as cuda_host
+
+        arrays = cuda_host.arrays(self)
+        plan = cuda_host.plan(self.k, {n: bool(a["copy_in"]) for n, a in arrays.items()},
+                              {n: bool(a["copy_out"]) for n, a in arrays.items()})
+        for n, a in arrays.items():
+            a["in_at"], a["out_after"] = plan.in_at[n], plan.out_after[n]
+        for point, stmt in reversed(list(enumerate(plan.starts, start=1))):  # the drop-in's copies between phases
+            steps.insert(first_step[stmt], {"kind": "hook", "point": point})
+        scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]
+        return {
+            "name": self.name,
+            "kernels": [g for k in self.kernels for g in (k, *self.folds.get(str(k["name"]), ()))],
+            "steps": steps,
+            "names": self.names,
+            "prototype": self._prototype(),
+            "c_params": [self._c_param(p, device=False) for p in self.k.c_params],
+            "ret": None if self.k.ret is None else {"ctype": return_ctype(self.k), "name": self.ident(self.k.ret)},
+            "device_params": [self._c_param(p, device=True) for p in self.k.params]
+            + [f"{STREAM_TYPE} {self.names['stream']}"],
+            "device_param_names": [self.ident(p.name) for p in self.k.params] + [self.names["stream"]],
+            "device_args": [arrays[p.name]["dev"] if p.name in arrays else self.ident(p.name)
+                            for p in self.k.params] + [DEFAULT_STREAM],
+            "arrays": list(arrays.values()),
+            "dropin": {**cuda_host.dropin(self), "last": plan.last, "phased": bool(plan.starts),
+                       "host": dropin_host.host_path(self, self.original, list(arrays.values()))},
+            "hoisted": [f"const {INDEX_TYPE} {h} = {self.expr(d)};"
+                        for a in self.arrays for h, d in self.hoisted.get(a, [])],
+            "allocs": [f"{ctype(ty.elem)} *{self.ident(a)}" for a, ty in self.allocs.items()]
+            + [decl for decl, _ in self.scratch],
+            "frees": [self.ident(a) for a in self.allocs] + [n for _, n in self.scratch]
+            + ([self.names["scal"]] if self.device_scalars else []),
+            "device_scalars": [f"{ctype(self.scalars[s])} {self.ident(s)}" for s in self.device_scalars],
+            "scalar_inits": [self.ident(s) for s in scalar_params if s in self.device_scalars],
+        }
+
+    def _c_param(self, p: ir.Param, *, device: bool) -> str:
+        if not device and p.ctype is not None:  # the drop-in: the C type as written (transpile/frontend/header.py)
+            return f"{p.ctype}{'' if p.ctype.endswith('*') else ' '}{self.ident(p.name)}"
+        if isinstance(p.ty, ir.Scalar):
+            return f"{ctype(p.ty)} {self.ident(p.name)}"
+        const = "const " if device and p.intent == "in" else ""
+        return f"{const}{ctype(p.ty.elem)} *{self.ident(p.name)}"
+
+    def _prototype(self) -> str:
+        """The original C declaration, for a comment."""
+        parts = []
+        for p in self.k.c_params:
+            if isinstance(p.ty, ir.Scalar):
+                parts.append(f"{ctype(p.ty)} {p.name}")
+            elif p.pointer:
+                parts.append(f"{ctype(p.ty.elem)} *{p.name}")
+            else:
+                parts.append(f"{ctype(p.ty.elem)} {p.name}" + "".join(f"[{self.expr(d)}]" for d in p.ty.dims))
+        return f"{return_ctype(self.k)} {self.name}({', '.join(parts) or 'void'});"
+
+
+def _func(f: ir.Func) -> dict[str, object]:
+    used = ir.identifiers(f)
+    namer = Namer(used | RESERVED)
+    rename = {n: namer.fresh(n + "_") for n in sorted(used & RESERVED)}
+    expr = ExprPrinter(rename=rename)
+    params = ", ".join(f"{ctype(p.ty)} {expr.ident(p.name)}" for p in f.params  # type: ignore[arg-type]
+                       ) or "void"
+    ret = "void" if f.ret is None else ctype(f.ret)
+    return {"signature": f"{MAYBE_UNUSED} {HOST_DEVICE} {ret} {f.name}({params})",
+            "body": StmtPrinter(expr, namer).emit(f.body)}
+
+
+def emit(module: ir.Module, *, source: str, tiling: tile.Options | None = None,
+         host: ir.Module | None = None) -> str:
+    """The CUDA translation unit for ``module``, whose kernels must be mapped (``passes.map_gpu``).
+
+    ``source`` names the input in the header comment; ``tiling`` overrides the
+    tiled matmul path's defaults (:mod:`passes.tile`); ``host``, the module before lowering, gives
+    each drop-in a host path (:mod:`transpile.cuda.dropin`).
+    """
+    return regions.clean(_render(module, source=source, tiling=tiling, host=host))
+
+
+def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None = None
+                 ) -> tuple[str, list[regions.Span]]:
+    """:func:`emit`'s text and the CUDA-sensitive regions the emitters marked in it."""
+    return regions.strip(_render(module, source=source, tiling=tiling))
+
+
+def _block_bound(text: str) -> int:
+    """The most threads per block a launch's block expression gives (``256u``, or
+    ``transpile_block(i_n, 256u)``, which may give fewer: see ``_KernelEmitter._config``)."""
+    m = re.fullmatch(rf"(?:{BLOCK_FN}\(\w+, )?(\d+)u\)?", text)
+    assert m is not None, f"unexpected block size {text!r}"
+    return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """What the emitter made of one ``Launch``: its ``__global__`` name, its shape and block size.
+
+    ``shape``: ``plain`` (one thread per iteration of the par loops), ``serial``
+    (one thread), ``block``/``rows``/``cols`` (parallel reductions,
+    :mod:`transpile.cuda.reduce`), ``sweep`` (row and column reductions in one pass and a fold
+    launch, :mod:`transpile.cuda.sweep`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
+    tensor cores).  ``launch`` is the IR node, ``block`` the threads per block (x, y, z).
+    """
+
+    kernel: str
+    shape: str
+    launch: ir.Launch
+    block: tuple[int, ...]
+
+
+def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:
+    """Every launch of the mapped ``module`` as :func:`emit` would emit it, in emission order."""
+    return [li for infos in launches_by_kernel(module, tiling=tiling).values() for li in infos]
+
+
+def launches_by_kernel(module: ir.Module, *, tiling: tile.Options | None = None) -> dict[str, list[LaunchInfo]]:
+    """:func:`launches`, grouped by the IR kernel they belong to (kernel name -> its launches)."""
+    return {k.name: e.launch_log for k, (e, _) in zip(module.kernels, _emitted(module, tiling))}
+
+
+def emit_with_launches(module: ir.Module, *, source: str, tiling: tile.Options | None = None,
+                       host: ir.Module | None = None) -> tuple[str, dict[str, list[LaunchInfo]]]:
+    """:func:`emit`'s text and :func:`launches_by_kernel` of the same emission (one rendering)."""
+    text, launches = _render_logged(module, source=source, tiling=tiling, host=host)
+    return regions.clean(text), launches
+
+
+def _render(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None = None) -> str:
+    """The translation unit with region markers (:mod:`transpile.cuda.regions`)."""
+    return _render_logged(module, source=source, tiling=tiling, host=host)[0]
+
+
+def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None = None
+                   ) -> tuple[str, dict[str, list[LaunchInfo]]]:
+    """:func:`_render`, and each kernel's launches as its emitter logged them."""
+    assert "\n" not in source, f"bad source name {source!r}"
+    emitted = _emitted(module, tiling, host)
+    funcs = [_func(f) for f in module.funcs]
+    text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=[c for _, c in emitted])
+    return text, {k.name: e.launch_log for k, (e, _) in zip(module.kernels, emitted)}
+
+
+def _emitted(module: ir.Module, tiling: tile.Options | None, host: ir.Module | None = None
+             ) -> list[tuple[_KernelEmitter, dict[str, object]]]:
+    """Each kernel's emitter, after it made the kernel's template context, and that context;
+    ``host``: the module before lowering (each drop-in's host path)."""
+    cuda_names.check(module)
+    module_names = {f.name for f in module.funcs} | {k.name for k in module.kernels}
+    generated = {f"{k.name}_{s}" for k in module.kernels for s in ("device", "scalars")}
+    generated |= {f"{k.name}_kernel{n}" for k in module.kernels
+                  for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
+    assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
+    emitters = [_KernelEmitter(k, module_names | generated, tiling) for k in module.kernels]
+    originals = {k.name: k for k in host.kernels} if host is not None else {}
+    for e in emitters:
+        e.original = originals.get(e.name)
+    return [(e, e.context()) for e in emitters]

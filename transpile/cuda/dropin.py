@@ -1,0 +1,222 @@
+"""The drop-in's host path: the C function as written, run on the host where the GPU cannot win.
+
+A drop-in call pays the GPU's fixed costs (the first call's setup, the copies over the link, one
+launch overhead per launch) before any kernel runs; for a small problem, or an inherently sequential
+one (a host loop of thousands of tiny launches: durbin, trisolv), one CPU core is faster (issue 39:
+jacobi-1d at LARGE took 18.1 ms through the drop-in and 0.48 ms on one core).  So, like OpenACC's
+``if`` clause, each drop-in ``NAME`` holds the original function compiled as host code
+(``static void NAME_host(...)``, printed from the front end's IR, before any pass), and decides at
+every call, from the call's sizes, which path to take:
+
+``gpu_s = setup + bytes / link + launches * launch + par_work / gpu_rate + serial_work / serial_rate``
+``host_s = host_work / host_rate``
+
+* ``bytes``: the call's copy-in and copy-out element ranges (the drop-in's own, clamped to the
+  arrays) times the element size;
+* ``setup``: :attr:`Model.first_call_s` on a call that creates the drop-in's state, else
+  :attr:`Model.call_s`;
+* ``launches``: the launches the mapped kernel makes (each ``Launch`` once per iteration of the host
+  loops around it);
+* ``par_work`` / ``serial_work``: statement executions inside launches, in parallel or (a launch the
+  emitter made one thread: ``LaunchInfo.shape == "serial"``) one thread's chain;
+* ``host_work``: statement executions of the original function.
+
+Both branches of an ``if`` count, except a data-dependent branch in a one-thread launch, which
+counts as not taken: such a branch is a fallback (the min-plus closure's re-run of a step whose pivot
+row or column moved, :mod:`passes.closure`), and counting it as always taken (n^3 statements on one
+GPU thread) would send floyd-warshall to the host at every size.
+Counts are C expressions in the scalar parameters: a loop's trip count, with every loop variable
+around it at its midpoint (a triangular nest counts its average row), times the trips of the loops
+around it.  Where a loop bound reads an array or a scalar the function assigns, there is no count
+and no host path (the call always takes the GPU).  The constants are :data:`MODEL`, rendered as
+``-D``-overridable macros (``TRANSPILE_HOST_*``) once per file; ``bench/side_by_side.sh`` and the
+issue-39 table are where they are calibrated from (set them from a GPU run: the first-call setup
+from ``TRANSPILE_DROPIN_TRACE``, the link from bench/dropin.py's floor, the host rate from the CPU
+column).
+
+``TRANSPILE_DROPIN_HOST`` in the environment (read at every call): ``1`` forces the host path,
+``0`` the GPU, ``model`` the model's choice; unset, the model decides on a GPU and the simulator
+takes the GPU path (a simulated call has no time to compare; the verifier runs both paths).
+``extern "C" int NAME_on_host(<the C parameters>)`` says which path a call with these arguments
+takes (1: the host), with the same rules.
+
+No host path (the drop-in as before) for a function that returns a value, declares a local array
+inside a loop, or whose array extents read something other than unassigned scalar parameters; a
+local array of the function's body is allocated on the heap for the call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+from transpile import ir
+
+if TYPE_CHECKING:
+    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.printer import ExprPrinter
+
+ENV = "TRANSPILE_DROPIN_HOST"
+
+
+@dataclass(frozen=True)
+class Model:
+    """The constants of the choice (one place; each a ``-D``-overridable macro in the .cu).
+
+    From runs 69 and 70 (H100, one gcc -O3 core): a first call's set-up is now plain ``cudaMalloc``
+    buffers, a pool, streams and events (under 0.5 ms) and, above 4 MiB, a small pinned ring (1.3-1.4
+    ms): 2 ms is taken (it was 18 ms before the first-call paths, run 69); a first call's copies go
+    through the driver's staging or the small ring, about 11 GB/s measured for pageable copies: 12 GB/s
+    is taken (later calls stage faster, 24-41 GB/s, docs/dropin.md, so the model errs towards the
+    host there).  One core ran the host path (run 70, alone on the machine) at 0.33 (mvt: 8e6
+    statements in 23.9 ms, a column walk of a 32 MB matrix), 0.6 (bicg, gemver) and 1.4 (atax)
+    statements per ns at LARGE, and jacobi-1d's cache-resident 2e6 in 1.2 ms: 0.5 per ns is taken
+    (2 before, which sent those four to the host).  The GPU
+    rates are deliberately low for the parallel part (a bandwidth-bound statement moves 8-24 bytes at
+    ~2 TB/s) and one thread's chain.  Run 70 ran with the earlier 18 ms / 25 GB/s, which sent mvt,
+    gemver and bicg (32 MB each, 4.6-12 ms with PPCG) to the host at 14-26 ms.
+    """
+
+    host_stmt_per_s: float = 5e8  # one CPU core, statements of the original function per second
+    first_call_s: float = 2e-3  # a call that creates the drop-in's state (context-free setup)
+    call_s: float = 60e-6  # a later call's fixed cost (pool, events, synchronisation)
+    link_bytes_per_s: float = 12e9  # host <-> device on a first call (pageable, or the small ring)
+    launch_s: float = 4e-6  # one launch, issued back to back
+    gpu_stmt_per_s: float = 5e10  # statements under parallel loops, all SMs
+    serial_stmt_per_s: float = 2e8  # one GPU thread's chain of dependent statements
+
+    def macros(self) -> list[tuple[str, str]]:
+        """``(macro, value)`` of every constant, in declaration order."""
+        return [(f"TRANSPILE_HOST_{f.name.upper()}", repr(float(getattr(self, f.name)))) for f in fields(self)]
+
+
+MODEL = Model()
+
+
+def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[str, object]]
+              ) -> dict[str, object] | None:
+    """The template context of ``em``'s host path, or None where it has none (module docstring)."""
+    if original is None or original.ret is not None or em.k.ret is not None:
+        return None
+    top = [s for s in original.body if isinstance(s, ir.Alloc)]  # local arrays: on the heap for the call
+    body_stmts = tuple(s for s in original.body if not isinstance(s, ir.Alloc))
+    if any(isinstance(n, (ir.Alloc, ir.Return, ir.Launch)) for s in body_stmts for n in ir.walk(s)):
+        return None
+    if [p.name for p in original.params] != [p.name for p in em.k.params]:
+        return None
+    from transpile.cuda.printer import ExprPrinter, StmtPrinter, assigned, ctype
+
+    params = {p.name for p in original.params if isinstance(p.ty, ir.Scalar) and p.ty.is_int}
+    fixed = params - assigned(original)
+    extents: dict[str, tuple[ir.Expr, ...]] = {}
+    for p in (*original.params, *top):
+        if isinstance(p.ty, ir.ArrayType):
+            if any(not (_names(d) <= fixed) or _reads(d) for d in p.ty.dims):
+                return None
+            if len(p.ty.dims) > 1:
+                extents[p.name] = p.ty.dims[1:]
+    used = ir.identifiers(original)
+    namer = em.namer.child()
+    from transpile.cuda.printer import RESERVED
+
+    rename = {n: em.rename.get(n) or namer.fresh(n + "_") for n in sorted(used & RESERVED)}
+    expr = ExprPrinter(extents, rename)
+    counts = _Counter(ExprPrinter(rename=em.rename), fixed)
+    host_work = counts.total(body_stmts)
+    gpu = _Counter(ExprPrinter(rename=em.rename), fixed,
+                   {id(li.launch) for li in em.launch_log if li.shape == "serial"})
+    if host_work is None or gpu.total(em.k.body) is None:
+        return None
+    body = StmtPrinter(expr, namer, depth=1)
+    body.in_kernel = False
+    for a in top:
+        assert isinstance(a.ty, ir.ArrayType)
+        elem = ctype(a.ty.elem)
+        body.line(f"{elem} *{expr.ident(a.name)} = ({elem} *)transpile_host_alloc({em._size(a.ty)});")
+    lines = body.emit(body_stmts)
+    lines += [f"  free({expr.ident(a.name)});" for a in top]
+    names = {"fn": f"{em.name}_host", "on_host": f"{em.name}_on_host", "warm": f"transpile_{em.name}_warm"}
+    for n in names.values():
+        assert n not in em.namer.taken, f"generated name {n} clashes with a name of the module"
+    return {
+        **names, "body": lines, "env": ENV, "macros": MODEL.macros(),
+        "args": [em.ident(p.name) for p in em.k.c_params],
+        "host_work": host_work, "launches": _sum(gpu.launches), "par_work": _sum(gpu.par),
+        "serial_work": _sum(gpu.serial),
+        "bytes": " + ".join(_bytes(a) for a in arrays) or "0.0",
+    }
+
+
+def _bytes(a: dict[str, object]) -> str:
+    """C text of the bytes one array's copies move in a call."""
+    count = f"(long long)({a['size']} / sizeof({a['ctype']}))"
+    terms = []
+    if a["copy_in"]:
+        terms.append(f"transpile_host_span({a['in_lo']}, {a['in_hi']}, {count})")
+    if a["copy_out"]:
+        terms.append(f"transpile_host_span({a['out_lo']}, {a['out_hi']}, {count})")
+    if not terms:
+        return "0.0"
+    return f"({' + '.join(terms)}) * (double)sizeof({a['ctype']})"
+
+
+def _sum(terms: list[str]) -> str:
+    return " + ".join(terms) or "0.0"
+
+
+def _names(e: ir.Node) -> set[str]:
+    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
+
+
+def _reads(e: ir.Node) -> bool:
+    return any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(e))
+
+
+class _Counter:
+    """Statement executions of a body as C expressions (``double``) in the unassigned integer
+    parameters ``fixed``: each loop variable at its loop's midpoint (module docstring)."""
+
+    def __init__(self, expr: ExprPrinter, fixed: set[str], serial: set[int] | None = None) -> None:
+        self.expr = expr
+        self.fixed = fixed
+        self.serial_launches = serial or set()  # ids of the launches that run one thread
+        self.host: list[str] = []
+        self.par: list[str] = []
+        self.serial: list[str] = []
+        self.launches: list[str] = []
+
+    def total(self, body: tuple[ir.Stmt, ...]) -> str | None:
+        """Every statement's count, summed; None where a loop bound cannot be counted."""
+        try:
+            self._block(body, [], {}, None)
+        except _Uncountable:
+            return None
+        return _sum(self.host + self.par + self.serial)
+
+    def _block(self, body: tuple[ir.Stmt, ...], trips: list[str], mid: dict[str, ir.Expr],
+               where: list[str] | None) -> None:
+        for s in body:
+            if isinstance(s, ir.Assign):
+                (self.host if where is None else where).append(" * ".join(trips) or "1.0")
+            elif isinstance(s, ir.If):
+                if where is self.serial and (_reads(s.cond) or not _names(s.cond) <= self.fixed | set(mid)):
+                    continue  # a one-thread launch's data-dependent branch: taken as not run (module docstring)
+                self._block(s.then, trips, mid, where)
+                self._block(s.orelse, trips, mid, where)
+            elif isinstance(s, ir.Launch):  # parallel work, unless the emitter made it one thread
+                self.launches.append(" * ".join(trips) or "1.0")
+                self._block(s.body, trips, mid, self.serial if id(s) in self.serial_launches else self.par)
+            elif isinstance(s, ir.For):
+                from passes.builders import substitute_vars
+
+                lo, hi = substitute_vars(s.lo, mid), substitute_vars(s.hi, mid)
+                if not (_names(lo) | _names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
+                    raise _Uncountable
+                count = f"transpile_host_trips((double)({self.expr(lo)}), (double)({self.expr(hi)}), {abs(s.step)}.0)"
+                half = ir.Binary("/", ir.Binary("-", hi, lo, s.ty), ir.Const(2, s.ty), s.ty)
+                inner = {**mid, s.var: ir.Binary("+", lo, half, s.ty)}
+                self._block(s.body, [*trips, count], inner, where)
+
+
+class _Uncountable(Exception):
+    """A loop bound the counts cannot express."""

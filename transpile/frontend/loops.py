@@ -1,0 +1,230 @@
+"""``for``-loop normalisation and the checks that keep it exact.
+
+C's ``for (init; cond; next)`` becomes ``For(var, ty, lo, hi, step, body)``
+(docs/ir.md).  Accepted forms: init ``i = a`` or ``int i = a``; condition
+``i OP b`` or ``b OP i`` with OP in ``< <= > >= !=``; increment ``i++``,
+``++i``, ``i--``, ``--i``, ``i += c``, ``i -= c``, ``i = i + c``, ``i = c + i``,
+``i = i - c`` with a constant nonzero ``c``.  Upward loops: ``lo = a`` and
+``hi = b`` (``b + 1`` for ``<=``); downward loops start at their C initial
+value, so ``hi = a + 1`` and ``lo = b + 1`` (``b`` for ``>=``).  ``!=`` needs
+``|step| == 1``.  Bounds are converted to the loop variable's type.
+
+What the normalised form cannot express is rejected with a located error:
+the loop variable assigned in the body, a variable or array read by the
+bounds written in the body, a loop variable read after its loop ends (checked
+by :func:`check_dead_loop_vars` on the finished IR), non-constant steps,
+missing parts.
+"""
+
+from __future__ import annotations
+
+from pycparser import c_ast
+
+from transpile import ir
+from transpile.diagnostics import Loc, TranspileError
+from transpile.ir.cscalars import const_of, fold
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+_INC = {"p++": 1, "++": 1, "p--": -1, "--": -1}
+
+
+def is_var(node: c_ast.Node | None, name: str) -> bool:
+    """Is ``node`` the identifier ``name``?"""
+    return isinstance(node, c_ast.ID) and node.name == name
+
+
+def split_cond(cond: c_ast.Node, var: str, loc: Loc) -> tuple[str, c_ast.Node]:
+    """``(op, bound)`` such that the condition reads ``var op bound``.
+
+    Besides ``var OP b`` and ``b OP var``: ``var + e OP b`` and ``var - e OP b`` (``e`` free of
+    ``var``) compare ``var`` with ``b - e`` and ``b + e``; two comparisons joined by ``&&`` that bound
+    ``var`` from the same side (``i < m && i < n``) compare it with the nearer bound."""
+    if isinstance(cond, c_ast.BinaryOp) and cond.op == "&&":
+        (op1, b1), (op2, b2) = split_cond(cond.left, var, loc), split_cond(cond.right, var, loc)
+        side1, side2 = op1 in ("<", "<="), op2 in ("<", "<=")
+        if side1 == side2 and "!=" not in (op1, op2):
+            strict = "<" if side1 else ">"
+            b1, b2 = (_strict(op, b) for op, b in ((op1, b1), (op2, b2)))
+            nearer = c_ast.BinaryOp(strict, b1, b2, coord=cond.coord)
+            return strict, c_ast.TernaryOp(nearer, b1, b2, coord=cond.coord)
+    if isinstance(cond, c_ast.BinaryOp) and cond.op in _FLIP:
+        lhs_var, rhs_var = _offset(cond.left, var), _offset(cond.right, var)
+        if lhs_var is not None and rhs_var is None and not _mentions(cond.right, var):
+            return cond.op, _shift(cond.right, lhs_var)
+        if rhs_var is not None and lhs_var is None and not _mentions(cond.left, var):
+            return _FLIP[cond.op], _shift(cond.left, rhs_var)
+    raise TranspileError(loc, f"loop condition is not supported: it must compare the loop variable "
+                              f"'{var}' with a bound ('{var} < n', '{var} >= 0', ...)")
+
+
+def _offset(node: c_ast.Node, var: str) -> tuple[str, c_ast.Node | None] | None:
+    """For ``var``: ``("+", None)``; for ``var + e``/``e + var``: ``("+", e)``; for ``var - e``:
+    ``("-", e)`` (``e`` free of ``var``); else None."""
+    if is_var(node, var):
+        return "+", None
+    if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-"):
+        if is_var(node.left, var) and not _mentions(node.right, var):
+            return node.op, node.right
+        if node.op == "+" and is_var(node.right, var) and not _mentions(node.left, var):
+            return "+", node.left
+    return None
+
+
+def _shift(bound: c_ast.Node, offset: tuple[str, c_ast.Node | None]) -> c_ast.Node:
+    """The bound of ``var`` itself when ``var + e`` (or ``var - e``) is compared with ``bound``."""
+    op, e = offset
+    if e is None:
+        return bound
+    return c_ast.BinaryOp("-" if op == "+" else "+", bound, e, coord=bound.coord)
+
+
+def _strict(op: str, bound: c_ast.Node) -> c_ast.Node:
+    """``bound`` as a strict bound: ``i <= b`` is ``i < b + 1``, ``i >= b`` is ``i > b - 1``."""
+    if op in ("<", ">"):
+        return bound
+    one = c_ast.Constant("int", "1", coord=bound.coord)
+    return c_ast.BinaryOp("+" if op == "<=" else "-", bound, one, coord=bound.coord)
+
+
+def _mentions(node: c_ast.Node, var: str) -> bool:
+    if is_var(node, var):
+        return True
+    return any(_mentions(c, var) for _, c in node.children())
+
+
+def step_expr(nxt: c_ast.Node, var: str, loc: Loc) -> tuple[int, c_ast.Node | None]:
+    """``(sign, c)``: the step is ``sign * c`` (``c`` None means 1)."""
+    if isinstance(nxt, c_ast.UnaryOp) and nxt.op in _INC and is_var(nxt.expr, var):
+        return _INC[nxt.op], None
+    if isinstance(nxt, c_ast.Assignment) and is_var(nxt.lvalue, var):
+        if nxt.op in ("+=", "-="):
+            return (1 if nxt.op == "+=" else -1), nxt.rvalue
+        rv = nxt.rvalue
+        if nxt.op == "=" and isinstance(rv, c_ast.BinaryOp) and rv.op in ("+", "-"):
+            if is_var(rv.left, var):
+                return (1 if rv.op == "+" else -1), rv.right
+            if rv.op == "+" and is_var(rv.right, var):
+                return 1, rv.left
+    raise TranspileError(loc, f"loop increment is not supported: it must be '{var}++', '{var}--', "
+                              f"'{var} += c' or '{var} -= c' with a constant c")
+
+
+def add_const(e: ir.Expr, k: int, loc: Loc | None) -> ir.Expr:
+    """``e + k`` with the constant folded into ``e`` where possible (``(n - 1) + 1`` is ``n``)."""
+    t = ir.promote(e.ty)
+    v = fold(e)
+    if isinstance(v, int):
+        return const_of(v + k, t, loc)
+    if isinstance(e, ir.Binary) and e.op in ("+", "-") and e.ty == t:
+        c = fold(e.rhs)
+        if isinstance(c, int):
+            total = (c if e.op == "+" else -c) + k
+            if total == 0:
+                return e.lhs
+            if total > 0 or t.is_signed:
+                return ir.Binary("+" if total > 0 else "-", e.lhs, const_of(abs(total), t, loc), t,
+                                 loc=loc)
+    return ir.binary("+" if k >= 0 else "-", e, ir.const(abs(k), ir.I32, loc=loc), loc=loc)
+
+
+def normalise(op: str, step: int, start: ir.Expr, bound: ir.Expr, var: str,
+              ty: ir.Scalar, loc: Loc) -> tuple[ir.Expr, ir.Expr]:
+    """``(lo, hi)`` of ``for (var = start; var op bound; var += step)``."""
+    if op == "!=" and abs(step) != 1:
+        raise TranspileError(loc, f"loop condition '{var} != ...' with step {step} is not supported: "
+                                  "the loop could step over its bound; use '<' or '>'")
+    if step > 0 and op in (">", ">="):
+        raise TranspileError(loc, f"loop condition '{var} {op} ...' with an increasing '{var}' is not "
+                                  "supported: the loop runs zero times or forever")
+    if step < 0 and op in ("<", "<="):
+        raise TranspileError(loc, f"loop condition '{var} {op} ...' with a decreasing '{var}' is not "
+                                  "supported: the loop runs zero times or forever")
+    if step < 0 and op == ">=" and not ty.is_signed and fold(bound) == 0:
+        raise TranspileError(loc, f"loop condition '{var} >= 0' is always true for unsigned '{var}': "
+                                  "the loop would never end")
+    if step > 0:
+        lo, hi = start, (add_const(bound, 1, loc) if op == "<=" else bound)
+    else:
+        lo, hi = (bound if op == ">=" else add_const(bound, 1, loc)), add_const(start, 1, loc)
+    return _fit(lo, ty, loc), _fit(hi, ty, loc)
+
+
+def _fit(e: ir.Expr, ty: ir.Scalar, loc: Loc) -> ir.Expr:
+    """``e`` converted to the loop type; converted constants stay plain literals (``0``, not ``(long)0``)."""
+    e = ir.cast(e, ty)
+    v = fold(e)
+    if isinstance(e, ir.Cast) and isinstance(v, int):
+        return const_of(v, ty, e.loc or loc)
+    return e
+
+
+def check_bounds_invariant(lo: ir.Expr, hi: ir.Expr, body: tuple[ir.Stmt, ...],
+                           cnames: dict[str, str]) -> None:
+    """Reject writes in ``body`` to anything the loop bounds read."""
+    vars_read = {n.name for e in (lo, hi) for n in ir.walk(e) if isinstance(n, ir.Var)}
+    arrays_read = {n.array for e in (lo, hi) for n in ir.walk(e) if isinstance(n, ir.Index)}
+    for s in body:
+        for n in ir.walk(s):
+            if not isinstance(n, ir.Assign):
+                continue
+            t = n.target
+            if isinstance(t, ir.Var) and t.name in vars_read:
+                what = f"'{cnames.get(t.name, t.name)}'"
+            elif isinstance(t, ir.Index) and t.array in arrays_read:
+                what = f"array '{t.array}'"
+            else:
+                continue
+            raise TranspileError(n.loc, f"{what} is written in the body of a loop whose bounds read it, "
+                                        "which is not supported: loop bounds are evaluated once, on entry")
+
+
+def check_dead_loop_vars(body: tuple[ir.Stmt, ...], links: dict[int, str],
+                         cnames: dict[str, str]) -> None:
+    """Reject reads of a C variable after a loop it counted, before it is reassigned.
+
+    ``links`` maps ``id(For)`` to the IR name of the declared variable that
+    the C loop used as its counter.  In C the variable keeps its exit value
+    after the loop; the IR scopes the loop variable to the loop, so such a
+    read would see a stale value.
+    """
+    if not links:
+        return
+
+    def reads(e: ir.Expr | None, dead: frozenset[str], report: bool) -> None:
+        if e is None or not report or not dead:
+            return
+        for n in ir.walk(e):
+            if isinstance(n, ir.Var) and n.name in dead:
+                name = cnames.get(n.name, n.name)
+                raise TranspileError(n.loc, f"'{name}' is read after the loop it counts has ended, "
+                                            "which is not supported: loop variables are scoped to their "
+                                            f"loop; assign '{name}' before reading it")
+
+    def run(stmts: tuple[ir.Stmt, ...], dead: frozenset[str], report: bool) -> frozenset[str]:
+        for s in stmts:
+            if isinstance(s, ir.Decl):
+                reads(s.init, dead, report)
+            elif isinstance(s, ir.Assign):
+                reads(s.value, dead, report)
+                if isinstance(s.target, ir.Index):
+                    for ix in s.target.indices:
+                        reads(ix, dead, report)
+                else:
+                    dead = dead - {s.target.name}
+            elif isinstance(s, ir.If):
+                reads(s.cond, dead, report)
+                dead = run(s.then, dead, report) | run(s.orelse, dead, report)
+            elif isinstance(s, ir.For):
+                reads(s.lo, dead, report)
+                reads(s.hi, dead, report)
+                # Loop-carried: what is dead at the end of an iteration is dead at its start.
+                end = run(s.body, dead, False)
+                end = run(s.body, dead | end, report)
+                dead = dead | end
+                if id(s) in links:
+                    dead = dead | {links[id(s)]}
+            elif isinstance(s, ir.Return):
+                reads(s.value, dead, report)
+        return dead
+
+    run(body, frozenset(), True)
