@@ -64,6 +64,9 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines; only the reason (and --json).")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include path for a C reference.")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for a C reference.")
+@click.option("--profile", "profile", is_flag=True,
+              help="After stage (c) passed, the structural profile (coalescing, bank conflicts, divergence, "
+                   "barriers, atomics, intensity, occupancy) under the record's 'profile' key (docs/verify.md).")
 @click.option("--group", is_flag=True,
               help="Several candidates: verify each and print its tournament rank and reward (docs/rewards.md).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -73,13 +76,15 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None, sizes: tuple[str, ...],
                seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
                include_dirs: tuple[str, ...], defines: tuple[str, ...], group: bool = False, jobs: int = 1,
-               timeout: float = 600.0) -> None:
+               timeout: float = 600.0, profile: bool = False) -> None:
     """Verify KERNEL.cu, any CUDA file defining the drop-in extern "C" host function,
     against the reference: stages (a) front end, (b) nvcc, (c) CPU simulation,
     (d)-(f) GPU runs and timing when a GPU is present.  With --group, rank several."""
     from transpile.verify.report import Progress
     from transpile.verify.stages import Options, verify_file
 
+    if group and profile:
+        raise click.UsageError("--profile takes one KERNEL (the --group ranking does not profile)")
     if group:
         _verify_group(kernels, reference, function=function, sizes=sizes, seed=seed, as_json=as_json,
                       stages=stages, no_gpu=no_gpu, full_seeds=full_seeds, quiet=quiet,
@@ -98,7 +103,8 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
             raise TranspileError(None, f"{reference}: no such file")
         size_map = parse_sizes(sizes)
         opts = Options(seed=seed, mode="full", sizes=size_map, stages="a" + stages.replace("a", ""),
-                       gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress)
+                       gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress,
+                       profile=profile)
         return verify_file(kernel, reference, function=function, include_dirs=include_dirs, defines=defines,
                            options=opts)
 

@@ -63,6 +63,11 @@ class Report:
     shapes: list[dict[str, Any]] = field(default_factory=list)
     resources: list[dict[str, Any]] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
+    # The structural profile (transpile/verify/profile.py), None unless requested (--profile).
+    profile: dict[str, Any] | None = None
+    # What the profile runs: stage (c)'s library, the first input set of its last shape tested, the
+    # shape's label.  Not part of the record.
+    profile_input: tuple[str, dict[str, Any], str] | None = field(default=None, repr=False, compare=False)
 
     def stage(self, key: str) -> Stage:
         return self.stages[key]
@@ -131,6 +136,7 @@ class Report:
             "shapes": self.shapes,
             "resources": self.resources,
             "timing": self.timing,
+            "profile": self.profile,
             "notes": self.notes,
         }
 

@@ -564,6 +564,8 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         tested += 1
         ncalls += len(calls)
         prev = prep
+        if not prep.ghost:  # the structural profile's input (profile.py): the last shape that tested something
+            report.profile_input = (str(b.library), prep.x1, shape.label)
     stage.seconds = time.perf_counter() - t0
     real = [s for s in report.shapes if s["stage"] == "c" and not s["ghost"]]
     if not tested:
