@@ -797,6 +797,7 @@ __attribute__((no_sanitize_thread)) inline bool register_shared(void* p, size_t 
   g_shared.push_back(SharedVar{p, n, name});
   poison(p, n);
   race_add_shared(p, n, name);
+  prof_add_shared(p, n);
   return true;
 }
 

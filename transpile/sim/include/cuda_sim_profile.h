@@ -58,13 +58,17 @@ inline unsigned long long g_prof_launch_events = 0;
 inline std::vector<ProfKernel> g_prof_kernels;
 inline size_t g_prof_cur = 0;  // index into g_prof_kernels of the running launch's kernel
 inline std::string g_prof_text;  // the last report
+// The static __shared__ variables, kept apart from g_shared: that vector grows in kernel code (a
+// declaration reached the first time), whose instrumented std::vector internals would otherwise be
+// looked up in it half-updated.
+inline std::vector<std::pair<uintptr_t, uintptr_t>> g_prof_shared;
 
 // Where an address lies: 0 a device allocation, 2 shared memory (static or dynamic), -1 elsewhere
 // (the thread's stack, host memory, __constant__ data).
 SIM_RT __attribute__((no_sanitize_thread)) int prof_space(uintptr_t a) {
   if (a >= (uintptr_t)dyn_smem && a < (uintptr_t)dyn_smem + kMaxDynSmem) return 2;
-  for (const SharedVar& v : g_shared)
-    if (a >= (uintptr_t)v.p && a < (uintptr_t)v.p + v.n) return 2;
+  for (const auto& v : g_prof_shared)
+    if (a >= v.first && a < v.second) return 2;
   auto it = g_allocs.upper_bound(a);
   if (it == g_allocs.begin()) return -1;
   --it;
@@ -88,6 +92,11 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_access(const volatile void*
   ++g_prof_launch_events;
 }
 
+// A static __shared__ variable registered (register_shared).
+SIM_RT __attribute__((no_sanitize_thread)) void prof_add_shared(void* p, size_t n) {
+  if (g_prof_on) g_prof_shared.emplace_back((uintptr_t)p, (uintptr_t)p + n);
+}
+
 SIM_RT __attribute__((no_sanitize_thread)) void prof_atomic(const volatile void* p, size_t n) {
   if (!g_prof_block || !g_cur) return;
   // Only atomics on device or shared memory: the compiler's own (the guard of a function-local
@@ -102,6 +111,8 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_atomic(const volatile void*
 // A launch begins: find (or add) its kernel's record.
 SIM_RT __attribute__((no_sanitize_thread)) void prof_launch_begin(const char* name, dim3 grid, dim3 block, size_t smem, unsigned nthreads) {
   if (!g_prof_on) return;
+  g_prof_shared.clear();
+  for (const SharedVar& v : g_shared) g_prof_shared.emplace_back((uintptr_t)v.p, (uintptr_t)v.p + v.n);
   size_t i = 0;
   while (i < g_prof_kernels.size() && g_prof_kernels[i].name != name) ++i;
   if (i == g_prof_kernels.size()) {
