@@ -37,7 +37,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 PROFILE_VERSION = 1
