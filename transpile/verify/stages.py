@@ -383,6 +383,8 @@ def _run_stages(report: Report, target: Target, opts: Options) -> None:
             return
         if key == "c" and opts.profile and stage.status == PASS and report.profile_input is not None:
             _profile(report, target, opts, stage.seconds)
+        if key == "c" and not opts.profile:
+            report.profile_input = None  # stage (c)'s inputs are not kept alive for nothing
 
 
 def _profile(report: Report, target: Target, opts: Options, stage_c_seconds: float) -> None:
