@@ -136,8 +136,10 @@ def test_verify_records_the_profile_under_its_key() -> None:
     from transpile.verify.stages import Options, verify_file
 
     opts = Options(seed=3, mode="quick", stages="abc", gpu=False, profile=True, sim_work=3e4)
-    rec = verify_file(PAIRS / "copy_coalesced.cu", PAIRS / "copy.c", options=opts).to_json()
+    report = verify_file(PAIRS / "copy_coalesced.cu", PAIRS / "copy.c", options=opts)
+    rec = report.to_json()
     assert rec["verdict"] == "pass", rec["reason"]
+    assert "profile at n=" in report.summary() and report.profile_input is not None
     prof = rec["profile"]
     assert prof["version"] == 1 and prof["arch"] == "sm_90" and prof["shape"]
     assert prof["kernels"][0]["kernel"] == "copy_rows"

@@ -159,6 +159,18 @@ class Report:
             t = self.timing
             sp = f", speedup {t['speedup']:.1f}x over the gcc reference" if t.get("speedup") else ""
             lines.append(f"time {t['median_ms']:.4f} ms median ({t.get('method', '')}){sp}")
+        if self.profile:
+            o = self.profile.get("overall", {})
+
+            def fig(key: str) -> str:
+                v = o.get(key)
+                return "-" if v is None else f"{v:g}"
+
+            lines.append(f"profile at {self.profile.get('shape')}: sectors/request {fig('sectors_per_request')} "
+                         f"(efficiency {fig('sector_efficiency')}), shared replays/access "
+                         f"{fig('replays_per_shared_access')}, divergent {fig('divergent_fraction')}, barriers/thread "
+                         f"{fig('barriers_per_thread')}, atomics/thread {fig('atomics_per_thread')}, flops/byte "
+                         f"{fig('intensity')}, occupancy {fig('occupancy')}")
         lines += [f"note: {n}" for n in self.notes[:12]]
         return "\n".join(lines)
 
