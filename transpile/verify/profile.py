@@ -93,7 +93,7 @@ def _resource_for(kernel: str, resources: list[dict[str, Any]]) -> dict[str, Any
     base = re.sub(r"<.*", "", kernel).split("::")[-1].strip()
     for r in resources:
         name = str(r.get("kernel", ""))
-        plain = re.sub(r"[<(].*", "", name).split("::")[-1].strip()
+        plain = (re.sub(r"[<(].*", "", name).split() or [""])[-1].split("::")[-1]  # "void ns::k<4>(int)": k
         if plain == base:
             return r
     return None

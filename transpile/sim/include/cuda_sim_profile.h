@@ -22,9 +22,10 @@
 //
 // Also counted per kernel: barrier arrivals, atomics (on device or shared memory), bytes of global traffic (for arithmetic
 // intensity) and thread-level executions per site (the flop count is derived from them by the
-// caller, transpile/verify/profile.py).  Memory is bounded: at most kProfMaxBuffered records are
-// kept between two flushes (the rest are counted as dropped), and once a launch has recorded
-// kProfMaxLaunchEvents, its later blocks run unrecorded (blocks_profiled says how many were).
+// caller, transpile/verify/profile.py).  Memory is bounded: between two flushes each thread keeps
+// its first kProfMaxBuffered / (threads of the block) accesses (at least 64; the rest are counted as
+// dropped), and once a launch has recorded kProfMaxLaunchEvents, its later blocks run unrecorded
+// (blocks_profiled says how many were).
 
 struct ProfEvent {
   uintptr_t site;
@@ -47,7 +48,7 @@ struct ProfKernel {
   std::map<uintptr_t, unsigned long long> sites;  // site address -> thread-level executions
 };
 
-constexpr size_t kProfMaxBuffered = (size_t)1 << 21;             // records held between two flushes
+constexpr size_t kProfMaxBuffered = (size_t)1 << 20;             // records held between two flushes (24 MB)
 constexpr unsigned long long kProfMaxLaunchEvents = 1ull << 24;  // records per launch
 
 inline bool g_prof_on = false;     // __sim_set_profile
@@ -82,12 +83,16 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_access(const volatile void*
   const int space = prof_space(a);
   if (space < 0) return;
   ProfKernel& k = g_prof_kernels[g_prof_cur];
-  if (g_prof_buffered >= kProfMaxBuffered) {
+  std::vector<ProfEvent>& mine = g_prof_events[g_cur->linear];
+  // Each thread keeps its first kProfMaxBuffered / threads accesses of a stretch between barriers
+  // (so the block's are bounded); the lanes of a warp running the same code keep the same ones, so
+  // the cut makes no warp look split.
+  if (mine.size() >= std::max<size_t>(64, kProfMaxBuffered / std::max(1u, g_nthreads))) {
     ++k.dropped;
     return;
   }
   const uint8_t kind = (uint8_t)(space + (write ? 1 : 0));
-  g_prof_events[g_cur->linear].push_back(ProfEvent{site, a, (uint32_t)std::min<size_t>(n, 4096), kind});
+  mine.push_back(ProfEvent{site, a, (uint32_t)std::min<size_t>(n, 4096), kind});
   ++g_prof_buffered;
   ++g_prof_launch_events;
 }
