@@ -52,6 +52,7 @@ def profiled(name: str) -> dict[str, Any]:
 
 
 def overall(name: str) -> dict[str, Any]:
+    """The overall figures of pair kernel ``name``'s profile."""
     return profiled(name)["profile"]["overall"]
 
 
