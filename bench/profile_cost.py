@@ -3,7 +3,7 @@
 Each kernel is compiled as ``transpile --no-verify`` compiles it (front end, lowering, CUDA emission,
 in process), written to a file and verified on the CPU stages (``--stages abc``, no GPU) at
 ``--mode`` (``full``, what ``transpile verify`` runs, by default); then the profile of the accepted
-candidate (transpile/verify/profile.py: one in-order call at stage (c)'s last shape, with the
+candidate (transpile/verify/profile.py: one in-order call at stage (c)'s largest shape, with the
 simulator's recording on) is timed again on its own.  Acceptance (issue 44): profile <= 2 x stage (c).
 A table of seconds per kernel (stage (c), profile, ratio), the profile's headline figures, the
 total and the machine's load average at the end.
@@ -61,7 +61,7 @@ def main() -> int:
         if report.verdict != "pass" or report.profile_input is None:
             print(f"{path.stem:<16} {c:8.2f} {'-':>8}  {report.verdict}: {report.reason[:60]}")
             continue
-        library, inputs, shape = report.profile_input
+        library, inputs, shape, _ = report.profile_input
         sig = report_sig(cu, path)
         best = None
         for _ in range(max(1, args.repeat)):

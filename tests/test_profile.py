@@ -133,21 +133,20 @@ def test_structural_reward_needs_a_profile() -> None:
 
 
 def test_verify_records_the_profile_under_its_key() -> None:
+    from transpile.evaluate import score_submission
     from transpile.verify.cli import verify_cmd
-    from transpile.verify.stages import Options, verify_file
 
-    opts = Options(seed=3, mode="quick", stages="abc", gpu=False, profile=True, sim_work=3e4)
-    report = verify_file(PAIRS / "copy_coalesced.cu", PAIRS / "copy.c", options=opts)
-    rec = report.to_json()
-    assert rec["verdict"] == "pass", rec["reason"]
-    assert "profile at n=" in report.summary() and report.profile_input is not None
-    prof = rec["profile"]
+    # What `transpile verify --group --profile` runs for each candidate, in quick mode (CI's budget).
+    lines = [score_submission(id=name, reference=str(PAIRS / "copy.c"), cuda_path=str(PAIRS / f"{name}.cu"),
+                              stages="abc", mode="quick", seed=3, gpu=False, report=True, profile=True)
+             for name in ("copy_strided", "copy_coalesced")]
+    for line in lines:
+        assert line["verdict"] == "pass", line["reason"]
+        assert line["profile"] == line["report"]["profile"] and "profile at " in line["feedback"]
+    prof = lines[1]["profile"]
     assert prof["version"] == 1 and prof["arch"] == "sm_90" and prof["shape"]
     assert prof["kernels"][0]["kernel"] == "copy_rows"
     assert set(prof["overall"]) >= {"sector_efficiency", "replays_per_shared_access", "divergent_fraction",
                                     "barriers_per_thread", "atomics_per_thread", "intensity", "occupancy"}
-    assert structural_reward(rec) is not None
-    runner = CliRunner()
-    assert "--profile" in runner.invoke(verify_cmd, ["--help"]).output
-    res = runner.invoke(verify_cmd, ["--group", "--profile", "a.cu", "--against", "a.c"])
-    assert res.exit_code == 2 and "--profile takes one KERNEL" in res.output
+    assert [rank for rank, _ in tournament(lines)] == [2.0, 1.0]  # no time measured: the profile decides
+    assert "with --group it breaks ties" in " ".join(CliRunner().invoke(verify_cmd, ["--help"]).output.split())

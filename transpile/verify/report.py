@@ -65,9 +65,9 @@ class Report:
     timing: dict[str, Any] = field(default_factory=dict)
     # The structural profile (transpile/verify/profile.py), None unless requested (--profile).
     profile: dict[str, Any] | None = None
-    # What the profile runs: stage (c)'s library, the first input set of its last shape tested, the
-    # shape's label.  Not part of the record.
-    profile_input: tuple[str, dict[str, Any], str] | None = field(default=None, repr=False, compare=False)
+    # What the profile runs: stage (c)'s library, the first input set of its largest shape tested, the
+    # shape's label, its number of input elements.  Not part of the record.
+    profile_input: tuple[str, dict[str, Any], str, int] | None = field(default=None, repr=False, compare=False)
 
     def stage(self, key: str) -> Stage:
         return self.stages[key]

@@ -392,7 +392,7 @@ def _profile(report: Report, target: Target, opts: Options, stage_c_seconds: flo
     from transpile.verify import profile
 
     assert report.profile_input is not None, "stage (c) passed without an input to profile"
-    library, inputs, shape = report.profile_input
+    library, inputs, shape, _ = report.profile_input
     t0 = time.perf_counter()
     profile.run_profile(report, library, target.sig, inputs, shape, timeout=opts.sim_timeout)
     if report.profile is not None:
