@@ -383,6 +383,9 @@ def _run_stages(report: Report, target: Target, opts: Options) -> None:
             return
         if key == "c" and opts.profile and stage.status == PASS and report.profile_input is not None:
             _profile(report, target, opts, stage.seconds)
+        elif key == "c" and opts.profile:
+            report.note(f"profile: not measured (stage (c) {stage.status}: the profile runs the simulator's "
+                        "build of a candidate stage (c) accepted)")
         if key == "c" and not opts.profile:
             report.profile_input = None  # stage (c)'s inputs are not kept alive for nothing
 
