@@ -280,10 +280,10 @@ def score_submission(*, id: str, reference: str, cuda: str | None = None, cuda_p
                      function: str | None = None, stages: str = "abcdef", mode: str = "full",
                      seed: int | None = None, gpu: bool | None = None, sizes: dict[str, int] | None = None,
                      full_seeds: int | None = None, sim_timeout: float | None = None, include_dirs: tuple[str, ...] = (),
-                     defines: tuple[str, ...] = (), report: bool = False) -> dict[str, Any]:
+                     defines: tuple[str, ...] = (), report: bool = False, profile: bool = False) -> dict[str, Any]:
     """Verify one submission (``cuda`` text or a ``cuda_path``) against ``reference``: the task
     function of ``transpile evaluate`` (a JSON-able line; the full record under ``report`` when
-    asked).  ``gpu`` False leaves out stages (d)-(f); ``sim_timeout`` bounds each CPU-simulator run,
+    asked; the structural profile under ``profile`` when asked, docs/verify.md).  ``gpu`` False leaves out stages (d)-(f); ``sim_timeout`` bounds each CPU-simulator run,
     so a hang is reported as stage (c) [timeout] before the evaluator's own timeout kills the task."""
     from transpile.search import rewards
     from transpile.verify.stages import Options, verify_file
@@ -292,7 +292,8 @@ def score_submission(*, id: str, reference: str, cuda: str | None = None, cuda_p
         raise ValueError(f"submission {id}: give exactly one of 'cuda' and 'cuda_path'")
     cu = Path(cuda_path) if cuda_path is not None else submission_file(str(cuda))
     opts = Options(seed=seed, mode=mode, stages="a" + stages.replace("a", ""), gpu=gpu, sizes=dict(sizes or {}),
-                   full_seeds=full_seeds or (1 if mode == "quick" else 3), sanitizer=mode != "quick")
+                   full_seeds=full_seeds or (1 if mode == "quick" else 3), sanitizer=mode != "quick",
+                   profile=profile)
     if sim_timeout is not None:
         opts.sim_timeout = sim_timeout
     rep = verify_file(cu, Path(reference), function=function, include_dirs=include_dirs, defines=defines,
@@ -310,6 +311,8 @@ def score_submission(*, id: str, reference: str, cuda: str | None = None, cuda_p
     }
     if report:
         line["report"] = rec
+    if profile:
+        line["profile"] = rec["profile"]
     return line
 
 

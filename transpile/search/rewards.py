@@ -9,6 +9,7 @@ which scores like a failure at stage (a).  Summary in ``docs/rewards.md``.
 
     stage_reward(r)              # 0.0 .. 1.0, 1.0 = passed every stage that could run
     speed_reward(r)              # 0.0 .. 1.0 from measured time, 0.0 when not measured
+    structural_reward(r)         # 0.0 .. 1.0 from the simulator's profile, None without one
     tournament([r1, r2, r3])     # [(rank, reward), ...]: rank 1 best, ties share the average
 """
 
@@ -30,6 +31,21 @@ SPEED_CAP = 1024.0
 
 SPEED_TIE = 0.03
 """Measured times within this relative difference are a tie in :func:`compare` (timing noise)."""
+
+STRUCTURAL_WEIGHTS: dict[str, float] = {"coalescing": 0.30, "bank_conflicts": 0.20, "divergence": 0.15,
+                                         "synchronisation": 0.20, "occupancy": 0.10, "intensity": 0.05}
+"""Weights of the structural profile's scores in :func:`structural_reward` (each score in [0, 1], 1 best;
+a score the profile lacks is left out and the others' weights renormalised).  Global memory
+traffic first: it bounds most of the kernels this project sees (docs/rewards.md, "Structural reward")."""
+
+ATOMIC_COST = 2.0
+"""Synchronisation score weight of one atomic per thread (a round trip to L2, serialised on a contended address)."""
+
+BARRIER_COST = 1.0 / 32
+"""Synchronisation score weight of one barrier per thread (a few cycles a warp): 64 barriers cost one atomic."""
+
+STRUCTURAL_TIE = 0.01
+"""Structural rewards within this difference are a tie in :func:`compare`."""
 
 Record = Mapping[str, Any]
 
@@ -114,13 +130,61 @@ def _speed_keys(a: Any, b: Any) -> tuple[float | None, float | None]:
     return None, None
 
 
+def structural_scores(report: Any) -> dict[str, float] | None:
+    """The structural profile's scores (``profile.overall``, transpile/verify/profile.py) in [0, 1],
+    1 best, keyed as :data:`STRUCTURAL_WEIGHTS`; None when the record has no profile.
+
+    * ``coalescing``: ``sector_efficiency``, the fewest 32-byte sectors that hold the bytes each
+      warp-level global access used over the sectors it touched (1.0 without global accesses);
+    * ``bank_conflicts``: ``shared_efficiency``, ideal shared-memory wavefronts over actual (1.0
+      without shared accesses);
+    * ``divergence``: 1 - the fraction of warp-level accesses made by part of a warp;
+    * ``synchronisation``: ``1 / (1 + ATOMIC_COST * atomics + BARRIER_COST * barriers)`` per thread;
+    * ``occupancy``: the theoretical occupancy (left out when unknown);
+    * ``intensity``: ``I / (1 + I)`` for I flops per global byte (left out when not counted).
+    """
+    rec = record(report)
+    prof = (rec or {}).get("profile")
+    if not isinstance(prof, Mapping) or not isinstance(prof.get("overall"), Mapping):
+        return None
+    o = prof["overall"]
+
+    def num(key: str) -> float | None:
+        v = o.get(key)
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+    atomics, barriers = num("atomics_per_thread") or 0.0, num("barriers_per_thread") or 0.0
+    scores: dict[str, float | None] = {
+        "coalescing": num("sector_efficiency") if num("sector_efficiency") is not None else 1.0,
+        "bank_conflicts": num("shared_efficiency") if num("shared_efficiency") is not None else 1.0,
+        "divergence": 1.0 - (num("divergent_fraction") or 0.0),
+        "synchronisation": 1.0 / (1.0 + ATOMIC_COST * atomics + BARRIER_COST * barriers),
+        "occupancy": num("occupancy"),
+        "intensity": (lambda i: None if i is None else i / (1.0 + i))(num("intensity")),
+    }
+    return {k: min(max(v, 0.0), 1.0) for k, v in scores.items() if v is not None}
+
+
+def structural_reward(report: Any) -> float | None:
+    """The structural profile's scores (:func:`structural_scores`) weighted by
+    :data:`STRUCTURAL_WEIGHTS`, in [0, 1]; None when the record has no profile (``transpile verify
+    --profile`` records one for a candidate stage (c) accepted)."""
+    scores = structural_scores(report)
+    if scores is None:
+        return None
+    total = sum(STRUCTURAL_WEIGHTS[k] for k in scores)
+    return round(sum(STRUCTURAL_WEIGHTS[k] * v for k, v in scores.items()) / total, 6) if total else None
+
+
 def compare(a: Any, b: Any) -> int:
     """1 if ``a`` beats ``b``, -1 if ``b`` beats ``a``, 0 for a tie.
 
     Correctness first: the higher :func:`stage_reward` wins (a passing candidate beats any
     failing one; of two failing ones, the one that failed at a later stage).  Between two
     passing candidates, the lower :func:`speed_key` wins when both are known (both measured,
-    or both estimated) and differ by more than :data:`SPEED_TIE`; otherwise they tie.
+    or both estimated) and differ by more than :data:`SPEED_TIE`.  Otherwise, when neither time
+    was measured, the higher :func:`structural_reward` wins when both have a profile and they
+    differ by more than :data:`STRUCTURAL_TIE`; otherwise they tie.
     """
     ra, rb = stage_reward(a), stage_reward(b)
     if ra != rb:
@@ -128,9 +192,14 @@ def compare(a: Any, b: Any) -> int:
     if ra < 1.0:
         return 0
     ka, kb = _speed_keys(a, b)
-    if ka is None or kb is None or abs(ka - kb) <= SPEED_TIE * max(ka, kb):
+    if ka is not None and kb is not None and abs(ka - kb) > SPEED_TIE * max(ka, kb):
+        return 1 if ka < kb else -1
+    if measured_ms(a) is not None or measured_ms(b) is not None:
         return 0
-    return 1 if ka < kb else -1
+    sa, sb = structural_reward(a), structural_reward(b)
+    if sa is None or sb is None or abs(sa - sb) <= STRUCTURAL_TIE:
+        return 0
+    return 1 if sa > sb else -1
 
 
 def tournament(reports: Sequence[Any]) -> list[tuple[float, float]]:

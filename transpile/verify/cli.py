@@ -64,6 +64,10 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines; only the reason (and --json).")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include path for a C reference.")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for a C reference.")
+@click.option("--profile", "profile", is_flag=True,
+              help="After stage (c) passed, the structural profile (coalescing, bank conflicts, divergence, "
+                   "barriers, atomics, intensity, occupancy) under the record's 'profile' key (docs/verify.md); "
+                   "with --group it breaks ties where no time was measured.")
 @click.option("--group", is_flag=True,
               help="Several candidates: verify each and print its tournament rank and reward (docs/rewards.md).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -73,7 +77,7 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None, sizes: tuple[str, ...],
                seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
                include_dirs: tuple[str, ...], defines: tuple[str, ...], group: bool = False, jobs: int = 1,
-               timeout: float = 600.0) -> None:
+               timeout: float = 600.0, profile: bool = False) -> None:
     """Verify KERNEL.cu, any CUDA file defining the drop-in extern "C" host function,
     against the reference: stages (a) front end, (b) nvcc, (c) CPU simulation,
     (d)-(f) GPU runs and timing when a GPU is present.  With --group, rank several."""
@@ -83,7 +87,7 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
     if group:
         _verify_group(kernels, reference, function=function, sizes=sizes, seed=seed, as_json=as_json,
                       stages=stages, no_gpu=no_gpu, full_seeds=full_seeds, quiet=quiet,
-                      include_dirs=include_dirs, defines=defines, jobs=jobs, timeout=timeout)
+                      include_dirs=include_dirs, defines=defines, jobs=jobs, timeout=timeout, profile=profile)
         return
     if len(kernels) != 1:
         raise click.UsageError("expected one KERNEL (several need --group)" if kernels
@@ -98,7 +102,8 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
             raise TranspileError(None, f"{reference}: no such file")
         size_map = parse_sizes(sizes)
         opts = Options(seed=seed, mode="full", sizes=size_map, stages="a" + stages.replace("a", ""),
-                       gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress)
+                       gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress,
+                       profile=profile)
         return verify_file(kernel, reference, function=function, include_dirs=include_dirs, defines=defines,
                            options=opts)
 
@@ -114,8 +119,10 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
 
 def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str | None, sizes: tuple[str, ...],
                   seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
-                  include_dirs: tuple[str, ...], defines: tuple[str, ...], jobs: int, timeout: float) -> None:
-    """``--group``: every candidate verified isolated, with one seed, then ranked."""
+                  include_dirs: tuple[str, ...], defines: tuple[str, ...], jobs: int, timeout: float,
+                  profile: bool = False) -> None:
+    """``--group``: every candidate verified isolated, with one seed, then ranked (with ``profile``, the
+    structural profile breaks ties where no time was measured)."""
     import json
 
     from transpile.search import rewards
@@ -133,7 +140,7 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
         common = {"reference": str(reference), "function": function, "stages": stages, "mode": "full",
                   "seed": one_seed, "gpu": None if gpu else False, "sizes": parse_sizes(sizes),
                   "full_seeds": max(1, full_seeds), "sim_timeout": min(120.0, timeout / 3),
-                  "include_dirs": include_dirs, "defines": defines}
+                  "include_dirs": include_dirs, "defines": defines, **({"profile": True} if profile else {})}
         tasks = [Task(str(i), "transpile.search.evaluate:score_submission", {**common, "id": str(k), "cuda_path": str(k)})
                  for i, k in enumerate(kernels)]
         lines: list[dict] = [{}] * len(kernels)
@@ -148,7 +155,8 @@ def _verify_group(kernels: tuple[Path, ...], reference: Path, *, function: str |
     ranked = rewards.tournament(lines)
     out = [{"candidate": str(k), "rank": rank, "reward": round(reward, 6), **{
         f: line[f] for f in ("verdict", "ok", "reason", "stage", "check", "stages_passed", "seed", "timing",
-                             "rewards")}} for k, line, (rank, reward) in zip(kernels, lines, ranked)]
+                             "rewards")}, **({"structural_reward": rewards.structural_reward(line)} if profile else {})}
+        for k, line, (rank, reward) in zip(kernels, lines, ranked)]
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return

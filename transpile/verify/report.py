@@ -63,6 +63,11 @@ class Report:
     shapes: list[dict[str, Any]] = field(default_factory=list)
     resources: list[dict[str, Any]] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
+    # The structural profile (transpile/verify/profile.py), None unless requested (--profile).
+    profile: dict[str, Any] | None = None
+    # What the profile runs: stage (c)'s library, the first input set of its largest shape tested, the
+    # shape's label, its number of input elements.  Not part of the record.
+    profile_input: tuple[str, dict[str, Any], str, int] | None = field(default=None, repr=False, compare=False)
 
     def stage(self, key: str) -> Stage:
         return self.stages[key]
@@ -131,6 +136,7 @@ class Report:
             "shapes": self.shapes,
             "resources": self.resources,
             "timing": self.timing,
+            "profile": self.profile,
             "notes": self.notes,
         }
 
@@ -153,6 +159,18 @@ class Report:
             t = self.timing
             sp = f", speedup {t['speedup']:.1f}x over the gcc reference" if t.get("speedup") else ""
             lines.append(f"time {t['median_ms']:.4f} ms median ({t.get('method', '')}){sp}")
+        if self.profile:
+            o = self.profile.get("overall", {})
+
+            def fig(key: str) -> str:
+                v = o.get(key)
+                return "-" if v is None else f"{v:g}"
+
+            lines.append(f"profile at {self.profile.get('shape')}: sectors/request {fig('sectors_per_request')} "
+                         f"(efficiency {fig('sector_efficiency')}), shared replays/access "
+                         f"{fig('replays_per_shared_access')}, divergent {fig('divergent_fraction')}, barriers/thread "
+                         f"{fig('barriers_per_thread')}, atomics/thread {fig('atomics_per_thread')}, flops/byte "
+                         f"{fig('intensity')}, occupancy {fig('occupancy')}")
         lines += [f"note: {n}" for n in self.notes[:12]]
         return "\n".join(lines)
 

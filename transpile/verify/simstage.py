@@ -564,6 +564,11 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
         tested += 1
         ncalls += len(calls)
         prev = prep
+        # The structural profile's input (profile.py): of the shapes that tested something, the one with
+        # the most input elements (the last on a tie; quick mode's last shape may be its smallest).
+        size = sum(int(getattr(v, "size", 1)) for v in prep.x1.values())
+        if not prep.ghost and (report.profile_input is None or size >= report.profile_input[3]):
+            report.profile_input = (str(b.library), prep.x1, shape.label, size)
     stage.seconds = time.perf_counter() - t0
     real = [s for s in report.shapes if s["stage"] == "c" and not s["ghost"]]
     if not tested:

@@ -63,6 +63,7 @@ class Options:
     sanitizer: bool = True
     sim_timeout: float = 120.0
     sim_work: float | None = None
+    profile: bool = False  # the structural profile after stage (c) passed (transpile/verify/profile.py)
     progress: Progress = field(default_factory=lambda: Progress(False))
 
 
@@ -318,6 +319,25 @@ def _run_stages(report: Report, target: Target, opts: Options) -> None:
         progress.done(stage)
         if stage.status == FAIL or stage.status == "inconclusive":
             return
+        if key == "c" and opts.profile and stage.status == PASS and report.profile_input is not None:
+            _profile(report, target, opts, stage.seconds)
+        elif key == "c" and opts.profile:
+            report.note(f"profile: not measured (stage (c) {stage.status}: the profile runs the simulator's "
+                        "build of a candidate stage (c) accepted)")
+        if key == "c" and not opts.profile:
+            report.profile_input = None  # stage (c)'s inputs are not kept alive for nothing
+
+
+def _profile(report: Report, target: Target, opts: Options, stage_c_seconds: float) -> None:
+    """The structural profile of the candidate stage (c) accepted (``Options.profile``)."""
+    from transpile.verify import profile
+
+    assert report.profile_input is not None, "stage (c) passed without an input to profile"
+    library, inputs, shape, _ = report.profile_input
+    t0 = time.perf_counter()
+    profile.run_profile(report, library, target.sig, inputs, shape, timeout=opts.sim_timeout)
+    if report.profile is not None:
+        report.note(f"profile: {time.perf_counter() - t0:.2f} s at {shape} (stage (c): {stage_c_seconds:.2f} s)")
 
 
 def verify_file(cu: Path, reference: Path, *, function: str | None = None, include_dirs: Sequence[str] = (),

@@ -61,6 +61,7 @@
 #include <utility>
 #include <vector>
 #include <math.h>
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -470,6 +471,7 @@ inline cudaError_t api_error(cudaError_t code, const std::string& msg) {
 }
 
 #include "cuda_sim_race.h"
+#include "cuda_sim_profile.h"
 
 // Virtual time.  A simulated kernel is thousands of times slower than on a GPU, so a candidate
 // that times an empty launch (clock64 in a kernel, cudaEventElapsedTime, or the host clocks)
@@ -511,6 +513,7 @@ inline AuditLaunch g_audit_launch;
 // An atomic of kernel code touches [p, p + n).
 __attribute__((no_sanitize_thread, always_inline)) inline void atomic_touch(const volatile void* p, size_t n) {
   race_access(p, n, kAtomic);
+  if (__builtin_expect(g_prof_on, 0)) prof_atomic(p, n);
   if (g_audit_launch.atomic) g_audit_launch.atomic((const void*)p, n);
 }
 
@@ -705,6 +708,7 @@ SIM_RT bool resolve_stall(unsigned live) {
              : bar_first->bar_kind == 3 ? (count > 0) : 0;
   for (unsigned i : ids) g_fibers[i].bar_result = result;
   race_barrier();
+  prof_barrier(ids.size());
   push_all_shuffled(ids);
   return true;
 }
@@ -793,6 +797,7 @@ __attribute__((no_sanitize_thread)) inline bool register_shared(void* p, size_t 
   g_shared.push_back(SharedVar{p, n, name});
   poison(p, n);
   race_add_shared(p, n, name);
+  prof_add_shared(p, n);
   return true;
 }
 
@@ -1250,6 +1255,7 @@ SIM_RT cudaError_t run_grid(const LaunchConfig& c, void (*thunk)(void*), void* c
     }
   }
   race_launch_begin(n);
+  prof_launch_begin(c.name, c.grid, c.block, c.smem, n);
   const bool audited = g_audit_launch.launch_begin && g_audit_launch.launch_begin(c);
   FaultGuard fault_guard;
   g_fault_msg[0] = 0;
@@ -1262,8 +1268,10 @@ SIM_RT cudaError_t run_grid(const LaunchConfig& c, void (*thunk)(void*), void* c
     }
     if (audited) g_audit_launch.block_before(b);
     race_block_begin(b);
+    prof_block_begin();
     const bool ok = run_block();
     race_block_end();
+    prof_block_end();
     if (audited) g_audit_launch.block_after(b);
     if (!ok) break;
   }
@@ -2563,6 +2571,8 @@ void __sim_set_fill_byte(int b);
 void __sim_set_quiet(int q);
 void __sim_set_pointer_check(int on);
 void __sim_set_race_check(int on);
+void __sim_set_profile(int on);
+const char* __sim_profile_report(void);
 long long __sim_check_guards(void);
 int __sim_last_error(void);
 const char* __sim_diagnostics(void);
@@ -2594,6 +2604,13 @@ void __sim_set_quiet(int q) { __sim::g_quiet = q != 0; }
 void __sim_set_pointer_check(int on) { __sim::g_ptr_check = on != 0; }
 // Data-race detection in kernels (cuda_sim_race.h); on by default.
 void __sim_set_race_check(int on) { __sim::g_race_on = on != 0; }
+// The structural profile (cuda_sim_profile.h); off by default.  Turning it on forgets the last one.
+void __sim_set_profile(int on) {
+  __sim::g_prof_on = on != 0;
+  __sim::g_prof_kernels.clear();
+}
+// The profile of the launches since __sim_set_profile(1), as JSON (valid until the next call).
+const char* __sim_profile_report(void) { return __sim::prof_report(); }
 
 // The race detector's end of gcc's ThreadSanitizer instrumentation (cuda_sim_race.h): the candidate's
 // translation unit is compiled with -fsanitize=thread and linked without libtsan, so its loads,
@@ -2606,17 +2623,24 @@ SIM_TSAN void __tsan_vptr_update(void**, void*) {}
 SIM_TSAN void __tsan_vptr_read(void**) {}
 SIM_TSAN void __tsan_ignore_thread_begin(void) {}
 SIM_TSAN void __tsan_ignore_thread_end(void) {}
+// With the profile on (cuda_sim_profile.h), each access is recorded too; the hook's return address
+// names the access site.
+#define SIM_HOOK(P, N, K)                                                                            \
+  __sim::race_access(P, N, K);                                                                       \
+  if (__builtin_expect(__sim::g_prof_on, 0))                                                         \
+    __sim::prof_access(P, N, K == __sim::kWrite, (uintptr_t)__builtin_return_address(0));
 #define SIM_TSAN_RW(N)                                                                           \
-  SIM_TSAN void __tsan_read##N(void* p) { __sim::race_access(p, N, __sim::kRead); }              \
-  SIM_TSAN void __tsan_write##N(void* p) { __sim::race_access(p, N, __sim::kWrite); }            \
-  SIM_TSAN void __tsan_unaligned_read##N(void* p) { __sim::race_access(p, N, __sim::kRead); }    \
-  SIM_TSAN void __tsan_unaligned_write##N(void* p) { __sim::race_access(p, N, __sim::kWrite); }  \
-  SIM_TSAN void __tsan_volatile_read##N(void* p) { __sim::race_access(p, N, __sim::kRead); }     \
-  SIM_TSAN void __tsan_volatile_write##N(void* p) { __sim::race_access(p, N, __sim::kWrite); }
+  SIM_TSAN void __tsan_read##N(void* p) { SIM_HOOK(p, N, __sim::kRead) }                         \
+  SIM_TSAN void __tsan_write##N(void* p) { SIM_HOOK(p, N, __sim::kWrite) }                       \
+  SIM_TSAN void __tsan_unaligned_read##N(void* p) { SIM_HOOK(p, N, __sim::kRead) }               \
+  SIM_TSAN void __tsan_unaligned_write##N(void* p) { SIM_HOOK(p, N, __sim::kWrite) }             \
+  SIM_TSAN void __tsan_volatile_read##N(void* p) { SIM_HOOK(p, N, __sim::kRead) }                \
+  SIM_TSAN void __tsan_volatile_write##N(void* p) { SIM_HOOK(p, N, __sim::kWrite) }
 SIM_TSAN_RW(1) SIM_TSAN_RW(2) SIM_TSAN_RW(4) SIM_TSAN_RW(8) SIM_TSAN_RW(16)
 #undef SIM_TSAN_RW
-SIM_TSAN void __tsan_read_range(void* p, unsigned long n) { __sim::race_access(p, n, __sim::kRead); }
-SIM_TSAN void __tsan_write_range(void* p, unsigned long n) { __sim::race_access(p, n, __sim::kWrite); }
+SIM_TSAN void __tsan_read_range(void* p, unsigned long n) { SIM_HOOK(p, n, __sim::kRead) }
+SIM_TSAN void __tsan_write_range(void* p, unsigned long n) { SIM_HOOK(p, n, __sim::kWrite) }
+#undef SIM_HOOK
 SIM_TSAN void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); __sim::race_fence(); }
 SIM_TSAN void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 #define SIM_TSAN_ATOMIC(N, T)                                                                            \
