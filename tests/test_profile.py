@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from transpile.search.rewards import compare, structural_reward, structural_scores, tournament
@@ -150,3 +151,22 @@ def test_verify_records_the_profile_under_its_key() -> None:
                                     "barriers_per_thread", "atomics_per_thread", "intensity", "occupancy"}
     assert [rank for rank, _ in tournament(lines)] == [2.0, 1.0]  # no time measured: the profile decides
     assert "with --group it breaks ties" in " ".join(CliRunner().invoke(verify_cmd, ["--help"]).output.split())
+
+
+def test_verify_json_carries_the_profile_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`transpile verify --json` asks for the profile unless --no-profile (issue 44: the record of any
+    accepted candidate carries it; test_verify_records_the_profile_under_its_key checks the record)."""
+    from transpile.verify import stages
+    from transpile.verify.cli import verify_cmd
+
+    asked: list[bool] = []
+
+    def fake(kernel: Path, reference: Path, **kw: object) -> object:
+        asked.append(kw["options"].profile)  # type: ignore[attr-defined]
+        raise SystemExit(0)
+
+    monkeypatch.setattr(stages, "verify_file", fake)
+    args = [str(PAIRS / "copy_coalesced.cu"), "--against", str(PAIRS / "copy.c"), "--no-gpu", "-q"]
+    for extra in (["--json"], ["--json", "--no-profile"], [], ["--profile"]):
+        CliRunner().invoke(verify_cmd, [*args, *extra])
+    assert asked == [True, False, False, True]
