@@ -667,7 +667,7 @@ def test_polybench_header_stand_in_and_quote_includes() -> None:
 
 def test_standard_headers_all_parse() -> None:
     headers = sorted(p.relative_to(p.parents[1] if p.parent.name == "sys" else p.parent).as_posix()
-                     for p in (Path(__file__).parents[1] / "transpile" / "include").rglob("*.h")
+                     for p in (Path(__file__).parents[1] / "transpile" / "frontend" / "include").rglob("*.h")
                      if not p.name.startswith("_"))
     src = "".join(f"#include <{h}>\n" for h in headers)
     k = kernel(src + """

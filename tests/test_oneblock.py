@@ -14,6 +14,7 @@ from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
 from transpile import cuda, ir, pipeline
 from transpile.cuda import oneblock as cuda_oneblock
+from transpile.cuda import printer
 from transpile.frontend import c as cfront
 from transpile.ir import text
 
@@ -26,7 +27,7 @@ def _module(name: str) -> ir.Module:
 
 
 def host_loops(m: ir.Module) -> list[ir.For]:
-    return [s for s in m.kernels[0].body if cuda.is_host_loop(s)]  # type: ignore[misc]
+    return [s for s in m.kernels[0].body if printer.is_host_loop(s)]  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("name, want", [("jacobi-1d", [True]), ("trisolv", [True]), ("adi", [False]),

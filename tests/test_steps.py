@@ -12,6 +12,7 @@ from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
 from transpile import cuda, ir, pipeline
 from transpile.cuda import oneblock as cuda_oneblock
+from transpile.cuda import printer
 from transpile.cuda import steps as cuda_steps
 from transpile.frontend import c as cfront
 from transpile.ir import text
@@ -30,7 +31,7 @@ def _plans(module: ir.Module) -> list[cuda_steps.Plan | None]:
     emitter = cuda._KernelEmitter(lowered.kernels[0], set())
 
     def innermost(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
-        loops = [s for s in body if cuda.is_host_loop(s)]
+        loops = [s for s in body if printer.is_host_loop(s)]
         return [x for lp in loops for x in (innermost(lp.body) or [lp])]  # type: ignore[attr-defined]
 
     return [cuda_steps.plan(emitter, s) for s in innermost(lowered.kernels[0].body)]
