@@ -2627,8 +2627,11 @@ SIM_TSAN void __tsan_ignore_thread_end(void) {}
 // names the access site.
 #define SIM_HOOK(P, N, K)                                                                            \
   __sim::race_access(P, N, K);                                                                       \
-  if (__builtin_expect(__sim::g_prof_on, 0))                                                         \
-    __sim::prof_access(P, N, K == __sim::kWrite, (uintptr_t)__builtin_return_address(0));
+  if (__builtin_expect(__sim::g_prof_on, 0) && !__sim::g_hook_busy) {                              \
+    __sim::g_hook_busy = true;                                                                       \
+    __sim::prof_access(P, N, K == __sim::kWrite, (uintptr_t)__builtin_return_address(0));           \
+    __sim::g_hook_busy = false;                                                                      \
+  }
 #define SIM_TSAN_RW(N)                                                                           \
   SIM_TSAN void __tsan_read##N(void* p) { SIM_HOOK(p, N, __sim::kRead) }                         \
   SIM_TSAN void __tsan_write##N(void* p) { SIM_HOOK(p, N, __sim::kWrite) }                       \

@@ -67,6 +67,7 @@ inline std::vector<std::pair<uintptr_t, uintptr_t>> g_prof_shared;
 // Where an address lies: 0 a device allocation, 2 shared memory (static or dynamic), -1 elsewhere
 // (the thread's stack, host memory, __constant__ data).
 SIM_RT __attribute__((no_sanitize_thread)) int prof_space(uintptr_t a) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (a >= (uintptr_t)dyn_smem && a < (uintptr_t)dyn_smem + kMaxDynSmem) return 2;
   for (const auto& v : g_prof_shared)
     if (a >= v.first && a < v.second) return 2;
@@ -78,6 +79,7 @@ SIM_RT __attribute__((no_sanitize_thread)) int prof_space(uintptr_t a) {
 
 // One access of kernel code (from the ThreadSanitizer hooks; site: the hook's return address).
 SIM_RT __attribute__((no_sanitize_thread)) void prof_access(const volatile void* p, size_t n, int write, uintptr_t site) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_prof_block || !g_cur) return;
   const uintptr_t a = (uintptr_t)p;
   const int space = prof_space(a);
@@ -99,10 +101,12 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_access(const volatile void*
 
 // A static __shared__ variable registered (register_shared).
 SIM_RT __attribute__((no_sanitize_thread)) void prof_add_shared(void* p, size_t n) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (g_prof_on) g_prof_shared.emplace_back((uintptr_t)p, (uintptr_t)p + n);
 }
 
 SIM_RT __attribute__((no_sanitize_thread)) void prof_atomic(const volatile void* p, size_t n) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_prof_block || !g_cur) return;
   // Only atomics on device or shared memory: the compiler's own (the guard of a function-local
   // static, such as a __shared__ variable's registration) are not the kernel's.
@@ -115,6 +119,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_atomic(const volatile void*
 
 // A launch begins: find (or add) its kernel's record.
 SIM_RT __attribute__((no_sanitize_thread)) void prof_launch_begin(const char* name, dim3 grid, dim3 block, size_t smem, unsigned nthreads) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_prof_on) return;
   g_prof_shared.clear();
   for (const SharedVar& v : g_shared) g_prof_shared.emplace_back((uintptr_t)v.p, (uintptr_t)v.p + v.n);
@@ -142,6 +147,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_launch_begin(const char* na
 
 // The records of the running block grouped into warp-level requests, then forgotten.
 SIM_RT __attribute__((no_sanitize_thread)) void prof_flush() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_prof_block || g_prof_buffered == 0) return;
   ProfKernel& k = g_prof_kernels[g_prof_cur];
   const unsigned n = g_nthreads;
@@ -219,6 +225,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_flush() {
 }
 
 SIM_RT __attribute__((no_sanitize_thread)) void prof_block_begin() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   g_prof_block = g_prof_on && g_prof_launch_events < kProfMaxLaunchEvents;
   if (!g_prof_block) return;
   ProfKernel& k = g_prof_kernels[g_prof_cur];
@@ -227,12 +234,14 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_block_begin() {
 }
 
 SIM_RT __attribute__((no_sanitize_thread)) void prof_block_end() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   prof_flush();
   g_prof_block = false;
 }
 
 // A block barrier released `count` threads.
 SIM_RT __attribute__((no_sanitize_thread)) void prof_barrier(size_t count) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_prof_block) return;
   prof_flush();
   g_prof_kernels[g_prof_cur].barriers += count;
@@ -240,6 +249,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void prof_barrier(size_t count) {
 
 // The profile as JSON: one object per kernel, sites as offsets into the library.
 SIM_RT __attribute__((no_sanitize_thread)) const char* prof_report() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   std::string s = "[";
   for (size_t i = 0; i < g_prof_kernels.size(); ++i) {
     const ProfKernel& k = g_prof_kernels[i];

@@ -62,6 +62,18 @@ struct RaceShadow { size_t n; RaceCell* cells; };
 
 inline bool g_race_on = true;          // __sim_set_race_check
 inline bool g_race_active = false;     // inside a block of a launch still being checked
+// Inside a hook: in a whole-file build (build.py, split=False) the detector's and the profile's own
+// code is compiled with the candidate's -fsanitize=thread, so their container accesses call the
+// hooks again; those are not the kernel's accesses (and recursing made gemm_tiled run for minutes).
+inline bool g_hook_busy = false;
+// Held by every function of the detector and the profile: the hooks ignore what they touch.
+struct HookBusy {
+  bool was;
+  HookBusy() : was(g_hook_busy) { g_hook_busy = true; }
+  ~HookBusy() { g_hook_busy = was; }
+  HookBusy(const HookBusy&) = delete;
+  HookBusy& operator=(const HookBusy&) = delete;
+};
 inline uint32_t g_gen = 1;             // moves at every block start, barrier, warp sync
 inline uint32_t g_bar_gen = 0;         // generation at the running block's last barrier (or start)
 inline uint32_t g_launch_gen = 0;      // generation at the start of the launch
@@ -81,6 +93,7 @@ inline std::vector<const void*> g_race_args;  // the launch's pointer arguments,
 enum RaceKind : int { kRead = 0, kWrite = 1, kAtomic = 2 };
 
 SIM_RT __attribute__((no_sanitize_thread)) void race_fresh_generation() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (++g_gen == 0xFFFFFFF0u) {  // wrapped: forget every record (never in practice)
     for (auto& kv : g_race_shadow) std::memset(kv.second.cells, 0, kv.second.n * sizeof(RaceCell));
     g_gen = 1;
@@ -89,6 +102,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_fresh_generation() {
 
 // A launch begins: track what its kernel can reach.
 SIM_RT __attribute__((no_sanitize_thread)) void race_launch_begin(unsigned nthreads) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   g_race_active = false;
   if (!g_race_on) {
     g_race_ranges.clear();
@@ -129,6 +143,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_launch_begin(unsigned nthre
 
 // A block of the launch begins (b: its linear index in the grid).
 SIM_RT __attribute__((no_sanitize_thread)) void race_block_begin(unsigned long long b) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_on || g_race_ranges.empty()) return;
   race_fresh_generation();
   g_bar_gen = g_block_gen = g_gen;
@@ -146,6 +161,7 @@ inline void race_block_end() { g_race_active = false; }
 // A static __shared__ variable registered while a kernel runs (its declaration was reached for the
 // first time): tracked from now on.
 SIM_RT __attribute__((no_sanitize_thread)) void race_add_shared(void* p, size_t n, const char* name) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_active) return;
   RaceRange r{(uintptr_t)p, (uintptr_t)p + n, 1, 0, name, -1, nullptr};
   auto at = std::lower_bound(g_race_ranges.begin(), g_race_ranges.end(), r,
@@ -157,18 +173,21 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_add_shared(void* p, size_t 
 }
 
 inline void race_barrier() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_active) return;
   race_fresh_generation();
   g_bar_gen = g_gen;
 }
 
 inline void race_warp_sync(unsigned warp) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_active || warp >= g_warp_gen.size()) return;
   race_fresh_generation();
   g_warp_gen[warp] = g_gen;
 }
 
 inline void race_fence() {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_active || !g_cur) return;
   uint8_t& s = g_thread_sync[g_cur->linear];
   s |= 1;
@@ -181,6 +200,7 @@ inline void race_fence() {
 // in-order schedule an uncontended "lock" whose CAS result is ignored looks like a real one; seeded
 // schedules yield at atomics, and there the ignored failure leaves the accesses unordered.
 SIM_RT __attribute__((no_sanitize_thread)) void race_lock(const void* a, bool exch, bool success) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_race_active || !g_cur || !success) return;
   const unsigned t = g_cur->linear;
   auto it = g_release.find((uintptr_t)a);
@@ -194,6 +214,7 @@ inline bool race_ordered(uint32_t gen, uint16_t u, unsigned t) {
 }
 
 SIM_RT __attribute__((no_sanitize_thread)) std::string race_place(const RaceRange& r, uintptr_t a) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   const size_t off = a - r.lo;
   if (r.what == 1) return format("byte %zu of __shared__ %s (%zu bytes)", off, r.name ? r.name : "?", r.hi - r.lo);
   if (r.what == 2) return format("byte %zu of the dynamic shared memory", off);
@@ -205,6 +226,7 @@ SIM_RT __attribute__((no_sanitize_thread)) std::string race_place(const RaceRang
 inline const char* race_kind_name(int k) { return k == kRead ? "reads" : k == kWrite ? "writes" : "updates atomically"; }
 
 SIM_RT __attribute__((no_sanitize_thread)) std::string race_thread(uint32_t blk, uint16_t tid) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   const unsigned bx = blockDim.x, by = blockDim.y;
   const unsigned gx = gridDim.x, gy = gridDim.y;
   return format("thread (%u,%u,%u) of block (%u,%u,%u)", tid % bx, tid / bx % by, tid / (bx * by), blk % gx,
@@ -213,6 +235,7 @@ SIM_RT __attribute__((no_sanitize_thread)) std::string race_thread(uint32_t blk,
 
 SIM_RT __attribute__((no_sanitize_thread)) void race_report(const RaceRange& r, uintptr_t a, bool between_blocks, uint32_t oblk, uint16_t otid, int okind,
                         int kind) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   g_race_active = false;  // one report a launch; the rest of it runs unchecked
   g_race_ranges.clear();  // and the hooks return at once
   g_race_lo = g_race_hi = 0;
@@ -228,6 +251,7 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_report(const RaceRange& r, 
 
 // One access of `n` bytes at `a` by the running thread.
 SIM_RT __attribute__((no_sanitize_thread)) void race_access_slow(uintptr_t a, size_t n, int kind) {
+  HookBusy hook_busy_;  // this code's own accesses are not the kernel's (whole-file builds)
   if (!g_cur) return;
   size_t k = g_race_last;
   const RaceRange* r = &g_race_ranges[k];
@@ -301,6 +325,8 @@ SIM_RT __attribute__((no_sanitize_thread)) void race_access_slow(uintptr_t a, si
 
 __attribute__((no_sanitize_thread, always_inline)) inline void race_access(const volatile void* p, size_t n, int kind) {
   const uintptr_t a = (uintptr_t)p;
-  if (__builtin_expect(!g_race_active, 1) || a >= g_race_hi || a + n <= g_race_lo) return;
+  if (__builtin_expect(!g_race_active, 1) || a >= g_race_hi || a + n <= g_race_lo || g_hook_busy) return;
+  g_hook_busy = true;
   race_access_slow(a, n, kind);
+  g_hook_busy = false;
 }
