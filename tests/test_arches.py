@@ -132,7 +132,7 @@ FILES = [*(("kernel", p.stem) for p in sorted(KERNELS.glob("*.c"))),
          *(("float", n) for n in ("gemm", "syrk", "jacobi_2d", "atax", "covariance"))]
 
 
-@pytest.mark.sample(5)
+@pytest.mark.sample(8)
 @pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("kind, name", FILES, ids=[f"{k}-{n}" for k, n in FILES])

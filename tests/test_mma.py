@@ -229,6 +229,7 @@ def test_gemm_matches_the_reference_off_the_tile_grid(sizes: dict[str, int]) -> 
     _verify("gemm", sizes)
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("shape", [(16, 16, 8, 8, 8, 1), (16, 16, 8, 8, 8, 3), (128, 64, 16, 32, 32, 1),
                                    (64, 64, 8, 32, 32, 4)], ids=str)  # 128x128 (16 warps): timed on the H200 only

@@ -245,6 +245,7 @@ def test_gemm_matches_the_reference_off_the_tile_grid(sizes: dict[str, int]) -> 
     _verify("gemm", None, sizes)
 
 
+@pytest.mark.sample(3)
 @needs_gxx
 @pytest.mark.parametrize("opts", ["no-shared", "32x64-2x4", "128x64-8x4"])
 def test_gemm_options_match_the_reference(opts: str) -> None:
@@ -287,6 +288,7 @@ SCALAR_FORM = """kernel sform(i32 n, i32 p, in f64 a[n][p], in f64 b[p][n], inou
 """
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize("opts", ["default", "no-shared", "32x64-2x4"])
 @pytest.mark.parametrize("src", [K_TRIANGULAR, SCALAR_FORM], ids=["k-triangular", "scalar-form"])

@@ -74,6 +74,7 @@ def test_cheat_table_is_complete() -> None:
         assert ref.exists() and (CHEATS / f"{name}.cu").exists(), name
 
 
+@pytest.mark.sample(2)
 @needs_gxx
 @pytest.mark.parametrize(("name", "ref", "pattern", "stage", "check"), CHEAT_TABLE,
                          ids=[c[0] for c in CHEAT_TABLE])
@@ -156,7 +157,7 @@ def test_crash_is_a_reported_failure(tmp_path: Path) -> None:
 PB = sorted(KERNELS.glob("*.c"))
 
 
-@pytest.mark.sample(3)
+@pytest.mark.sample(5)
 @needs_gxx
 @pytest.mark.parametrize("path", PB, ids=[p.stem for p in PB])
 def test_pipeline_output_passes_stages_a_to_c(path: Path) -> None:
