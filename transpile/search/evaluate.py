@@ -365,20 +365,30 @@ def error_record(sid: str, reason: str, line: int) -> dict[str, Any]:
             "rewards": {"stage": 0.0, "speed": 0.0}, "feedback": reason, "line": line, "seconds": 0.0}
 
 
-def _submission(path: Path, text: str, n: int, raw: str, seen: set[str]) -> dict[str, Any]:
-    """Line ``n`` of the list as a submission; TranspileError (``sid`` set once the id is known)."""
-    base = path.parent
+def json_line(path: Path, text: str, n: int, raw: str, seen: set[str], *, shape: str, what: str
+              ) -> tuple[dict[str, Any], str | int]:
+    """Line ``n`` of a JSON-lines list: a JSON object (``shape`` in the message) with an ``id`` unique
+    in ``seen`` (added to it); anything else is a ``file:line:col`` TranspileError."""
     where = Loc(str(path), n)
     try:
         item = json.loads(raw)
     except json.JSONDecodeError as e:
         raise TranspileError(Loc(str(path), n, e.colno), f"not JSON: {e.msg}", source=text) from None
     if not isinstance(item, dict):
-        raise TranspileError(where, "expected a JSON object {\"id\", \"cuda\" or \"cuda_path\", \"reference\"}")
+        raise TranspileError(where, f"expected a JSON object {shape}")
     sid = item.get("id")
     if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid) in seen:
-        raise TranspileError(where, "each submission needs a unique \"id\" (a string or an integer)")
+        raise TranspileError(where, f"each {what} needs a unique \"id\" (a string or an integer)")
     seen.add(str(sid))
+    return item, sid
+
+
+def _submission(path: Path, text: str, n: int, raw: str, seen: set[str]) -> dict[str, Any]:
+    """Line ``n`` of the list as a submission; TranspileError (``sid`` set once the id is known)."""
+    base = path.parent
+    where = Loc(str(path), n)
+    item, sid = json_line(path, text, n, raw, seen, shape="{\"id\", \"cuda\" or \"cuda_path\", \"reference\"}",
+                          what="submission")
 
     def bad(msg: str) -> TranspileError:
         err = TranspileError(where, f"submission {sid}: {msg}")

@@ -31,6 +31,7 @@ from typing import Any, TextIO
 import click
 
 from transpile.diagnostics import Loc, TranspileError
+from transpile.search.evaluate import json_line
 from transpile.search.prune import GroupRollout, Key
 
 SYSTEM = ("You write CUDA source files. Each file defines an extern \"C\" host function that is a drop-in "
@@ -51,16 +52,8 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         where = Loc(str(path), n)
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise TranspileError(Loc(str(path), n, e.colno), f"not JSON: {e.msg}", source=text) from None
-        if not isinstance(item, dict):
-            raise TranspileError(where, "expected a JSON object {\"id\", \"reference\" [, \"function\", \"spec\"]}")
-        sid = item.get("id")
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid) in seen:
-            raise TranspileError(where, "each task needs a unique \"id\" (a string or an integer)")
-        seen.add(str(sid))
+        item, sid = json_line(path, text, n, raw, seen, shape="{\"id\", \"reference\" [, \"function\", \"spec\"]}",
+                              what="task")
         if "cuda" in item or "cuda_path" in item:
             raise TranspileError(where, f"task {sid}: with --turns/--group the model writes the CUDA: a line is "
                                         "a task {\"id\", \"reference\" [, \"function\", \"spec\"]}")
