@@ -14,8 +14,9 @@ both unchanged); likewise ``X[k][j]`` under ``inv(k, k)`` and ``inv(k, j)``.  So
 order, and computes what the sequential step computes.  The parallel launch runs exactly those,
 storing only when the value goes down (``if (S < X[i][j]) X[i][j] = S;``, the same value as the
 select for integers); an element of row or column ``k`` it could store is one whose ``inv``
-holds, so it stores none of them: no instance writes what another reads.  A second, one-thread
-launch checks ``inv`` over row and column ``k`` and, if any fails, runs step ``k`` again in program
+holds, so it stores none of them: no instance writes what another reads.  A second launch counts
+the failing ``inv`` over row and column ``k`` (a sum reduction over the threads of one block, where one
+thread checking the 2n elements in turn made every step wait on 2n global loads), and a third, one-thread launch, if the count is not zero, runs step ``k`` again in program
 order.  That is exact too: an instance the parallel launch did is ``min(X, S)`` with the same
 ``S`` (its operands are unchanged), and ``min(min(X, S), S) = min(X, S)``; the others read their
 operands in program order as before.  Integers only: ``==`` on floats does not see ``-0.0`` and
@@ -25,7 +26,7 @@ arithmetic as the update.
 **Precondition**: valid IR without ``Launch``; the kernel's body is the nest alone (the pass maps
 the kernel itself, and a kernel holding a ``Launch`` is taken as mapped by later passes).
 
-**Postcondition**: the body is a host loop over ``k`` with the two launches; unchanged otherwise.
+**Postcondition**: the body is the counter's declaration and a host loop over ``k`` with the three launches; unchanged otherwise.
 
 Before::
 
@@ -35,6 +36,7 @@ Before::
 
 After::
 
+    i32 moved;
     for k in 0..n {
       launch { for i in 0..n par(y) { for j in 0..n par(x) {
         if (inv(k, k) && inv(i, k) && inv(k, j)) {
@@ -42,10 +44,10 @@ After::
         }
       } } }
       launch {
-        i32 moved = !inv(k, k);
-        for x in 0..n { moved = moved || !inv(x, k) || !inv(k, x); }
-        if (moved) { for i in 0..n { for j in 0..n { <the original update> } } }
+        moved = !inv(k, k);
+        for x in 0..n reduce(+) { moved += !inv(x, k) + !inv(k, x); }
       }
+      launch { if (moved) { for i in 0..n { for j in 0..n { <the original update> } } } }
     }
 """
 
@@ -83,12 +85,16 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     par_i = dataclasses.replace(il, body=(par_j,), par="y")
     xv = ir.Var(x_name, il.ty)
     moved = ir.Var(moved_name, ir.I32)
-    scan = ir.For(x_name, il.ty, il.lo, il.hi, 1, (ir.Assign(moved, ir.binary(
-        "||", ir.binary("||", moved, ir.unary("!", inv(xv, k))), ir.unary("!", inv(k, xv)))),), loc=kl.loc)
-    again = ir.If(moved, (dataclasses.replace(il, body=(dataclasses.replace(jl, body=(update,)),)),))
-    serial = ir.Launch((ir.Decl(moved_name, ir.I32, ir.unary("!", inv(k, k))), scan, again), loc=kl.loc)
-    host = dataclasses.replace(kl, body=(ir.Launch((par_i,), loc=kl.loc), serial))
-    return dataclasses.replace(kernel, body=(host,))
+    # The check counts the failing inv over row and column k (at most 2n + 1, so i32 for any n the
+    # i32 loops allow): a sum reduction, spread over the threads of its launch.
+    failing = ir.binary("+", ir.unary("!", inv(xv, k)), ir.unary("!", inv(k, xv)))
+    scan = ir.For(x_name, il.ty, il.lo, il.hi, 1, (ir.Assign(moved, ir.binary("+", moved, failing)),),
+                  reduce=("+",), loc=kl.loc)
+    check = ir.Launch((ir.Assign(moved, ir.unary("!", inv(k, k))), scan), loc=kl.loc)
+    again = ir.Launch((ir.If(moved, (dataclasses.replace(il, body=(dataclasses.replace(jl, body=(update,)),)),)),),
+                      loc=kl.loc)
+    host = dataclasses.replace(kl, body=(ir.Launch((par_i,), loc=kl.loc), check, again))
+    return dataclasses.replace(kernel, body=(ir.Decl(moved_name, ir.I32, loc=kl.loc), host))
 
 
 def _match(kernel: ir.Kernel, s: ir.Stmt) -> tuple[ir.For, ir.For, ir.For, ir.Assign] | None:

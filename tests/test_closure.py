@@ -34,16 +34,19 @@ def test_registered() -> None:
     assert REGISTRY["closure"] is closure
 
 
-def test_floyd_warshall_is_a_host_loop_of_two_launches() -> None:
+def test_floyd_warshall_is_a_host_loop_of_three_launches() -> None:
     lowered = pipeline.lower(frontend.load(polybench.spec("floyd-warshall").path))
     (k,) = lowered.kernels
-    (host,) = k.body
-    assert isinstance(host, ir.For) and host.par is None
-    par, serial = host.body
-    assert isinstance(par, ir.Launch) and isinstance(serial, ir.Launch)
+    decl, host = k.body
+    assert isinstance(decl, ir.Decl) and isinstance(host, ir.For) and host.par is None
+    par, check, serial = host.body
+    assert all(isinstance(s, ir.Launch) for s in (par, check, serial))
     (i,) = par.body
     assert isinstance(i, ir.For) and i.par == "y" and isinstance(i.body[0], ir.For) and i.body[0].par == "x"
-    assert not any(isinstance(n, ir.For) and n.par for n in ir.walk(serial))
+    # The check of row and column k is a reduction over the block's threads, not one thread's loop.
+    (scan,) = [n for n in check.body if isinstance(n, ir.For)]
+    assert scan.reduce == ("+",)
+    assert not any(isinstance(n, ir.For) and (n.par or n.reduce) for n in ir.walk(serial))
     naive = pipeline.lower(frontend.load(polybench.spec("floyd-warshall").path), naive=True)
     assert not any(isinstance(n, ir.If) for n in ir.walk(naive))  # the baseline does not get it
 
@@ -102,11 +105,11 @@ def test_wrap_around_in_the_pivot_row_or_column(p: list[list[int]]) -> None:
 
 
 def test_the_parallel_step_alone_would_be_wrong_with_a_negative_cycle() -> None:
-    """The second launch matters: without it, a negative diagonal gives other results (the test above
-    can fail)."""
+    """The check and the step again in order matter: without them, a negative diagonal gives other
+    results (the test above can fail)."""
     k = _kernel()
     out = closure.run(k)
-    (host,) = out.body
+    _, host = out.body
     assert isinstance(host, ir.For)
     par_only = ir.Kernel(out.name, out.params, (ir.For(host.var, host.ty, host.lo, host.hi, 1, host.body[:1]),))
     args = {"n": 4, "p": np.array([[-1, 3, 4, 5], [2, 0, 1, 1], [3, 2, -2, 0], [1, 1, 1, 0]], dtype=np.int32)}
