@@ -436,18 +436,15 @@ def test_batches_of_rows_match_the_interpreter(tmp_path: Path, src: str, monkeyp
 
 @needs_gxx
 @pytest.mark.parametrize("seed, mode", [(1157920927, "quick"), (93914545, "quick"), (503675988, "quick"),
-                                        pytest.param(34, "full", marks=pytest.mark.xfail(strict=False, reason=(
-                                            "KNOWN FALSE REFUSAL (stop 37, issue 38 open): full mode now draws a long "
-                                            "side (n=63, m=1787: 3.4e5 work), past prepare.REASSOC_WORK, so the row "
-                                            "sums' reassociation spread is not measured there and a correct float "
-                                            "layer norm misses the tolerance by 2.7x")))])
+                                        (34, "full")])
 def test_layernorm_rounding_is_judged_against_a_reassociated_reference(seed: int, mode: str) -> None:
     # The CLI's quick check refused about one compile of examples/layernorm.c in ten: an element near
     # the comparison floor moved by the row sums' reassociation by up to 2.2x the tolerance the
     # perturbation model gave (these seeds, before prepare.reassociation_spread).  Now the IR
     # interpreter's run with the sums in a random order and association measures that move.
     # Full mode's seed 34 failed the same way at n = m = 257 (2e5 work) until that run covered
-    # shapes of up to prepare.REASSOC_WORK = 2.5e5 (6e4 before).
+    # shapes of up to 2.5e5 work (6e4 before); then at full mode's long side (n = 63, m = 1787: 3.4e5
+    # work) until prepare.REASSOC_WORK covered every drawn shape.
     from transpile.verify import prepare
 
     path = Path(__file__).resolve().parent.parent / "examples" / "layernorm.c"
