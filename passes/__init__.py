@@ -11,7 +11,9 @@ from typing import Any
 
 _NAMES = {
     "constprop": "constprop",
+    "hoist": "hoist",
     "induction": "induction",
+    "sink-guard": "sink_guard",
     "delinearize": "delinearize",
     "ifreduce": "ifreduce",
     "wraparound": "wraparound",

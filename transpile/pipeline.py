@@ -45,6 +45,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         distribute,
         expand,
         forward,
+        hoist,
         ifreduce,
         induction,
         interchange,
@@ -53,6 +54,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         privatize,
         reduce_gpu,
         reschedule,
+        sink_guard,
         snapshot,
         wavefront,
         wraparound,
@@ -72,9 +74,16 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: constprop first: every pass after it asks the dependence test, which sees through a
     # subscript only where locals copied into it ('int k = 5; a[i + k]') have been replaced.
     module = step("constprop", module, constprop.run)
+    # NOTE: hoist after constprop (which keeps a local 'h = n / 2' as it is) and before every pass that
+    # asks the dependence test: 'n / 2' named at the entry is a parameter, so 'a[i + n / 2]' is affine.
+    module = step("hoist", module, hoist.run)
     # NOTE: induction after constprop (a counter's step may be a propagated constant) and before
     # delinearize: 'a[k]; k++' becomes a[k_base + n * i + j], which delinearize can then split.
     module = step("induction", module, induction.run)
+    # NOTE: sink-guard after induction (a counter stepped under a sunk guard would be a conditional
+    # increment, which induction leaves alone) and before every dependence-driven pass: a loop under a
+    # host-level 'if' (goto over a loop, a switch between loops) must be a loop of its own to be mapped.
+    module = step("sink-guard", module, sink_guard.run)
     module = step("delinearize", module, delinearize.run)
     # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
     # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
