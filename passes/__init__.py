@@ -17,6 +17,7 @@ _NAMES = {
     "delinearize": "delinearize",
     "ifreduce": "ifreduce",
     "wraparound": "wraparound",
+    "peel": "peel",
     "privatize": "privatize",
     "snapshot": "snapshot",
     "expand": "expand",

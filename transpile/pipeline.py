@@ -51,6 +51,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         interchange,
         map_gpu,
         normalize,
+        peel,
         privatize,
         reduce_gpu,
         reschedule,
@@ -93,6 +94,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # once the first iteration is peeled and the others read the previous iteration's value, the loop
     # writes it no more.
     module = step("wraparound", module, wraparound.run)
+    # NOTE: peel right after wraparound (both peel a first iteration; this one where it is a write the
+    # other iterations read, 'a[i] = a[0] + b[i]') and before every pass that restructures around the
+    # loops the dependence test finds parallel.
+    module = step("peel", module, peel.run)
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.
