@@ -15,6 +15,7 @@ _NAMES = {
     "induction": "induction",
     "sink-guard": "sink_guard",
     "delinearize": "delinearize",
+    "argreduce": "argreduce",
     "ifreduce": "ifreduce",
     "wraparound": "wraparound",
     "peel": "peel",

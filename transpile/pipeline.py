@@ -39,6 +39,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     always faster).
     """
     from passes import (
+        argreduce,
         closure,
         constprop,
         delinearize,
@@ -89,6 +90,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
     # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
     # which loops carry only reductions.
+    # NOTE: argreduce before ifreduce and with it before the dependence-driven passes: an argmax loop
+    # ('if (a[i] > m) { m = a[i]; k = i; }') must already be its two reductions when they ask.
+    module = step("argreduce", module, argreduce.run)
     module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
     # NOTE: wraparound before privatize: a scalar carried to the next iteration is not privatisable;
     # once the first iteration is peeled and the others read the previous iteration's value, the loop
