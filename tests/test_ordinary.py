@@ -37,8 +37,6 @@ IDS = [p.stem for p in FILES]
 # Expectations not met yet, with the missing piece (docs/ordinary_c.md).
 GAPS: dict[str, str] = {
     "iv_nest_running": "a counter stepped in an inner loop, read across the outer one, is not substituted",
-    "step_runtime_blas": "non-unit or run-time step not mapped",
-    "step_runtime_inc": "non-unit or run-time step not mapped",
 }
 
 
@@ -107,3 +105,33 @@ def test_cli_verified(path: Path, tmp_path: Path) -> None:
         return
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "not fully verified" not in proc.stderr, proc.stderr[-3000:]
+
+
+RUNTIME_STEPS = [p for p in FILES if p.stem.startswith("step_runtime_") and not expectation(p).startswith("error:")]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@pytest.mark.parametrize("path", RUNTIME_STEPS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("step", [1, 2, 5, 13])
+def test_runtime_steps(path: Path, step: int) -> None:
+    """A run-time step (``i += inc``) at several values, against gcc, the parallel loops shuffled."""
+    from transpile.ir import interp
+    from transpile.verify.reference import GccReference
+    from transpile.verify.signature import kernel_sig
+    from transpile.verify.synth import Shape, copy_inputs, make_inputs, seed_for
+
+    got = outcome(path)
+    assert got.module is not None and got.lowered is not None
+    kernel = got.module.kernels[0]
+    sig = kernel_sig(kernel)
+    ref = GccReference(sig, path, function=kernel.name)
+    ints = [a.name for a in sig.args if a.role in ("size", "int")]
+    for n in (1, 7, 16):
+        x = make_inputs(sig, Shape(f"n={n}", {k: n if k == "n" else step for k in ints}), seed_for(41, n),
+                        "signed", "random")
+        assert x is not None
+        want = ref.run(x)
+        for shuffle in (None, n):
+            have = interp.run(got.lowered, kernel.name, copy_inputs(x), shuffle=shuffle)
+            for a in sig.arrays:
+                np.testing.assert_array_equal(have[a.name], want[a.name], err_msg=f"{a.name} at n={n}, step {step}")
