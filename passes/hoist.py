@@ -80,6 +80,7 @@ class _Hoist(ir.Transformer):
             return s if then is s.then and orelse is s.orelse else dataclasses.replace(s, then=then, orelse=orelse)
         if isinstance(s, ir.Assign):
             target, value = self.subscripts(s.target), self.subscripts(s.value)
+            assert isinstance(target, (ir.Var, ir.Index)), f"an assignment to {target!r}"
             return s if target is s.target and value is s.value else dataclasses.replace(s, target=target, value=value)
         if isinstance(s, ir.Decl) and s.init is not None:
             init = self.subscripts(s.init)

@@ -179,11 +179,14 @@ def _unguarded(total: ir.Expr, name: str, body: tuple[ir.Stmt, ...]) -> ir.Expr:
         watched = copies | {name}
         if any(_names(s) & watched for s in outside):
             continue
-        if any(isinstance(n, ir.Var) and n.name in copies for s in inside for n in ir.walk(s.lo))\
-                or any(isinstance(n, ir.Var) and n.name in watched for s in inside for n in ir.walk(s.hi)):
-            continue
+        if any(isinstance(n, ir.Var) and n.name in watched for s in inside for e in (s.lo, s.hi) for n in ir.walk(e)):
+            continue  # a bound reading the counter observes it where the loop may not run
         table[id(sel)] = sel.then
-    return _Replace(table).transform(total) if table else total
+    if not table:
+        return total
+    got = _Replace(table).transform(total)
+    assert isinstance(got, (ir.Const, ir.Var, ir.Index, ir.Unary, ir.Binary, ir.Select, ir.Cast, ir.Call))
+    return got
 
 
 class _Replace(ir.Transformer):
@@ -205,9 +208,10 @@ def _restep(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         k = d.init
         for at in range(d_at + 1, len(body)):
             s = body[at]
-            step = _step(dataclasses.replace(s, value=_rebase(s.value, d.name, k)), k.name) \
-                if isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.name == k.name else None
-            if step is not None and d.name not in _names(step):
+            step = None
+            if isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.name == k.name:
+                step = _step(ir.Assign(s.target, _rebase(s.value, d.name, k), loc=s.loc), k.name)
+            if isinstance(s, ir.Assign) and step is not None and d.name not in _names(step):
                 out[at] = dataclasses.replace(s, value=ir.binary("+", k, step, loc=s.loc))
                 break
             if ({k.name, d.name} & ir.scalars_written(s)):
