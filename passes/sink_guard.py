@@ -6,8 +6,9 @@ since it launches only top-level loops and host loops.  When the condition ``c``
 reads no scalar and no array the guarded statements write, and no name a guarded loop declares),
 ``if (c) { S1; S2 } else { E1 }`` is ``if (c) S1; if (c) S2; if (!c) E1`` (``c`` keeps its value
 across them), and ``if (c) for v in lo..hi { B }`` is ``for v in lo..hi { if (c) B }`` when the
-bounds can be evaluated whatever ``c`` is (they read no array and divide only by nonzero constants:
-evaluating them cannot fault) and ``c`` does not mention ``v``.  The guard is pushed through loop
+bounds can be evaluated whatever ``c`` is (they read no array and divide only by nonzero constants,
+so evaluating them cannot fault, and read no scalar the guarded code assigns, so they have the value C
+would give them) and ``c`` does not mention ``v``.  The guard is pushed through loop
 nests down to the first block that is not a loop (a block declaring a scalar is guarded whole, so
 no declaration leaves its scope).  The inverse of loop unswitching (Allen & Kennedy, ch. 7): each
 iteration tests ``c`` again, and a loop whose iterations are independent stays independent (the
@@ -92,25 +93,31 @@ def _sink(s: ir.If) -> tuple[ir.Stmt, ...] | None:
         return None
     if any(isinstance(p, ir.Decl) for p in (*s.then, *s.orelse)):
         return None  # a declaration's scope is its branch
+    # A bound reading a scalar the guarded code assigns would be evaluated with its old value where
+    # the condition is false: such a loop keeps the guard outside.
+    assigned = {n.target.name for p in (*s.then, *s.orelse) for n in ir.statements(p)
+                if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
     loc = s.loc
-    out = _guarded(s.then, s.cond, loc)
+    out = _guarded(s.then, s.cond, loc, assigned)
     if s.orelse:
-        out += _guarded(s.orelse, ir.unary("!", s.cond, loc=loc), loc)
+        out += _guarded(s.orelse, ir.unary("!", s.cond, loc=loc), loc, assigned)
     return out if any(isinstance(p, ir.For) for p in out) else None  # else no loop took the guard
 
 
-def _guarded(block: tuple[ir.Stmt, ...], cond: ir.Expr, loc: ir.Loc | None) -> tuple[ir.Stmt, ...]:
-    """``if (cond) block`` with ``cond`` pushed into the loops of ``block`` that allow it."""
+def _guarded(block: tuple[ir.Stmt, ...], cond: ir.Expr, loc: ir.Loc | None,
+             assigned: set[str]) -> tuple[ir.Stmt, ...]:
+    """``if (cond) block`` with ``cond`` pushed into the loops of ``block`` that allow it (bounds that
+    cannot fault and read no scalar of ``assigned``)."""
     if any(isinstance(p, ir.Decl) for p in block):
         return (ir.If(cond, block, (), loc=loc),)
     out: list[ir.Stmt] = []
     group: list[ir.Stmt] = []
     for s in block:
-        if isinstance(s, ir.For) and _safe(s.lo) and _safe(s.hi):
+        if isinstance(s, ir.For) and _safe(s.lo) and _safe(s.hi) and not (_reads(s.lo) | _reads(s.hi)) & assigned:
             if group:
                 out.append(ir.If(cond, tuple(group), (), loc=loc))
                 group = []
-            out.append(dataclasses.replace(s, body=_guarded(s.body, cond, loc)))
+            out.append(dataclasses.replace(s, body=_guarded(s.body, cond, loc, assigned)))
         else:
             group.append(s)
     if group:

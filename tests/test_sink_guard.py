@@ -74,6 +74,7 @@ def test_guarded_loops_are_launched_and_compute_the_same(body: str) -> None:
     "if (flag > 0) {\nf32 t = b[1];\nfor i in 0..n { a[i] = t; }\n}",  # a declaration scoped to the branch
     "if (flag > 0) {\nfor i in 0..b[0] > 0.0f ? n : 1 { a[i] = b[i]; }\n}",  # a bound reading an array
     "if (flag > 0) {\nfor i in 0..n / flag { a[i] = b[i]; }\n}",  # a bound dividing by a variable
+    "i32 m = 0;\nif (flag > 0) {\nm = n;\nfor i in 0..m { a[i] = b[i]; }\n}",  # a bound the branch assigns
 ])
 def test_leaves_variant_or_unsafe_guards_alone(body: str) -> None:
     k = _module(body).kernels[0]
