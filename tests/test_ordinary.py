@@ -14,8 +14,8 @@ must make of it (tests/ordinary_outcome.py).
   build of the C function does, at two small sizes.  That covers the front end's rewrites (goto, switch,
   pointers, breaks) and the passes; the CUDA emitter and the simulator are covered by
 * ``test_cli_verified`` (slow): the CLI with its default verification (nvcc and the CUDA simulator), on
-  three files in CI (a goto, a pointer walk, an if-reduction: about 8 s each); on every file with
-  ``TRANSPILE_ORDINARY_ALL=1`` in the environment (about 25 minutes of CPU).
+  five files in CI (a goto, a pointer walk, an if-reduction, an argmax, a run-time step: about 8 s
+  each); on every file with ``TRANSPILE_ORDINARY_ALL=1`` in the environment (about 25 minutes of CPU).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_results(path: Path) -> None:
                                            err_msg=f"{path.name}: {a.name} at n={n}, shuffle {shuffle}")
 
 
-CLI_SAMPLE = ("goto_if_else", "ptr_post_increment", "red_max_if")
+CLI_SAMPLE = ("goto_if_else", "ptr_post_increment", "red_max_if", "red_argmax", "step_runtime_blas")
 
 
 @pytest.mark.slow
