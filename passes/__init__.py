@@ -11,10 +11,14 @@ from typing import Any
 
 _NAMES = {
     "constprop": "constprop",
+    "hoist": "hoist",
     "induction": "induction",
+    "sink-guard": "sink_guard",
     "delinearize": "delinearize",
+    "argreduce": "argreduce",
     "ifreduce": "ifreduce",
     "wraparound": "wraparound",
+    "peel": "peel",
     "privatize": "privatize",
     "snapshot": "snapshot",
     "expand": "expand",

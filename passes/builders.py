@@ -40,6 +40,32 @@ def copy_nest(dst: str, dst_lead: tuple[ir.Expr, ...], src: str, src_lead: tuple
     return stmt
 
 
+def rename_decls(stmts: tuple[ir.Stmt, ...], suffix: str, used: set[str]) -> tuple[ir.Stmt, ...]:
+    """``stmts`` with every scalar they declare renamed ``NAME<suffix>`` (made fresh against ``used``, to
+    which the new names are added): a copy of a loop body placed beside it declares nothing twice."""
+    table: dict[str, str] = {}
+    for s in stmts:
+        for n in ir.statements(s):
+            if isinstance(n, ir.Decl):
+                table[n.name] = fresh_name(f"{n.name}{suffix}", used)
+                used.add(table[n.name])
+    if not table:
+        return stmts
+    return tuple(_Rename(table).transform(s) for s in stmts)
+
+
+class _Rename(ir.Transformer):
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = table
+
+    def visit_Var(self, e: ir.Var) -> ir.Node:
+        return ir.Var(self.table[e.name], e.ty, loc=e.loc) if e.name in self.table else e
+
+    def visit_Decl(self, d: ir.Decl) -> ir.Node:
+        new = self.generic_visit(d)
+        return ir.Decl(self.table.get(new.name, new.name), new.ty, new.init, loc=new.loc)
+
+
 def substitute_vars(node: N, table: Mapping[str, ir.Expr]) -> N:
     """``node`` with every variable named in ``table`` replaced by its entry (simultaneously)."""
     return _SubstVars(table).transform(node)  # type: ignore[return-value]

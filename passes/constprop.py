@@ -64,8 +64,9 @@ class _Propagate:
 
     def stable(self, e: ir.Expr) -> bool:
         """Does ``e`` mean the same wherever it is read (no arrays, no calls, no assigned scalars), and is
-        it affine (``n / 2`` stays a local: read as a parameter, it is clearer to the analysis)?"""
-        if accesses.affine(e, ir.identifiers(e)) is None:
+        it affine or a polynomial (``i * n + j``, a nest's counter: delinearize reads it; ``n / 2`` stays a
+        local: read as a parameter, it is clearer to the analysis)?"""
+        if accesses.affine(e, ir.identifiers(e)) is None and not _polynomial(e):
             return False
         for n in ir.walk(e):
             if isinstance(n, (ir.Index, ir.Call)):
@@ -105,6 +106,23 @@ class _Propagate:
                 return s
             return dataclasses.replace(s, then=then, orelse=orelse)
         return s
+
+
+def _polynomial(e: ir.Expr) -> bool:
+    """``e`` is built of integer variables and constants by ``+``, ``-`` and ``*`` (signed: no wrap-around
+    to reason about) and widening casts."""
+    for n in ir.walk(e):
+        if isinstance(n, (ir.Var, ir.Const)):
+            continue
+        if isinstance(n, ir.Binary) and n.op in ("+", "-", "*") and n.ty.is_int and n.ty.is_signed:
+            continue
+        if isinstance(n, ir.Unary) and n.op == "-":
+            continue
+        if isinstance(n, ir.Cast) and n.ty.is_int and n.ty.is_signed and n.operand.ty.is_int \
+                and n.ty.bits >= n.operand.ty.bits:
+            continue
+        return False
+    return e.ty.is_int
 
 
 def _same(a: tuple[ir.Stmt, ...], b: tuple[ir.Stmt, ...]) -> bool:

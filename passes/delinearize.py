@@ -93,7 +93,9 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     plans = {p.name: plan for p, plan in _plans(kernel) if isinstance(plan, _Plan)}
     if not plans:
         return kernel
-    params = tuple(dataclasses.replace(p, ty=ir.ArrayType(p.ty.elem, plans[p.name].dims))  # type: ignore[union-attr]
+    # A flat array parameter ('float b[n * n]') is a pointer in C (C11 6.7.6.3p7): split, it is one, as a
+    # pointer parameter is, so its caller's block of memory keeps its flat layout.
+    params = tuple(dataclasses.replace(p, ty=ir.ArrayType(p.ty.elem, plans[p.name].dims), pointer=True)  # type: ignore[union-attr]
                    if p.name in plans else p for p in kernel.params)
     # One rewrite for every array: the plans' references are distinct nodes of the same body.
     split = {k: subs for plan in plans.values() for k, subs in plan.split.items()}
@@ -102,7 +104,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
 
 def refusals(kernel: ir.Kernel) -> list[Refusal]:
     """The pointer parameters of ``kernel`` whose index is not affine and that :func:`run` leaves flat."""
-    return [plan for _, plan in _plans(kernel) if isinstance(plan, Refusal)]
+    return [plan for p, plan in _plans(kernel) if isinstance(plan, Refusal) and p.pointer]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,7 @@ def _plans(kernel: ir.Kernel) -> Iterator[tuple[ir.Param, _Plan | Refusal]]:
     scalars = [q for q in kernel.params if q.name in params]
     names = _Names(params, [q.name for q in scalars], {q.name: ir.Var(q.name, q.ty) for q in scalars})  # type: ignore[arg-type]
     for p in kernel.params:
-        if p.pointer and isinstance(p.ty, ir.ArrayType) and p.ty.rank == 1:
+        if isinstance(p.ty, ir.ArrayType) and p.ty.rank == 1:  # a pointer, or a flat array ('a[n * n]')
             plan = _plan(kernel, p, names)
             if plan is not None:
                 yield p, plan

@@ -4,7 +4,8 @@
 People write many of those another way (docs/ordinary_c.md); inside a loop body this pass rewrites
 
 * a conditional accumulation ``if (c) x = x op e;`` (``op`` ``+ - *``; ``c`` not reading ``x``) as
-  ``x = x op (c ? e : 0)`` (``1`` for ``*``), and ``if (c) x = x op e1; else x = x op e2;`` as
+  ``x = x op (c ? e : 0)`` (``1`` for ``*``; ``-0.0`` for a float ``+``, so a ``-0.0`` left alone stays
+  ``-0.0``), and ``if (c) x = x op e1; else x = x op e2;`` as
   ``x = x op (c ? e1 : e2)``: the same value, the term chosen instead of the statement;
 * a maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``, and the ternary
   ``m = e > m ? e : m``; ``<`` for a minimum), ``m`` a float scalar not read by ``e``, as
@@ -118,7 +119,7 @@ class _Rewrite(ir.Transformer):
                 return None
             other = b.term
         else:
-            other = ir.const(accum.identity(a.op, a.target.ty), a.term.ty, loc=s.loc)
+            other = ir.const(_neutral(a), a.term.ty, loc=s.loc)
         return accum.apply(a, ir.select(s.cond, a.term, other, loc=s.loc))
 
     def _compare(self, s: ir.If) -> ir.Stmt | None:
@@ -145,6 +146,15 @@ class _Rewrite(ir.Transformer):
         fn = ("fmax" if op == "max" else "fmin") + ("f" if target.ty == ir.F32 else "")
         value = ir.Call(fn, (target, then), target.ty, loc=loc)  # type: ignore[arg-type]
         return ir.Assign(target, value, loc=loc)  # type: ignore[arg-type]
+
+
+def _neutral(a: accum.Accumulation) -> int | float:
+    """The term that leaves ``x`` exactly as it is in ``a``'s statement: ``x + -0.0`` (``x + 0.0`` turns a
+    ``-0.0`` into ``+0.0``, which C's untaken ``if`` would have kept), ``x - 0.0``, ``x * 1``."""
+    v = a.stmt.value
+    if a.op == "+" and a.target.ty.is_float and isinstance(v, ir.Binary) and v.op == "+":
+        return -0.0
+    return accum.identity(a.op, a.target.ty)
 
 
 def _same_shape(a: accum.Accumulation, b: accum.Accumulation) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes import constprop
+from passes import accesses, constprop
 from passes.builders import fresh_name, substitute_vars
 from transpile import ir
 
@@ -60,16 +60,17 @@ class _Substitute:
     def __init__(self, kernel: ir.Kernel) -> None:
         self.kernel = kernel
         self.used = ir.identifiers(kernel)
+        self.params = accesses.parameters(kernel)
         self.changed = False
 
-    def block(self, stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    def block(self, stmts: tuple[ir.Stmt, ...], loops: tuple[ir.For, ...] = ()) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
         for s in stmts:
             if isinstance(s, ir.For):
-                loop = dataclasses.replace(s, body=self.block(s.body))
-                out.extend(self.loop(loop, out))
+                loop = dataclasses.replace(s, body=_restep(self.block(s.body, loops + (s,))))
+                out.extend(self.loop(loop, out, loops))
             elif isinstance(s, ir.If):
-                out.append(dataclasses.replace(s, then=self.block(s.then), orelse=self.block(s.orelse)))
+                out.append(dataclasses.replace(s, then=self.block(s.then, loops), orelse=self.block(s.orelse, loops)))
             else:
                 out.append(s)
         return tuple(out)
@@ -91,7 +92,7 @@ class _Substitute:
                 return init
         return ir.Var(name, ty, loc=loc)  # type: ignore[arg-type]
 
-    def loop(self, loop: ir.For, earlier: list[ir.Stmt]) -> list[ir.Stmt]:
+    def loop(self, loop: ir.For, earlier: list[ir.Stmt], outer: tuple[ir.For, ...] = ()) -> list[ir.Stmt]:
         if abs(loop.step) != 1:
             return [loop]
         before: list[ir.Stmt] = []
@@ -109,7 +110,8 @@ class _Substitute:
                 ir.binary("-", ir.binary("-", loop.hi, ir.const(1, loop.ty, loc=loop.loc), loc=loop.loc), t,
                           loc=loop.loc)
             start = ir.binary("+", ir.Var(base, ty, loc=loop.loc),
-                              ir.binary("*", ir.cast(count, ty), total, loc=loop.loc), loc=loop.loc)
+                              ir.binary("*", ir.cast(count, ty), _unguarded(total, name, loop.body), loc=loop.loc),
+                              loc=loop.loc)
             body: list[ir.Stmt] = []
             sofar: ir.Expr = ir.const(0, ty, loc=loop.loc)
             for s in loop.body:
@@ -121,13 +123,110 @@ class _Substitute:
                 body.append(substitute_vars(s, {name: now}))
             loop = dataclasses.replace(loop, body=tuple(body))
             trip = ir.binary("-", loop.hi, loop.lo, loc=loop.loc)
-            trip = ir.select(ir.binary(">", loop.hi, loop.lo, loc=loop.loc), trip,
-                             ir.const(0, trip.ty, loc=loop.loc), loc=loop.loc)
+            if not _nonempty_range(loop, outer, self.params):  # else hi - lo >= 0 wherever the loop runs
+                trip = ir.select(ir.binary(">", loop.hi, loop.lo, loc=loop.loc), trip,
+                                 ir.const(0, trip.ty, loc=loop.loc), loc=loop.loc)
             exit_value = ir.binary("+", ir.Var(base, ty, loc=loop.loc),
                                    ir.binary("*", ir.cast(trip, ty), total, loc=loop.loc), loc=loop.loc)
             after.append(ir.Assign(ir.Var(name, ty, loc=loop.loc), ir.cast(exit_value, ty), loc=loop.loc))
             self.changed = True
         return [*before, loop, *after]
+
+
+def _nonempty_range(loop: ir.For, outer: tuple[ir.For, ...], params: frozenset[str]) -> bool:
+    """``loop.hi - loop.lo >= 0`` at every iteration of the loops ``outer`` around it (isl): then its trip
+    count is ``hi - lo``, affine, where ``max(hi - lo, 0)`` would hide a nest's counter from the test."""
+    import islpy as isl
+
+    from passes import deps
+
+    names = {lp.var: f"v{k}" for k, lp in enumerate(outer)}
+    allowed = params | set(names)
+    lo, hi = accesses.affine(loop.lo, allowed), accesses.affine(loop.hi, allowed)
+    if lo is None or hi is None or not loop.ty.is_signed:
+        return False
+    cons = deps.domain_constraints(outer, names, params)
+    if not all(accesses.affine(e, params | {lp.var for lp in outer[:k]}) is not None
+               for k, lp in enumerate(outer) for e in (lp.lo, lp.hi)):
+        return False  # a bound the constraints leave out: nothing is known
+    head = f"[{', '.join(deps.param_name(p) for p in sorted(params))}] -> {{ [{', '.join(names.values())}] : "
+    text = head + " and ".join([*cons, f"{deps.render_affine(hi, names)} < {deps.render_affine(lo, names)}"]) + " }"
+    try:
+        return bool(isl.Set(text).is_empty())
+    except isl.Error:
+        return False
+
+
+def _unguarded(total: ir.Expr, name: str, body: tuple[ir.Stmt, ...]) -> ir.Expr:
+    """``total`` with each inner loop's trip count ``hi > lo ? hi - lo : 0`` read as ``hi - lo`` where the
+    counter ``name`` is observed only inside that loop's body (directly, or through a copy ``i32 b =
+    name;`` read only there): wherever it is observed the loop runs, so ``hi > lo``, and the count is
+    the same in every iteration of this loop (a step reads nothing the loop changes), so every earlier
+    iteration added ``hi - lo`` too.  Exact there, and affine for the dependence test."""
+    sels = [n for n in ir.walk(total) if isinstance(n, ir.Select) and isinstance(n.cond, ir.Binary)
+            and n.cond.op == ">" and isinstance(n.orelse, ir.Const) and n.orelse.value == 0
+            and n.then == ir.binary("-", n.cond.lhs, n.cond.rhs, loc=n.loc)]
+    if not sels:
+        return total
+    copies = {d.name for d in body if isinstance(d, ir.Decl) and d.init == ir.Var(name, d.ty)}
+    table: dict[int, ir.Expr] = {}
+    for sel in sels:
+        assert isinstance(sel.cond, ir.Binary)
+        hi, lo = sel.cond.lhs, sel.cond.rhs
+        inside = [s for s in body if isinstance(s, ir.For) and s.lo == lo and s.hi == hi]
+        outside = [s for s in body if not any(s is t for t in inside)
+                   and not (isinstance(s, ir.Decl) and s.name in copies) and _step(s, name) is None]
+        watched = copies | {name}
+        if any(_names(s) & watched for s in outside):
+            continue
+        if any(isinstance(n, ir.Var) and n.name in watched for s in inside for e in (s.lo, s.hi) for n in ir.walk(e)):
+            continue  # a bound reading the counter observes it where the loop may not run
+        table[id(sel)] = sel.then
+    if not table:
+        return total
+    got = _Replace(table).transform(total)
+    assert isinstance(got, (ir.Const, ir.Var, ir.Index, ir.Unary, ir.Binary, ir.Select, ir.Cast, ir.Call))
+    return got
+
+
+class _Replace(ir.Transformer):
+    def __init__(self, table: dict[int, ir.Expr]) -> None:
+        self.table = table
+
+    def transform(self, node: ir.Node) -> ir.Node:
+        return self.table.get(id(node)) or super().transform(node)
+
+
+def _restep(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    """``body`` with ``k = b + c`` written ``k = k + c`` where ``b`` is a copy of ``k`` declared earlier in
+    it (``i32 b = k;``), neither written in between: an inner loop's counter substituted, its exit value
+    a step of the counter in this loop, which can then be substituted in turn."""
+    out = list(body)
+    for d_at, d in enumerate(body):
+        if not (isinstance(d, ir.Decl) and isinstance(d.init, ir.Var) and d.ty == d.init.ty and d.ty.is_int):
+            continue
+        k = d.init
+        for at in range(d_at + 1, len(body)):
+            s = body[at]
+            step = None
+            if isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.name == k.name:
+                step = _step(ir.Assign(s.target, _rebase(s.value, d.name, k), loc=s.loc), k.name)
+            if isinstance(s, ir.Assign) and step is not None and d.name not in _names(step):
+                out[at] = dataclasses.replace(s, value=ir.binary("+", k, step, loc=s.loc))
+                break
+            if ({k.name, d.name} & ir.scalars_written(s)):
+                break
+    return tuple(out) if any(a is not b for a, b in zip(out, body)) else body
+
+
+def _rebase(e: ir.Expr, base: str, k: ir.Var) -> ir.Expr:
+    """``e`` with its top-level operand ``base`` (of ``base + c``) read as ``k``."""
+    if isinstance(e, ir.Binary) and e.op in ("+", "-"):
+        if isinstance(e.lhs, ir.Var) and e.lhs.name == base:
+            return dataclasses.replace(e, lhs=k)
+        if e.op == "+" and isinstance(e.rhs, ir.Var) and e.rhs.name == base:
+            return dataclasses.replace(e, rhs=k)
+    return e
 
 
 def _candidates(loop: ir.For) -> dict[str, ir.Scalar]:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import rename_decls, substitute_vars
 from transpile import ir
 
 
@@ -105,27 +105,7 @@ class _Peel:
 
     def renamed(self, stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         """``stmts`` with every scalar they declare given a fresh name (no name is declared twice)."""
-        table: dict[str, str] = {}
-        for s in stmts:
-            for n in ir.statements(s):
-                if isinstance(n, ir.Decl):
-                    table[n.name] = fresh_name(f"{n.name}_first", self.used)
-                    self.used.add(table[n.name])
-        if not table:
-            return stmts
-        return tuple(_Rename(table).transform(s) for s in stmts)
-
-
-class _Rename(ir.Transformer):
-    def __init__(self, table: dict[str, str]) -> None:
-        self.table = table
-
-    def visit_Var(self, e: ir.Var) -> ir.Node:
-        return dataclasses.replace(e, name=self.table[e.name]) if e.name in self.table else e
-
-    def visit_Decl(self, d: ir.Decl) -> ir.Node:
-        new = self.generic_visit(d)
-        return dataclasses.replace(new, name=self.table.get(new.name, new.name))
+        return rename_decls(stmts, "_first", self.used)
 
 
 def _wraparound(loop: ir.For) -> tuple[int, ir.Var, ir.Expr] | None:

@@ -550,7 +550,11 @@ def goto_if(p: Pool) -> str:
     y = p.get((d,), avoid=(x,))
     t = _tag(p)
     thr = _lit(r, -0.5, 0.5)
-    kind = r.choice(["skip", "ifelse", "out", "continue"])
+    kind = r.choice(["skip", "ifelse", "out", "continue", "over"])
+    if kind == "over":  # a jump over a whole loop: a host-level if around it (passes/sink_guard.py)
+        p.params.add("tsteps")
+        return (f"if (tsteps > {r.choice([0, 1, 2])})\n  goto over{t};\nfor (i = 0; i < {d}; i++)\n"
+                f"  {y}[i] = {x}[i] * {_lit(r)} - {y}[i];\nover{t}:;")
     if kind == "skip":
         return (f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] < {thr})\n    goto skip{t};\n"
                 f"  {y}[i] = {x}[i] * {_lit(r)} + {y}[i];\nskip{t}:;\n}}")
@@ -571,6 +575,11 @@ def switch_case(p: Pool) -> str:
     x = p.get((d,))
     y = p.get((d,), avoid=(x,))
     sel = f"(((int)({x}[i] * 8.0)) % 3 + 3) % 3"
+    if r.random() < 0.25:  # a switch between loops, on a scalar (passes/sink_guard.py)
+        p.params.add("tsteps")
+        return (f"switch (tsteps % 3) {{\ncase 0:\n  for (i = 0; i < {d}; i++)\n    {y}[i] = {x}[i];\n  break;\n"
+                f"case 1:\n  for (i = 1; i < {d}; i++)\n    {y}[i] += {x}[i - 1];\n  break;\n"
+                f"default:\n  for (i = 0; i < {d}; i++)\n    {y}[i] *= {_lit(r)};\n}}")
     if r.random() < 0.5:
         cases = (f"  case 0:\n    {y}[i] = {x}[i];\n    break;\n  case 1:\n  case 2:\n    {y}[i] = -{x}[i];\n"
                  f"    break;\n  default:\n    {y}[i] = 0.0;\n")
@@ -612,7 +621,15 @@ def strided(p: Pool) -> str:
     x = p.get((d,))
     y = p.get((d,), avoid=(x,))
     s = r.choice([2, 3, 4])
-    kind = r.choice(["up", "down", "odd", "rec"])
+    kind = r.choice(["up", "down", "odd", "rec", "runtime", "runtime_down", "runtime_rec"])
+    if kind.startswith("runtime"):  # a step known at run time, positive (BLAS's incx)
+        p.params.add("tsteps")
+        inc = r.choice(["tsteps + 1", "(tsteps > 1 ? tsteps : 1)", "tsteps * 2 + 1"])
+        if kind == "runtime":
+            return f"for (i = {r.choice([0, 1])}; i < {d}; i += {inc})\n  {y}[i] = {x}[i] * {_lit(r)} + {y}[i];"
+        if kind == "runtime_down":
+            return f"for (i = {d} - 1; i >= 0; i -= {inc})\n  {y}[i] = {x}[i] - {y}[i];"
+        return f"for (i = 1; i < {d}; i += {inc})\n  {y}[i] = {y}[i - 1] * {_lit(r)} + {x}[i];"
     if kind == "up":
         return f"for (i = 0; i < {d}; i += {s})\n  {y}[i] = {x}[i] * {_lit(r)} + {y}[i];"
     if kind == "down":
@@ -629,7 +646,15 @@ def induction(p: Pool) -> str:
     x = p.get((d,))
     y = p.get((d,), avoid=(x,))
     t = _tag(p)
-    kind = r.choice(["up", "down", "copy", "pack"])
+    kind = r.choice(["up", "down", "copy", "pack", "nest"])
+    if kind == "nest":  # stepped in the inner loop, read across the outer one (a flat array 'L[ni * nj]')
+        di, dj = r.sample(SIZES, 2)
+        p.params.update((di, dj))
+        f = f"L{t}"
+        p.arrays[f] = (f"{di} * {dj}",)
+        src = p.get((di, dj))
+        return (f"{{\n  int c{t} = 0;\n  for (i = 0; i < {di}; i++)\n    for (j = 0; j < {dj}; j++) {{\n"
+                f"      {f}[c{t}] = {src}[i][j] * {_lit(r)} + {f}[c{t}];\n      c{t}++;\n    }}\n}}")
     if kind == "up":
         return (f"{{\n  int c{t} = 0;\n  for (i = 0; i < {d}; i++) {{\n    {y}[c{t}] = {x}[i] + {_lit(r)};\n"
                 f"    c{t}++;\n  }}\n}}")
@@ -651,7 +676,15 @@ def if_reduction(p: Pool) -> str:
     out = p.get((di,))
     ty = p.ty
     t = _tag(p)
-    kind = r.choice(["max", "min", "cond", "temp", "argmax"])
+    kind = r.choice(["max", "min", "cond", "temp", "argmax", "argmin", "argmax_last", "argmax_abs"])
+    fabs = "fabsf" if ty == "float" else "fabs"
+    if kind.startswith("arg") and kind != "argmax":  # value and index (passes/argreduce.py)
+        e = f"{fabs}({a}[i][j])" if kind == "argmax_abs" else f"{a}[i][j]"
+        op = {"argmin": "<", "argmax_last": ">=", "argmax_abs": ">"}[kind]
+        start = "1.0e30" if kind == "argmin" else "-1.0e30"
+        body = (f"{ty} m{t} = {start};\nint k{t} = -1;\nfor (j = 0; j < {dj}; j++)\n  if ({e} {op} m{t}) {{\n"
+                f"    k{t} = j;\n    m{t} = {e};\n  }}\nm{t} = m{t} * 0.5 + k{t};")
+        return f"for (i = 0; i < {di}; i++) {{\n" + textwrap.indent(f"{body}\n{out}[i] = m{t};", "  ") + "\n}"
     if kind == "max":
         body = f"{ty} m{t} = -1.0e30;\nfor (j = 0; j < {dj}; j++)\n  if ({a}[i][j] > m{t})\n    m{t} = {a}[i][j];"
     elif kind == "min":
@@ -686,7 +719,26 @@ def search_break(p: Pool) -> str:
             f"  if (f{t} >= 0)\n    {y}[f{t}] = -1.0;\n}}")
 
 
-ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break)
+def halves(p: Pool) -> str:
+    """Offsets through ``n / 2`` (disjoint halves: passes/hoist.py) and an element every iteration reads
+    that the first one writes (passes/peel.py)."""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    kind = r.choice(["half", "half_back", "peel", "peel_one", "peel_not"])
+    if kind == "half":
+        return f"for (i = 0; i < {d} / 2; i++)\n  {y}[i] = {y}[i + {d} / 2] * {_lit(r)} + {x}[i];"
+    if kind == "half_back":
+        return f"for (i = {d} / 2; i < {d}; i++)\n  {y}[i] = {y}[i - {d} / 2] - {x}[i];"
+    if kind == "peel":
+        return f"for (i = 0; i < {d}; i++)\n  {y}[i] = {y}[0] * {_lit(r)} + {x}[i];"
+    if kind == "peel_one":
+        return f"for (i = 1; i < {d}; i++)\n  {y}[i + {r.choice([-1, 0])}] = {y}[1] * {_lit(r)} + {x}[i];"
+    return f"for (i = 0; i < {d}; i++)\n  {y}[i] = {y}[{d} - 1] * {_lit(r)} + {x}[i];"  # not the first: sequential
+
+
+ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break, halves)
 
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,

@@ -74,3 +74,14 @@ def test_max_by_comparison_needs_reassociate(body: str) -> None:
 def test_leaves_other_conditionals_alone(body: str) -> None:
     k = _module(body).kernels[0]
     assert ifreduce.run(k) is k
+
+
+def test_untaken_conditional_sum_keeps_a_negative_zero() -> None:
+    # 'if (c) s += e' untaken leaves s as it is; 's += c ? e : 0.0f' would turn -0.0 into +0.0.
+    m = _module("f32 s = -0.0f;\nfor i in 0..n { if (c[i] > 2.0f) { s += a[i]; } }\nr[0] = s;\nq[0] = 0;")
+    got = ir.Module(m.funcs, (ifreduce.run(m.kernels[0]),))
+    args = {"n": 4, "a": np.ones(4, np.float32), "c": np.zeros(4, np.float32), "r": np.zeros(1, np.float32),
+            "q": np.zeros(1, np.int32)}
+    from transpile.ir import interp
+
+    assert np.signbit(interp.run(got, "k", args)["r"][0])

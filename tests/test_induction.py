@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from passes import REGISTRY, constprop, deps, induction, privatize
 from tests.interp_check import assert_same_results
@@ -71,3 +73,48 @@ def test_leaves_conditional_and_variant_counters_alone(body: str) -> None:
 def test_constprop_keeps_what_is_reassigned_or_reads_arrays() -> None:
     k = _module("i32 c = 2;\ni32 d = q[0];\nfor i in 0..n { a[i + d] = b[i + c];\nc += 1; }\nq[0] = c;").kernels[0]
     assert constprop.run(k) is k
+
+
+NEST_HEAD = "kernel k(i32 n, i32 m, inout f32 a[8 * n * m + 8 * n + 8], in f32 b[m + n + 4], inout i32 q[1]) {\n"
+
+
+def test_nest_counter_is_substituted_across_the_outer_loop() -> None:
+    # k stepped in the inner loop and read across the outer one: k = i * m + j in the body.
+    from passes import delinearize
+
+    m = text.parse("kernel k(i32 n, i32 m, out f32 a[n * m], in f32 b[n][m]) {\ni32 c = 0;\n"
+                   "for i in 0..n { for j in 0..m { a[c] = b[i][j];\nc += 1; } }\n}\n")
+    k = m.kernels[0]
+    got = delinearize.run(induction.run(k))
+    ircheck.check(ir.Module((), (got,)))
+    loops = [s for s in ir.statements(got) if isinstance(s, ir.For)]
+    assert deps.loop_ids(got)[id(loops[0])] in deps.parallel_loops(got), text.show(got)
+
+
+@st.composite
+def _nests(draw: st.DrawFn) -> str:
+    k0 = draw(st.sampled_from(("0", "1", "n")))
+    step = draw(st.integers(1, 3))
+    lo_i, lo_j = draw(st.sampled_from(("0", "1"))), draw(st.sampled_from(("0", "1", "2")))
+    hi_j = draw(st.sampled_from(("m", "m + 1", "2")))
+    pre = draw(st.sampled_from(("", "a[c] = a[c] + 1.0f;\n", "q[0] = q[0] + c;\n")))
+    post = draw(st.sampled_from(("", "c += 2;\n", "a[c] = b[i];\n")))
+    inner = draw(st.sampled_from(("a[c] = b[j];\nc += {s};", "c += {s};\na[c] = a[c] * 0.5f + b[j];")))
+    return (f"i32 c = {k0};\nfor i in {lo_i}..n {{\n{pre}for j in {lo_j}..{hi_j} {{ {inner.format(s=step)} }}\n"
+            f"{post}}}\nq[0] = q[0] + c;")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_nests())
+def test_nest_counters_substituted_and_mapped_shuffled_equal_the_original(body: str) -> None:
+    from passes import map_gpu
+
+    m = text.parse(NEST_HEAD + body + "\n}\n")
+    got = ir.Module(m.funcs, tuple(map_gpu.run(induction.run(k), atomics=False) for k in m.kernels))
+    ircheck.check(got)
+    for n, mm in ((0, 3), (1, 0), (3, 0), (2, 1), (3, 2), (4, 5)):
+        rng = np.random.default_rng(n + mm)
+        size = 8 * n * mm + 8 * n + 8
+        args = {"n": n, "m": mm, "a": rng.uniform(-1, 1, size).astype(np.float32),
+                "b": rng.uniform(-1, 1, mm + n + 4).astype(np.float32), "q": np.zeros(1, np.int32)}
+        assert_same_results(m, got, "k", args, ["a", "q"], shuffles=(None, n + 1))

@@ -14,8 +14,8 @@ must make of it (tests/ordinary_outcome.py).
   build of the C function does, at two small sizes.  That covers the front end's rewrites (goto, switch,
   pointers, breaks) and the passes; the CUDA emitter and the simulator are covered by
 * ``test_cli_verified`` (slow): the CLI with its default verification (nvcc and the CUDA simulator), on
-  three files in CI (a goto, a pointer walk, an if-reduction: about 8 s each); on every file with
-  ``TRANSPILE_ORDINARY_ALL=1`` in the environment (about 25 minutes of CPU).
+  five files in CI (a goto, a pointer walk, an if-reduction, an argmax, a run-time step: about 8 s
+  each); on every file with ``TRANSPILE_ORDINARY_ALL=1`` in the environment (about 25 minutes of CPU).
 """
 
 from __future__ import annotations
@@ -36,15 +36,6 @@ IDS = [p.stem for p in FILES]
 
 # Expectations not met yet, with the missing piece (docs/ordinary_c.md).
 GAPS: dict[str, str] = {
-    "goto_top_level_skip": "a loop under a host-level if is not launched",
-    "iv_nest_running": "a counter stepped in an inner loop, read across the outer one, is not substituted",
-    "rec_half_split": "n / 2 offsets: no disjointness proof",
-    "rec_peel_first": "no peeling of the first iteration",
-    "red_argmax": "reduction written with if/ternary/temporary not recognised",
-    "red_argmin": "reduction written with if/ternary/temporary not recognised",
-    "step_runtime_blas": "non-unit or run-time step not mapped",
-    "step_runtime_inc": "non-unit or run-time step not mapped",
-    "sw_top_level": "a loop under a host-level if is not launched",
 }
 
 
@@ -97,7 +88,7 @@ def test_results(path: Path) -> None:
                                            err_msg=f"{path.name}: {a.name} at n={n}, shuffle {shuffle}")
 
 
-CLI_SAMPLE = ("goto_if_else", "ptr_post_increment", "red_max_if")
+CLI_SAMPLE = ("goto_if_else", "ptr_post_increment", "red_max_if", "red_argmax", "step_runtime_blas")
 
 
 @pytest.mark.slow
@@ -113,3 +104,33 @@ def test_cli_verified(path: Path, tmp_path: Path) -> None:
         return
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "not fully verified" not in proc.stderr, proc.stderr[-3000:]
+
+
+RUNTIME_STEPS = [p for p in FILES if p.stem.startswith("step_runtime_") and not expectation(p).startswith("error:")]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@pytest.mark.parametrize("path", RUNTIME_STEPS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("step", [1, 2, 5, 13])
+def test_runtime_steps(path: Path, step: int) -> None:
+    """A run-time step (``i += inc``) at several values, against gcc, the parallel loops shuffled."""
+    from transpile.ir import interp
+    from transpile.verify.reference import GccReference
+    from transpile.verify.signature import kernel_sig
+    from transpile.verify.synth import Shape, copy_inputs, make_inputs, seed_for
+
+    got = outcome(path)
+    assert got.module is not None and got.lowered is not None
+    kernel = got.module.kernels[0]
+    sig = kernel_sig(kernel)
+    ref = GccReference(sig, path, function=kernel.name)
+    ints = [a.name for a in sig.args if a.role in ("size", "int")]
+    for n in (1, 7, 16):
+        x = make_inputs(sig, Shape(f"n={n}", {k: n if k == "n" else step for k in ints}), seed_for(41, n),
+                        "signed", "random")
+        assert x is not None
+        want = ref.run(x)
+        for shuffle in (None, n):
+            have = interp.run(got.lowered, kernel.name, copy_inputs(x), shuffle=shuffle)
+            for a in sig.arrays:
+                np.testing.assert_array_equal(have[a.name], want[a.name], err_msg=f"{a.name} at n={n}, step {step}")

@@ -39,20 +39,24 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     always faster).
     """
     from passes import (
+        argreduce,
         closure,
         constprop,
         delinearize,
         distribute,
         expand,
         forward,
+        hoist,
         ifreduce,
         induction,
         interchange,
         map_gpu,
         normalize,
+        peel,
         privatize,
         reduce_gpu,
         reschedule,
+        sink_guard,
         snapshot,
         wavefront,
         wraparound,
@@ -72,18 +76,32 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: constprop first: every pass after it asks the dependence test, which sees through a
     # subscript only where locals copied into it ('int k = 5; a[i + k]') have been replaced.
     module = step("constprop", module, constprop.run)
+    # NOTE: hoist after constprop (which keeps a local 'h = n / 2' as it is) and before every pass that
+    # asks the dependence test: 'n / 2' named at the entry is a parameter, so 'a[i + n / 2]' is affine.
+    module = step("hoist", module, hoist.run)
     # NOTE: induction after constprop (a counter's step may be a propagated constant) and before
     # delinearize: 'a[k]; k++' becomes a[k_base + n * i + j], which delinearize can then split.
     module = step("induction", module, induction.run)
+    # NOTE: sink-guard after induction (a counter stepped under a sunk guard would be a conditional
+    # increment, which induction leaves alone) and before every dependence-driven pass: a loop under a
+    # host-level 'if' (goto over a loop, a switch between loops) must be a loop of its own to be mapped.
+    module = step("sink-guard", module, sink_guard.run)
     module = step("delinearize", module, delinearize.run)
     # NOTE: ifreduce before privatize and every dependence-driven pass: a conditional accumulation, a
     # max by comparison or a sum through a temporary must already read as 'x = x op e' when they ask
     # which loops carry only reductions.
+    # NOTE: argreduce before ifreduce and with it before the dependence-driven passes: an argmax loop
+    # ('if (a[i] > m) { m = a[i]; k = i; }') must already be its two reductions when they ask.
+    module = step("argreduce", module, argreduce.run)
     module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
     # NOTE: wraparound before privatize: a scalar carried to the next iteration is not privatisable;
     # once the first iteration is peeled and the others read the previous iteration's value, the loop
     # writes it no more.
     module = step("wraparound", module, wraparound.run)
+    # NOTE: peel right after wraparound (both peel a first iteration; this one where it is a write the
+    # other iterations read, 'a[i] = a[0] + b[i]') and before every pass that restructures around the
+    # loops the dependence test finds parallel.
+    module = step("peel", module, peel.run)
     # NOTE: privatize first: a scalar declared once at the top and reassigned in
     # a nest (symm's temp2) carries dependences on every loop around its uses,
     # which would keep distribution and map-gpu from seeing those loops' parallelism.

@@ -12,8 +12,11 @@ value, so ``hi = a + 1`` and ``lo = b + 1`` (``b`` for ``>=``).  ``!=`` needs
 What the normalised form cannot express is rejected with a located error:
 the loop variable assigned in the body, a variable or array read by the
 bounds written in the body, a loop variable read after its loop ends (checked
-by :func:`check_dead_loop_vars` on the finished IR), non-constant steps,
-missing parts.
+by :func:`check_dead_loop_vars` on the finished IR), missing parts.
+
+A step known only at run time (``i += inc``, ``i -= inc``: a signed integer expression the body does
+not change, not reading ``i``) is not a constant of the IR: the loop runs over every ``i`` of its
+range by one, and the body runs where ``i`` is one of C's values (:func:`strided_body`).
 """
 
 from __future__ import annotations
@@ -156,6 +159,38 @@ def _fit(e: ir.Expr, ty: ir.Scalar, loc: Loc) -> ir.Expr:
     if isinstance(e, ir.Cast) and isinstance(v, int):
         return const_of(v, ty, e.loc or loc)
     return e
+
+
+def runtime_step(step: ir.Expr, name: str, cname: str, ty: ir.Scalar, loc: Loc) -> ir.Expr:
+    """The run-time step ``step`` of loop variable ``name`` (C ``cname``, type ``ty``), checked: a signed
+    integer no wider than ``ty`` (so ``i += step`` computes in ``ty``'s range), not reading ``i``."""
+    if not (step.ty.is_int and step.ty.is_signed and step.ty.bits <= ty.bits):
+        raise TranspileError(loc, f"loop step of type {step.ty} is not supported: a run-time step must be a "
+                                  f"signed integer no wider than '{cname}'")
+    if any(isinstance(n, ir.Var) and n.name == name for n in ir.walk(step)):
+        raise TranspileError(loc, f"loop step reads the loop variable '{cname}', which is not supported: "
+                                  "the step must be the same in every iteration")
+    return ir.cast(step, ty)
+
+
+def strided_body(body: tuple[ir.Stmt, ...], stride: ir.Expr, name: str, ty: ir.Scalar, lo: ir.Expr,
+                 hi: ir.Expr, sign: int, loc: Loc | None) -> tuple[ir.Stmt, ...]:
+    """The body of ``for (i = ..; ..; i += stride)`` (``sign`` 1) or ``i -= stride`` (``sign`` -1) over the
+    unit-step range ``lo..hi``: run where ``i`` is C's first value plus a multiple of ``stride``.
+
+    C visits ``lo, lo + s, ...`` (downward ``hi - 1, hi - 1 - s, ...``) while inside the range.  Every
+    one of those values is in the range, and the guard ``s > 0 && (i - lo) % s == 0`` (``hi - 1 - i``
+    downward) holds exactly there, so the same iterations run in the same order.  The trip count is a
+    run-time value; the dependence test sees the unit-step range, a superset of C's iterations, so a
+    loop it proves parallel is parallel (distinct ``i`` at any step).  ``s <= 0`` with a non-empty range
+    never ends in C (a zero step) or overflows ``i`` (a negative one): undefined behaviour (C11 6.8.5p6,
+    6.5p5); here no iteration runs then."""
+    i = ir.Var(name, ty, loc=loc)
+    offset = ir.binary("-", i, lo, loc=loc) if sign > 0 else ir.binary("-", add_const(hi, -1, loc), i, loc=loc)
+    zero = ir.const(0, ty, loc=loc)
+    on_step = ir.binary("==", ir.binary("%", ir.cast(offset, ty), stride, loc=loc), zero, loc=loc)
+    guard = ir.binary("&&", ir.binary(">", stride, zero, loc=loc), on_step, loc=loc)
+    return (ir.If(guard, body, (), loc=loc),)
 
 
 def check_bounds_invariant(lo: ir.Expr, hi: ir.Expr, body: tuple[ir.Stmt, ...],

@@ -637,21 +637,23 @@ class Lowerer(ExprLowerer):
                                       "count")
         op, bound_node = loops.split_cond(node.cond, cname, self.loc(node.cond))
         sign, step_node = loops.step_expr(node.next, cname, self.loc(node.next))
-        step = sign
-        if step_node is not None:
-            c = fold(self.expr(step_node))
-            if not isinstance(c, int):
-                raise self.err(step_node, "non-constant loop step is not supported: the step must be an "
-                                          "integer constant")
-            step = sign * c
-        if step == 0:
-            raise self.err(node.next, "loop step 0 is not supported: the loop would never end")
         name = self.fresh(cname, self.decl_names | {s.name for s in self.active})
         self.names.add(name)
         self.cnames.setdefault(name, cname)
         sym = Sym("loop", cname, name, ty)
         self.scopes.append({cname: sym})
         self.active.append(sym)
+        step = sign
+        stride = None  # a loop-invariant step known at run time only (BLAS's 'i += incx')
+        if step_node is not None:  # read in the loop's scope: 'i += i' reads the loop variable
+            step_value = self.expr(step_node)
+            c = fold(step_value)
+            if isinstance(c, int):
+                step = sign * c
+            else:
+                stride = loops.runtime_step(step_value, name, cname, ty, self.loc(step_node))
+        if step == 0:
+            raise self.err(node.next, "loop step 0 is not supported: the loop would never end")
         bound = self.expr(bound_node)
         if bound.ty.is_float:
             raise self.err(bound_node, "floating-point loop bound is not supported: bounds must be "
@@ -670,6 +672,9 @@ class Lowerer(ExprLowerer):
         self.scopes.pop()
         lo, hi = loops.normalise(op, step, ir.cast(start, ty), bound, cname, ty, self.loc(node.cond))
         loops.check_bounds_invariant(lo, hi, body, self.cnames)
+        if stride is not None:
+            loops.check_bounds_invariant(stride, stride, body, self.cnames)
+            body = loops.strided_body(body, stride, name, ty, lo, hi, step, loc)
         f = ir.For(name, ty, lo, hi, step, body, loc=loc)
         if origin is not None and origin.emitted:
             self.links[id(f)] = origin.name
