@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import shutil
@@ -200,15 +199,11 @@ def stage_b(report: Report, cu: Path) -> None:
     if exe is None:
         stage.status, stage.message = SKIP, "nvcc not found"
         return
+    from transpile.verify import symbols
+
     text = cu.read_bytes()
-    # By content: the file, the files it includes with quotes from beside it, and the compiler
-    # (so the same kernel written to another directory is not compiled again).
-    from transpile.sim.build import local_includes
-    local = local_includes(cu, text.decode(errors="replace")).encode()
-    key = hashlib.sha256(text + b"\0" + local + b"\0" + exe.encode()).hexdigest()[:20]
-    out = cache_dir("nvcc")
-    cubin, log = out / f"{cu.stem}-{key}.cubin", out / f"{cu.stem}-{key}.log"
-    if cubin.exists() and log.exists():
+    cubin, log, key = symbols.sm90_record(cu, text, exe)  # also written by stage (a)'s compile
+    if log.exists():
         ok, output = True, log.read_text()
     else:
         tmp = cubin.with_name(f"{cubin.name}.{os.getpid()}.tmp")
@@ -219,8 +214,10 @@ def stage_b(report: Report, cu: Path) -> None:
         except subprocess.TimeoutExpired:
             ok, output = False, "nvcc timed out after 600 s"
         if ok:
-            log.write_text(output)
             os.replace(tmp, cubin)
+            log_tmp = log.with_name(f"{log.name}.{os.getpid()}.tmp")
+            log_tmp.write_text(output)
+            os.replace(log_tmp, log)
         else:
             tmp.unlink(missing_ok=True)
     stage.seconds = time.perf_counter() - t0

@@ -25,6 +25,11 @@ signature failure carrying the compiler's message; an error inside the
 candidate's own text is not decided here (``None``): stage (b)'s compile
 reports it.  Results are cached by the hash of the wrapper, the candidate and
 the files it includes from beside it, and the compiler's path.
+
+The wrapper is compiled for sm_90 (``-arch=sm_90 -Xptxas -v``), the code stage (b) compiles the
+candidate to: the wrapper adds host code only, so its device code and ptxas's report are the
+candidate's, and a successful compile is stored as stage (b)'s (:func:`sm90_record`).  One nvcc
+front end and one cicc run per candidate instead of two (about 1.6 of gemm's 2.5 s here).
 """
 
 from __future__ import annotations
@@ -179,6 +184,20 @@ def check(cu: Path, sig: KernelSig) -> CompiledSignature | None:
     return result  # type: ignore[return-value]
 
 
+def sm90_record(cu: Path, text: bytes, exe: str) -> tuple[Path, Path, str]:
+    """Stage (b)'s cached sm_90 compile of ``cu`` (``text``, its bytes): ``(cubin, log, key)``, by
+    content (the file, the files it includes with quotes from beside it, and the compiler, so the
+    same kernel written to another directory is not compiled again).  The log (ptxas's report) is
+    written once the compile succeeded, by stage (b) or by :func:`check`; it marks the record."""
+    from transpile.sim.build import local_includes
+    from transpile.verify.reference import cache_dir
+
+    local = local_includes(cu, text.decode(errors="replace")).encode()
+    key = hashlib.sha256(text + b"\0" + local + b"\0" + exe.encode()).hexdigest()[:20]
+    out = cache_dir("nvcc")
+    return out / f"{cu.stem}-{key}.cubin", out / f"{cu.stem}-{key}.log", key
+
+
 def _decode(data: dict[str, object]) -> CompiledSignature | None:
     if data.get("undecided"):
         return None
@@ -197,11 +216,23 @@ def _compile(exe: str, nm: str, out: Path, stem: str, src: str, cu: Path,
     wrap.write_text(src)
     try:
         try:
-            proc = subprocess.run([exe, "-c", "-std=c++17", "-gencode", "arch=compute_90,code=compute_90",
+            proc = subprocess.run([exe, "-c", "-std=c++17", "-arch=sm_90", "-Xptxas", "-v",
                                    "-o", str(obj), str(wrap)], capture_output=True, text=True, timeout=TIMEOUT)
+            output = (proc.stdout + proc.stderr).replace(str(wrap), "<signature check>")
+            if proc.returncode != 0 and _failed(output, cu, sig) is None:
+                # Not the wrapper's assertions: maybe only the device code generation (ptxas) failed,
+                # which is stage (b)'s to report; the host side as PTX alone decides the signature.
+                proc = subprocess.run([exe, "-c", "-std=c++17", "-gencode", "arch=compute_90,code=compute_90",
+                                       "-o", str(obj), str(wrap)], capture_output=True, text=True, timeout=TIMEOUT)
+                output = (proc.stdout + proc.stderr).replace(str(wrap), "<signature check>")
+            elif proc.returncode == 0:
+                _, log, _ = sm90_record(cu, cu.read_bytes(), exe)
+                if not log.exists():  # stage (b)'s result: the same device code, compiled
+                    tmp = log.with_name(f"{log.name}.{os.getpid()}.tmp")
+                    tmp.write_text(proc.stdout + proc.stderr)
+                    os.replace(tmp, log)
         except subprocess.TimeoutExpired:
             return _TIMED_OUT
-        output = (proc.stdout + proc.stderr).replace(str(wrap), "<signature check>")
         if proc.returncode != 0:
             return _failed(output, cu, sig)
         syms = subprocess.run([nm, "--defined-only", "-P", str(obj)], capture_output=True, text=True)
