@@ -56,7 +56,7 @@ def _fired(pass_name: str, k: ir.Kernel) -> bool:
     if pass_name == "snapshot":
         return allocs == ["y_entry"]
     if pass_name == "closure":
-        return len(host) == 1 and [type(s) for s in host[0].body] == [ir.Launch, ir.Launch]
+        return len(host) == 1 and [type(s) for s in host[0].body] == [ir.Launch, ir.Launch, ir.Launch]
     return any(isinstance(s, ir.Launch) for h in host for s in h.body)
 
 
