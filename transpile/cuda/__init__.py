@@ -31,16 +31,22 @@ import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from passes import collapse, promote, tile
+from passes import promote, tile
 from passes.builders import substitute_vars
 from transpile import ir
+from transpile.cuda import chain as cuda_chain
+from transpile.cuda import cols as cuda_cols
+from transpile.cuda import forms
 from transpile.cuda import names as cuda_names
+from transpile.cuda import reduce as cuda_reduce
 from transpile.cuda import regions
+from transpile.cuda import sweep as cuda_sweep
+from transpile.cuda import tiled as cuda_tiled
+from transpile.cuda.forms import Emitted, Form, LaunchContext
 from transpile.cuda.printer import (
     BLOCK_FN,
-    BLOCK_SHAPES,
     DEFAULT_STREAM,
     EXTENT_FN,
     GLOBAL,
@@ -96,11 +102,14 @@ class _HostPrinter(StmtPrinter):
 
     def visit_Launch(self, s: ir.Launch) -> None:
         self.flush()
-        kern, step = self.emitter.launch(s, dict(self.scope))
+        e = self.emitter
+        kern, step = e.launch(s, dict(self.scope))
+        plan = e.plan.launches[len(e.launch_log)]
+        assert step["shape"] == plan.form.value, f"planned {plan.form}, printed {step['shape']}"
         self.steps.append({**step, "pad": "  " * (self.depth - 2)})
-        self.emitter.kernels.append(kern)
-        self.emitter.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
-                                                  tuple(_block_bound(str(b)) for b in step["block"])))
+        e.kernels.append(kern)
+        e.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
+                                       tuple(_block_bound(str(b)) for b in step["block"]), plan))
 
     def visit_Alloc(self, s: ir.Alloc) -> None:
         self.flush()
@@ -140,9 +149,10 @@ class _HostPrinter(StmtPrinter):
         from transpile.cuda import steps as cuda_steps
 
         e = self.emitter
-        on = e.tiling is None or e.tiling.enabled
-        one = on and cuda_oneblock.eligible(s)
-        fused = cuda_steps.plan(e, s) if on and (e.tiling is None or e.tiling.steps) else None
+        planned = e.plan.loops[e._loops_seen]  # one block, fused steps: decided before printing
+        assert planned.loop is s, f"host loop {e._loops_seen} is not the one planned: {s!r}"
+        e._loops_seen += 1
+        one, fused = planned.oneblock, planned.steps
         if one or fused:  # the loop's steps are made first, then placed (deeper) in the else branches
             self.flush()
             outer_steps, self.steps = self.steps, []
@@ -160,8 +170,8 @@ class _HostPrinter(StmtPrinter):
         self.flush()
         loop_steps, self.steps = self.steps, outer_steps
         launches = [st for st in loop_steps if st.get("kind") == "launch"]
-        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
-            if one and len(launches) == len(s.body) else None
+        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) if one else None
+        assert built is not None or not one, f"one-block loop not built: {s!r}"
         if built is None and fused is None:
             self.steps += loop_steps
             return
@@ -203,6 +213,82 @@ def _indent(step: dict[str, object]) -> dict[str, object]:
     if step.get("kind") == "host":
         return {**step, "lines": ["  " + str(x) for x in step["lines"]]}  # type: ignore[attr-defined]
     return {**step, "pad": "  " + str(step.get("pad", ""))}
+
+
+def _emit_plain(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``plain`` and ``serial`` forms: the launch body as it is, grid-stride loops over its par loops."""
+    e, namer, params, args = ctx.emitter, ctx.namer, ctx.params, ctx.args
+    launch, chain = plan.launch, plan.chain
+    printer = StmtPrinter(e.expr, namer)
+    printer.rows, printer.stream, printer.split_rows = plan.rows, plan.stream, plan.split_rows
+    if plan.promote:
+        launch = promote.run_launch(launch, namer.fresh)
+    body = printer.emit(launch.body)
+    config = e.config(plan)
+    if plan.private is not None:  # the same loop again, its updates into the block's shared bins
+        from transpile.cuda import atomics as cuda_atomics
+
+        array, shared, flag, count, ty = e._private_bins(plan.private, namer, params, args, config)
+        shared_printer = StmtPrinter(e.expr, namer)
+        shared_printer.private = {array: shared}
+        body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
+                                           e.expr.mark)
+    kernel: dict[str, object] = {"name": ctx.name, "params": params, "body": ctx.loads + body + ctx.stores,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({forms.threads(plan)})"}
+    return kernel, {"kind": "launch", "kernel": ctx.name, "args": args, "shape": plan.form.value, **config}
+
+
+def _emit_tiled(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``tiled`` and ``mma`` forms (:mod:`transpile.cuda.tiled`, :mod:`transpile.cuda.mma`), on the
+    collapsed nest where the plan found one."""
+    e, expr = ctx.emitter, ctx.emitter.expr
+    assert plan.tile is not None, plan
+    if plan.collapsed is not None:
+        ctx.namer.taken.add(plan.collapsed.var)
+        extents = {a: d[1:] if a in plan.collapsed.arrays else d for a, d in e.extents.items()}
+        expr = ExprPrinter(extents, e.rename, marks=True)
+    return _shaped(ctx, *cuda_tiled.launch(plan.tile, plan.mma, expr, ctx.namer, ctx.loads, e.config(plan)))
+
+
+def _emit_cols(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``cols`` form (:mod:`transpile.cuda.cols`)."""
+    e = ctx.emitter
+    return _shaped(ctx, *cuda_cols.launch(plan.launch, e.expr, ctx.namer, ctx.loads, ctx.stores, e.config(plan)))
+
+
+def _emit_reduction(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``block``, ``rows`` and ``rowprog`` forms (:mod:`transpile.cuda.reduce`)."""
+    e = ctx.emitter
+    return _shaped(ctx, *cuda_reduce.launch(plan.launch, plan.form.value, e.expr, ctx.namer, ctx.loads, ctx.stores,
+                                            e.config(plan), e.host_namer, e.fixed_scalars))
+
+
+def _shaped(ctx: LaunchContext, quals: str, body: list[str], config: dict[str, object]) -> Emitted:
+    """The kernel and the template launch step of a form printed as ``(qualifiers, body, config)``:
+    ``config`` may add parameters and arguments, name arrays that keep no ``__restrict__`` and carry
+    a fallback kernel (a tensor-core kernel's FMA kernel, where it is not compiled in)."""
+    e, name, params, args = ctx.emitter, ctx.name, ctx.params, ctx.args
+    more_params, more_args = config.pop("params", []), config.pop("args", [])
+    for a in config.pop("shared_arrays", []):  # type: ignore[attr-defined]  # cuda_reduce.thread0_shared
+        params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {e.ident(a)}") else p for p in params]
+    fallback = config.pop("fallback", None)
+    if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
+        fb = e.namer.fresh(f"{name}_fma")
+        e.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
+                          "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
+        config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
+    return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
+            {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
+
+
+#: One printer per launch form, one signature (:data:`transpile.cuda.forms.Emit`).
+FORMS: dict[Form, forms.Emit] = {
+    Form.SERIAL: _emit_plain, Form.PLAIN: _emit_plain,
+    Form.TILED: _emit_tiled, Form.MMA: _emit_tiled,
+    Form.BLOCK: _emit_reduction, Form.ROWS: _emit_reduction, Form.ROWPROG: _emit_reduction,
+    Form.COLS: _emit_cols,
+    Form.GRID: cuda_reduce.grid_launch, Form.SWEEP: cuda_sweep.launch, Form.CHAIN: cuda_chain.launch,
+}
 
 
 class _KernelEmitter:
@@ -271,6 +357,10 @@ class _KernelEmitter:
         self.expr = ExprPrinter(self.extents, self.rename, marks=True)
         self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed", "hook", "hook_ctx")}
         self.host_namer = namer.child()  # names local to the device function
+        # Every launch's form and every host loop's, decided before anything is printed.
+        self.plan = forms.plan_kernel(self)
+        namer.taken |= self.plan.collapsed_vars  # a collapsed nest's variable: no later name takes it
+        self._loops_seen = 0  # host loops printed so far (the index of the next one's plan)
 
     def ident(self, name: str) -> str:
         return self.rename.get(name, name)
@@ -281,13 +371,17 @@ class _KernelEmitter:
 
     # -- __global__ kernels
 
-    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]
-               ) -> tuple[dict[str, object], dict[str, object]]:
-        """The ``__global__`` function of ``launch`` and the host-side launch step.
+    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]) -> Emitted:
+        """The ``__global__`` function of ``launch`` and the host-side launch step, printed in the form
+        planned for it (:mod:`transpile.cuda.forms`): the parameters every form shares, then the form's
+        printer (:data:`FORMS`).
 
         ``host_locals``: host loop variables and host-loop locals in scope,
-        passed by value like host scalars.
+        passed by value like host scalars (the plan has them too).
         """
+        plan = self.plan.launches[len(self.launch_log)]
+        assert plan.launch is launch, f"launch {len(self.launch_log)} is not the one planned: {launch!r}"
+        assert dict(plan.host_locals) == dict(host_locals), f"planned {plan.host_locals} in scope {host_locals}"
         name = f"{self.name}_kernel{len(self.kernels)}"
         uses = ir.array_uses(launch.body)
         referenced = var_names(launch)
@@ -330,99 +424,18 @@ class _KernelEmitter:
                 for hname, _dim in self.hoisted.get(var, []):
                     params.append(f"{INDEX_TYPE} {hname}")
                     args.append(hname)
-        from transpile.cuda import reduce as cuda_reduce
-        from transpile.cuda import tiled as cuda_tiled
+        return FORMS[plan.form](plan, LaunchContext(self, name, params, args, loads, stores, namer))
 
-        shaped = None  # (qualifiers, body, launch config) from a specialised emitter
-        # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
-        # of every array they index (passes/collapse.py: doitgen's batched product).
-        # A launch with atomic updates (passes/atomics.py) is printed plainly: no tiled, reduction or
-        # promoted form knows them.
-        atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
-        planned = collapse.plan(launch, self.tiling, {**self.arrays, **self.allocs}, namer.taken) \
-            if chain and not stores and not atomic else None
-        plan, flat = planned if planned is not None else (None, None)
-        expr = self.expr
-        if flat is not None:
-            namer.taken.add(flat.var)
-            chain = par_chain(flat.launch)
-            extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
-            expr = ExprPrinter(extents, self.rename, marks=True)
-        red = cuda_reduce.shape(launch) if plan is None and not atomic else None
-        if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
-            from transpile.cuda import sweep as cuda_sweep
-
-            return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
-        if red == "chain":  # a row's reductions, then its column terms, one pass over a matrix; a fold launch
-            from transpile.cuda import chain as cuda_chain
-
-            return cuda_chain.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
-        if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
-            # a reduction outside host loops: the whole GPU, partials and a fold (one block in host loops)
-            return cuda_reduce.grid_launch(self, launch, name, params, args, loads, stores, namer)
-        if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
-            shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
-        elif red == "cols":  # column reductions as column tiles (transpile/cuda/cols.py)
-            from transpile.cuda import cols as cuda_cols
-
-            shaped = cuda_cols.launch(launch, self.expr, namer, loads, stores, self._config(chain))
-        elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
-            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
-                                        self.host_namer, self.fixed_scalars)
-        if shaped is not None:
-            quals, body, config = shaped
-            more_params, more_args = config.pop("params", []), config.pop("args", [])
-            for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
-                params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
-            fallback = config.pop("fallback", None)
-            if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
-                fb = self.namer.fresh(f"{name}_fma")
-                self.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
-                                     "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
-                config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
-            return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
-                    {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
-        printer = StmtPrinter(self.expr, namer)
-        printer.rows = self._rows(chain)
-        printer.stream = tile.launch_stream(self.tiling, chain)
-        # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
-        # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
-        # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
-        printer.split_rows = not any(loop.par == "z" for loop in chain)
-        # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
-        # not in the naive mapping (tiling off), the baseline the benchmark compares against.
-        if (self.tiling is None or self.tiling.enabled) and not atomic:  # a promoted element would not be atomic
-            launch = promote.run_launch(launch, namer.fresh)
-        body = printer.emit(launch.body)
-        threads = math.prod(self._block(len(chain))) if chain else 1
-        config = self._config(chain)
-        private = self._private_bins(launch, chain, namer, params, args, config) if atomic else None
-        if private is not None:  # the same loop again, its updates into the block's shared bins
-            from transpile.cuda import atomics as cuda_atomics
-
-            array, shared, flag, count, ty = private
-            shared_printer = StmtPrinter(self.expr, namer)
-            shared_printer.private = {array: shared}
-            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
-                                               self.expr.mark)
-        kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
-                                     "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
-        return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
-                        **config}
-
-    def _private_bins(self, launch: ir.Launch, chain: list[ir.For], namer: Namer, params: list[str],
-                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar] | None:
-        """For a launch whose one atomic array may live in shared memory (:mod:`transpile.cuda.atomics`):
-        adds the host's choice (a kernel parameter, the dynamic shared memory, a grid of at most
-        PRIVATE_BLOCKS_PER_SM blocks an SM when taken) to ``params``/``args``/``config`` and returns
-        (array, its shared copy, the flag parameter, the bin-count parameter, element type) for
-        :func:`transpile.cuda.atomics.private_kernel`; None where the launch has no such array."""
+    def _private_bins(self, name: str, namer: Namer, params: list[str],
+                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar]:
+        """For a launch whose atomic array ``name`` lives in shared memory when it fits
+        (:mod:`transpile.cuda.atomics`, planned: ``LaunchPlan.private``): adds the host's choice (a
+        kernel parameter, the dynamic shared memory, a grid of at most PRIVATE_BLOCKS_PER_SM blocks an
+        SM when taken) to ``params``/``args``/``config`` and returns (array, its shared copy, the flag
+        parameter, the bin-count parameter, element type) for :func:`transpile.cuda.atomics.private_kernel`."""
         from transpile.cuda import atomics as cuda_atomics
 
         arrays = {**self.arrays, **self.allocs}
-        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, self.fixed_scalars)
-        if name is None:
-            return None
         ty = arrays[name].elem
         (extent,) = arrays[name].dims
         flag, shared, count_param = namer.fresh("private_bins"), namer.fresh(f"{name}_bins"), namer.fresh(f"{name}_count")
@@ -443,34 +456,27 @@ class _KernelEmitter:
         args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
         return name, shared, flag, count_param, ty
 
-    def _rows(self, chain: list[ir.For]) -> int:
-        """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""
-        return tile.launch_rows(self.tiling, chain)
-
-    def _block(self, dims: int) -> tuple[int, int, int]:
-        """Threads per block of a plain launch with ``dims`` par loops."""
-        return self.tiling.blocks[dims - 1] if self.tiling is not None else BLOCK_SHAPES[dims]
-
     def trip_count(self, loop: ir.For) -> str:
         """``hi - lo`` of a step-1 loop, as host C text (``hi`` alone when ``lo`` is 0)."""
         if is_zero(loop.lo):
             return self.expr(loop.hi)
         return f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
 
-    def _config(self, chain: list[ir.For]) -> dict[str, object]:
-        """Trip counts, guard and grid/block sizes of a launch (host side)."""
+    def config(self, plan: forms.LaunchPlan) -> dict[str, object]:
+        """Trip counts, guard and grid/block sizes of the plain launch of ``plan.chain`` (host side),
+        with the planned block shape and the rows and planes a thread takes."""
+        chain = plan.chain
         if not chain:
             return {"trips": [], "guard": None, "grid": ["1u"], "block": ["1u"]}
         dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
         assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
-        shape = self._block(len(chain))
+        shape = plan.block
         trips, grid, counts = [], ["1u", "1u", "1u"], []
         for n, loop in enumerate(chain):
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
             t = self._trips(loop, chain[:n], trips)
             counts.append(t)
-            per = shape[a] * (self._rows(chain) if loop.par == "y" else
-                              tile.launch_stream(self.tiling, chain) if loop.par == "z" else 1)
+            per = shape[a] * (plan.rows if loop.par == "y" else plan.stream if loop.par == "z" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
         block = [f"{b}u" for b in shape]
         if len(chain) == 1 and shape[0] % 64 == 0:
@@ -628,13 +634,16 @@ class LaunchInfo:
     (one thread), ``block``/``rows``/``cols`` (parallel reductions,
     :mod:`transpile.cuda.reduce`), ``sweep`` (row and column reductions in one pass and a fold
     launch, :mod:`transpile.cuda.sweep`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
-    tensor cores).  ``launch`` is the IR node, ``block`` the threads per block (x, y, z).
+    tensor cores): the values of :class:`transpile.cuda.forms.Form`.  ``launch`` is the IR node,
+    ``block`` the threads per block (x, y, z), ``plan`` the form and its parameters as decided before
+    printing (:class:`transpile.cuda.forms.LaunchPlan`; the cost model reads it).
     """
 
     kernel: str
     shape: str
     launch: ir.Launch
     block: tuple[int, ...]
+    plan: forms.LaunchPlan | None = field(default=None, compare=False, repr=False)
 
 
 def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:

@@ -68,7 +68,7 @@ from transpile.ir import accum
 if TYPE_CHECKING:
     from passes.reduce_gpu import Chain
     from passes.tile import Options
-    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 FOLD_THREADS = 256
 MIN_BAND = 8
@@ -128,18 +128,16 @@ def _static_bytes(chain: Chain, threads: int) -> int:
                for st in chain.rows.body)
 
 
-def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
-           loads: list[str], stores: list[str], namer: Namer,
-           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
-    """The chain kernel of ``lp`` and the host step (scratch, the launches); the column and fold
-    kernels are registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
-    from passes.reduce_gpu import chain_shape
-
+def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The chain kernel of ``plan.launch`` and the host step (scratch, the launches); the column and fold
+    kernels are registered with the emitter (:data:`transpile.cuda.forms.Emit`)."""
+    emitter, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads = ctx.params, ctx.args, ctx.loads
     (outer,) = lp.body
     assert isinstance(outer, ir.For), lp
-    ch = chain_shape(outer)
+    ch = plan.nest
     assert ch is not None and outer.reduce and ch.rows.reduce, f"not a chain launch: {outer!r}"
-    assert not stores and not host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
+    assert not ctx.stores and not plan.host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
     expr, hn = emitter.expr, emitter.host_namer
     parts = []  # (Y accumulation, op, scratch pointer name)
     for st, op in zip(ch.cols.body, outer.reduce):
@@ -161,7 +159,8 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['bands']}"]
     ptrs = [p for _a, _o, p in parts]
 
-    threads = threads_of(emitter.tiling)
+    threads = plan.shape
+    assert isinstance(threads, int), plan
     body = _ChainPrinter(expr, namer, dev, threads)
     body.chain(ch, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": body.shared + loads + body.lines,

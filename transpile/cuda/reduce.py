@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from transpile import ir
 from transpile.cuda import regions
@@ -60,6 +61,9 @@ from transpile.cuda.printer import (
     literal,
 )
 from transpile.ir import accum
+
+if TYPE_CHECKING:
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 #: Threads per block of a reduction launch by shape (powers of two: the tree halves them).
 THREADS = {"block": 256, "rows": 256, "rowprog": 256}
@@ -273,8 +277,7 @@ def grid_ready(lp: ir.Launch) -> bool:
     return not (reads & written)
 
 
-def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], args: list[str], loads: list[str],
-                stores: list[str], namer: Namer) -> tuple[dict[str, object], dict[str, object]]:
+def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     """A top-level ``block`` launch over the whole GPU: the partials kernel ``name`` (blocks of 256
     threads, block ``b`` taking iterations ``b * 256 + t`` with stride ``blocks * 256``, each block's
     tree folded by thread 0 into ``part[b]``) and a fold kernel of one thread (thread 0's statements
@@ -282,7 +285,8 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     number of blocks depends on the trip count alone (one per ``GRID_CHUNK`` iterations, at most
     ``GRID_MAX_BLOCKS``), so results do not depend on the device.  One block of 256 threads, the
     form inside host loops, streams a large reduction through one SM."""
-    e = emitter  # a transpile.cuda._KernelEmitter
+    e, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads, stores = ctx.params, ctx.args, ctx.loads, ctx.stores
     (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
     at = lp.body.index(loop)
     threads = THREADS["block"]

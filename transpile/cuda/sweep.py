@@ -85,7 +85,7 @@ from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, br
 from transpile.ir import accum
 
 if TYPE_CHECKING:
-    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 LANES = WARP
 """Threads along the columns of a block (one warp)."""
@@ -154,18 +154,16 @@ def grid(rows: int, cols: int, sms: int = 132, shape: Shape = Shape()) -> tuple[
     return tiles, (rows + band - 1) // band, band
 
 
-def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
-           loads: list[str], stores: list[str], namer: Namer,
-           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
-    """The sweep kernel of ``lp`` and the host step (scratch, both launches); the fold kernel
-    is registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
-    from passes.reduce_gpu import sweep_shape
-
+def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The sweep kernel of ``plan.launch`` and the host step (scratch, both launches); the fold kernel
+    is registered with the emitter (:data:`transpile.cuda.forms.Emit`)."""
+    emitter, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads = ctx.params, ctx.args, ctx.loads
     (outer,) = lp.body
     assert isinstance(outer, ir.For), lp
-    sw = sweep_shape(outer)
+    sw = plan.nest
     assert sw is not None and outer.reduce, f"not a sweep launch: {outer!r}"
-    assert not stores and not host_locals, f"sweep launch writes device scalars or sits in a host loop: {lp!r}"
+    assert not ctx.stores and not plan.host_locals, f"sweep launch writes device scalars or sits in a host loop: {lp!r}"
     expr, hn = emitter.expr, emitter.host_namer
     parts = []  # (accumulation, op, along, scratch pointer name), in program order
     ops = iter(outer.reduce)  # one per accumulation (maps have none)
@@ -190,7 +188,8 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
     ptrs = [p for _a, _o, _w, p in parts]
 
-    shape = shape_for(emitter.tiling, sw)
+    shape = plan.shape
+    assert isinstance(shape, Shape), plan
     sweep = _SweepPrinter(expr, namer, dev, shape)
     sweep.sweep(sw, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": sweep.shared + loads + sweep.lines,
