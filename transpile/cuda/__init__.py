@@ -65,12 +65,15 @@ from transpile.cuda.printer import (
     Namer,
     StmtPrinter,
     assigned,
+    break_on_error,
     check_mapped,
+    checked_launch,
     ctype,
     environment,
     host_launches,
     host_loops,
     is_zero,
+    launch_call,
     par_chain,
     return_ctype,
     var_names,
@@ -179,16 +182,11 @@ class _HostPrinter(StmtPrinter):
         if built is not None:
             kernel, args, setup, ok = built
             e.kernels.append(kernel)
-            launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
-                      f"({', '.join(args)});")
+            launch = launch_call(str(kernel["name"]), "1u", f"{kernel['threads']}u", "0", e.names["stream"], args)
             self.lines += setup
             # NOTE: the emitted comment keeps the module's path before issue 42's move (output byte-identical)
             self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
-            self.line(f"  {e.expr.mark('launch', launch)}")
-            self.line(f"  {err} = cudaGetLastError();")
-            self.line(f"  if ({err} != cudaSuccess) {{")
-            self.line("    break;")
-            self.line("  }")
+            self.lines += checked_launch(launch, err, "  " * (self.depth + 1))
             self.line("} else {")
             depth += 1
         if fused is not None:
@@ -213,6 +211,36 @@ def _indent(step: dict[str, object]) -> dict[str, object]:
     if step.get("kind") == "host":
         return {**step, "lines": ["  " + str(x) for x in step["lines"]]}  # type: ignore[attr-defined]
     return {**step, "pad": "  " + str(step.get("pad", ""))}
+
+
+def _launch_lines(step: dict[str, object], err: str, stream: str) -> list[str]:
+    """The host lines of a template launch step (``kind: launch``) at its final indentation: its trip
+    counts, its guard, the launch with its error check, or, for a tensor-core kernel (``alt``), the
+    launch of the kernel the device runs (``transpile_mma_ok``) and one check after both."""
+    pad = str(step["pad"]) + "    "
+    guard = step["guard"]
+    lines = [pad + regions.mark("launch", f"const long long {t['name']} = {t['expr']};")
+             for t in step["trips"]]  # type: ignore[attr-defined]
+    if guard:
+        lines.append(f"{pad}if ({regions.mark('guard', str(guard))}) {{")
+        pad += "  "
+    call = launch_call(str(step["kernel"]), ", ".join(step["grid"]), ", ".join(step["block"]),  # type: ignore[call-overload]
+                       str(step.get("smem", "0")), stream, step["args"])  # type: ignore[arg-type]
+    if "alt" in step:
+        alt: dict[str, object] = step["alt"]  # type: ignore[assignment]
+        ok = regions.mark("guard", f"transpile_mma_ok((const void *){step['kernel']}, {step['arch']})")
+        lines.append(f"{pad}if ({ok}) {{")
+        lines += checked_launch(call, err, pad + "  ", check=False)
+        lines.append(f"{pad}}} else {{")
+        lines += checked_launch(launch_call(str(alt["kernel"]), ", ".join(alt["grid"]), ", ".join(alt["block"]),  # type: ignore[call-overload]
+                                            "0", stream, step["args"]), err, pad + "  ", check=False)  # type: ignore[arg-type]
+        lines.append(f"{pad}}}")
+        lines += break_on_error(err, pad)
+    else:
+        lines += checked_launch(call, err, pad)
+    if guard:
+        lines.append(f"{pad[:-2]}}}")
+    return lines
 
 
 def _emit_plain(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
@@ -528,6 +556,9 @@ class _KernelEmitter:
             host.emit([s])
             host.flush()
         steps = host.steps
+        for st in steps:  # every launch at its final indentation (one-block and fused loops move them)
+            if st["kind"] == "launch":
+                st["lines"] = _launch_lines(st, self.names["err"], self.names["stream"])
 
         from transpile.cuda import (
             dropin as dropin_host,  # the drop-in's transfers and host path (dropin.cu.j2)

@@ -59,10 +59,13 @@ from transpile.cuda.printer import (
     THREAD_IDX,
     ExprPrinter,
     Namer,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
-from transpile.cuda.reduce import WARP, _ReducePrinter, break_on_error
+from transpile.cuda.reduce import WARP, _ReducePrinter
 from transpile.ir import accum
 
 if TYPE_CHECKING:
@@ -244,25 +247,18 @@ def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){nparts} * "
                                         f"(size_t)({c_n} > 0 ? {c_n} : 1) * sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    launch_chain = (f"{name}<<<dim3((unsigned int){bands}, 1u, 1u), dim3({threads}u, 1u, 1u), "
-                    f"{flag} ? {smem} : 0, {stream}>>>"
-                    f"({', '.join(args + ptrs + [r_n, c_n, band, flag])});")
-    launch_cols = (f"{cols_name}<<<dim3((unsigned int){tiles}, (unsigned int){nparts}, 1u), dim3({COL_THREADS}u, 1u, 1u), "
-                   f"0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band2])});")
-    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
-                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [c_n, nparts])});")
-    lines.append(p6 + m("launch", launch_chain))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += check(p6)
+    launch_chain = launch_call(name, f"(unsigned int){bands}, 1u, 1u", f"{threads}u, 1u, 1u", f"{flag} ? {smem} : 0",
+                               stream, args + ptrs + [r_n, c_n, band, flag])
+    launch_cols = launch_call(cols_name, f"(unsigned int){tiles}, (unsigned int){nparts}, 1u", f"{COL_THREADS}u, 1u, 1u",
+                              "0", stream, args + ptrs + [r_n, c_n, band2])
+    launch_fold = launch_call(fold_name, f"{GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u",
+                              f"{FOLD_THREADS}u, 1u, 1u", "0", stream, args + ptrs + [c_n, nparts])
+    lines += checked_launch(launch_chain, err, p6)
     lines.append(f"{p6}if ({m('guard', f'{c_n} > 0')}) {{")
     lines.append(f"{p8}if ({m('guard', '!' + flag)}) {{")
-    lines.append(p8 + "  " + m("launch", launch_cols))
-    lines.append(f"{p8}  {err} = cudaGetLastError();")
-    lines += check(p8 + "  ")
+    lines += checked_launch(launch_cols, err, p8 + "  ")
     lines.append(f"{p8}}}")
-    lines.append(p8 + m("launch", launch_fold))
-    lines.append(f"{p8}{err} = cudaGetLastError();")
-    lines += check(p8)
+    lines += checked_launch(launch_fold, err, p8)
     lines.append(f"{p6}}}")
     lines.append(p4 + "}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "chain",

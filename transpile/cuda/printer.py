@@ -692,6 +692,31 @@ def _compound_rhs(s: ir.Assign) -> tuple[str, ir.Expr] | None:
 # Kernels
 
 
+# ---------------------------------------------------------------------------
+# Host launches
+
+LAST_ERROR = "cudaGetLastError()"
+SUCCESS = "cudaSuccess"
+
+
+def launch_call(kernel: str, grid: str, block: str, smem: str, stream: str, args: Sequence[str]) -> str:
+    """The launch statement ``kernel<<<dim3(grid), dim3(block), smem, stream>>>(args);``."""
+    return f"{kernel}<<<dim3({grid}), dim3({block}), {smem}, {stream}>>>({', '.join(args)});"
+
+
+def break_on_error(err: str, pad: str) -> list[str]:
+    """Host lines: leave the launch block (``break``) when ``err`` is not ``cudaSuccess``."""
+    return [f"{pad}if ({err} != {SUCCESS}) {{", f"{pad}  break;", f"{pad}}}"]
+
+
+def checked_launch(call: str, err: str, pad: str, *, check: bool = True) -> list[str]:
+    """Host lines of one launch (:func:`launch_call`, marked as a ``launch`` region), its error taken
+    into ``err``, and, unless ``check`` is off (the caller checks once after several), the ``break``
+    that leaves the launch block on an error.  Every launch of the emitted code is written here."""
+    lines = [pad + regions.mark("launch", call), f"{pad}{err} = {LAST_ERROR};"]
+    return lines + break_on_error(err, pad) if check else lines
+
+
 def var_names(node: ir.Node) -> set[str]:
     return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
 

@@ -57,7 +57,10 @@ from transpile.cuda.printer import (
     ExprPrinter,
     Namer,
     StmtPrinter,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
 from transpile.ir import accum
@@ -336,23 +339,13 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
                                         f"sizeof({ctype(a.target.ty)}), {stream});"))
         lines += break_on_error(err, p6)
     ptrs = [ptr for _a, ptr in parts]
-    lines.append(p6 + m("launch", f"{name}<<<dim3((unsigned int){g}, 1u, 1u), dim3({threads}u, 1u, 1u), 0, "
-                                  f"{stream}>>>({', '.join(args + ptrs)});"))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += break_on_error(err, p6)
-    lines.append(p6 + m("launch", f"{fold_name}<<<dim3(1u, 1u, 1u), dim3(1u, 1u, 1u), 0, {stream}>>>"
-                                  f"({', '.join(args + ptrs + [g])});"))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += break_on_error(err, p6)
+    lines += checked_launch(launch_call(name, f"(unsigned int){g}, 1u, 1u", f"{threads}u, 1u, 1u", "0", stream,
+                                        args + ptrs), err, p6)
+    lines += checked_launch(launch_call(fold_name, "1u, 1u, 1u", "1u, 1u, 1u", "0", stream, args + ptrs + [g]), err, p6)
     lines.append(f"{p4}}}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "grid",
                                "block": [f"{threads}u", "1u", "1u"], "kernel": name, "args": args}
     return kernel, step
-
-
-def break_on_error(err: str, pad: str) -> list[str]:
-    """Host lines: leave the launch block (``break``) when ``err`` is not ``cudaSuccess``."""
-    return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
 
 
 def _accumulations(loop: ir.For) -> list[accum.Accumulation]:

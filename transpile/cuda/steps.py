@@ -529,7 +529,7 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
     """``(setup, loop_lines, ok)`` of :func:`build`: the scratch, then the host loop launching kernel ``name``
     with ``args`` (``cur``/``nxt``: the host's input and output buffer of each written array, swapped after
     each kernel; ``reads_var``: the kernel takes the loop's variable)."""
-    from transpile.cuda.printer import GRID_CAPS, INDEX_TYPE, ctype
+    from transpile.cuda.printer import GRID_CAPS, INDEX_TYPE, checked_launch, ctype, launch_call
 
     arrays = {**emitter.arrays, **emitter.allocs}
     expr = emitter.expr
@@ -605,13 +605,8 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
                         f"({hd[a]} + {tile[a] - 1}) / {tile[a]} : {cap}LL)")
         else:
             grid.append("1u")
-    launch = (f"{name}<<<dim3({', '.join(grid)}), dim3({block[0]}u, {block[1]}u, {block[2]}u), 0, {stream}>>>"
-              f"({', '.join(args)});")
-    lines.append(f"{q}  {m('launch', launch)}")
-    lines.append(f"{q}  {err} = cudaGetLastError();")
-    lines.append(f"{q}  if ({err} != cudaSuccess) {{")
-    lines.append(f"{q}    break;")
-    lines.append(f"{q}  }}")
+    lines += checked_launch(launch_call(name, ", ".join(grid), f"{block[0]}u, {block[1]}u, {block[2]}u", "0", stream, args),
+                            err, q + "  ")
     for n in p.written:
         t = ctype(arrays[n].elem)
         tmp = hn.fresh("swap")

@@ -78,10 +78,13 @@ from transpile.cuda.printer import (
     THREAD_IDX,
     ExprPrinter,
     Namer,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
-from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
+from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
 from transpile.ir import accum
 
 if TYPE_CHECKING:
@@ -225,15 +228,13 @@ def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, {count} * "
                                         f"sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    launch_sweep = (f"{name}<<<dim3((unsigned int){tiles}, (unsigned int){bands}, 1u), "
-                    f"dim3({LANES}u, {shape.warps}u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band])});")
     most = f"{r_n} > {c_n} ? {r_n} : {c_n}"
-    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
-                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, tiles, bands])});")
-    for text in (launch_sweep, launch_fold):
-        lines.append(p6 + m("launch", text))
-        lines.append(f"{p6}{err} = cudaGetLastError();")
-        lines += check(p6)
+    lines += checked_launch(launch_call(name, f"(unsigned int){tiles}, (unsigned int){bands}, 1u",
+                                        f"{LANES}u, {shape.warps}u, 1u", "0", stream, args + ptrs + [r_n, c_n, band]),
+                            err, p6)
+    lines += checked_launch(launch_call(fold_name, f"{GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u",
+                                        f"{FOLD_THREADS}u, 1u, 1u", "0", stream, args + ptrs + [r_n, c_n, tiles, bands]),
+                            err, p6)
     lines.append(p4 + "}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "sweep",
                                "block": [f"{LANES}u", f"{shape.warps}u", "1u"], "kernel": name, "args": args}
