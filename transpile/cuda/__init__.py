@@ -28,20 +28,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from passes import promote, tile
-from passes.builders import substitute_vars
 from transpile import ir
 from transpile.cuda import chain as cuda_chain
 from transpile.cuda import cols as cuda_cols
-from transpile.cuda import forms
+from transpile.cuda import forms, regions
 from transpile.cuda import names as cuda_names
 from transpile.cuda import reduce as cuda_reduce
-from transpile.cuda import regions
 from transpile.cuda import sweep as cuda_sweep
 from transpile.cuda import tiled as cuda_tiled
 from transpile.cuda.forms import Emitted, Form, LaunchContext
@@ -58,11 +55,12 @@ from transpile.cuda.printer import (
     MAYBE_UNUSED,
     PREC,
     RESERVED,
-    RESTRICT,
     STREAM_TYPE,
     TEMPLATE,
     ExprPrinter,
+    KernelParam,
     Namer,
+    ScalarLoad,
     StmtPrinter,
     assigned,
     break_on_error,
@@ -246,7 +244,7 @@ def _launch_lines(step: dict[str, object], err: str, stream: str) -> list[str]:
 def _emit_plain(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
     """The ``plain`` and ``serial`` forms: the launch body as it is, grid-stride loops over its par loops."""
     e, namer, params, args = ctx.emitter, ctx.namer, ctx.params, ctx.args
-    launch, chain = plan.launch, plan.chain
+    launch = plan.launch
     printer = StmtPrinter(e.expr, namer)
     printer.rows, printer.stream, printer.split_rows = plan.rows, plan.stream, plan.split_rows
     if plan.promote:
@@ -293,12 +291,9 @@ def _emit_reduction(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
 
 def _shaped(ctx: LaunchContext, quals: str, body: list[str], config: dict[str, object]) -> Emitted:
     """The kernel and the template launch step of a form printed as ``(qualifiers, body, config)``:
-    ``config`` may add parameters and arguments, name arrays that keep no ``__restrict__`` and carry
-    a fallback kernel (a tensor-core kernel's FMA kernel, where it is not compiled in)."""
+    ``config`` may add parameters and arguments and carry a fallback kernel (a tensor-core kernel's FMA kernel, where it is not compiled in)."""
     e, name, params, args = ctx.emitter, ctx.name, ctx.params, ctx.args
     more_params, more_args = config.pop("params", []), config.pop("args", [])
-    for a in config.pop("shared_arrays", []):  # type: ignore[attr-defined]  # cuda_reduce.thread0_shared
-        params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {e.ident(a)}") else p for p in params]
     fallback = config.pop("fallback", None)
     if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
         fb = e.namer.fresh(f"{name}_fma")
@@ -418,7 +413,7 @@ class _KernelEmitter:
         written = assigned(launch)
         chain = par_chain(launch)
         namer = self.namer.child()
-        params: list[str] = []
+        params: list[KernelParam] = []
         args: list[str] = []
         # C parameter order, then local arrays and host locals in declaration order (of the
         # parameters, only those the launch names: a generated function may have thousands).
@@ -429,30 +424,33 @@ class _KernelEmitter:
         candidates += [*self.allocs.items(), *self.host_decls.items(), *host_locals.items()]
         for var, ty in candidates:
             if isinstance(ty, ir.ArrayType) and var in uses:
-                const = "" if uses[var][1] else "const "
-                params.append(f"{const}{ctype(ty.elem)} *{RESTRICT} {self.ident(var)}")
+                # No __restrict__ on an array thread 0 writes and the row's other threads read
+                # (planned: LaunchPlan.unrestricted, cuda_reduce.thread0_shared).
+                params.append(KernelParam(ctype(ty.elem), self.ident(var), pointer=True, const=not uses[var][1],
+                                          restrict=var not in plan.unrestricted))
                 args.append(self.ident(var))
             elif isinstance(ty, ir.Scalar) and var in referenced and var not in self.device_scalars:
-                params.append(f"{ctype(ty)} {self.ident(var)}")
+                params.append(KernelParam(ctype(ty), self.ident(var)))
                 args.append(self.ident(var))
-        loads: list[str] = []
+        loads: list[ScalarLoad] = []
         stores: list[str] = []
         for var in self.device_scalars:
             if var not in referenced:
                 continue
             assert not (chain and var in written), f"parallel launch writes device scalar {var}: {launch!r}"
             st, ptr = ctype(self.scalars[var]), namer.fresh(f"{var}_ptr")
-            params.append(f"{st} *{RESTRICT} {ptr}")
+            params.append(KernelParam(st, ptr, pointer=True, restrict=True))
             args.append(f"&{self.names['scal']}->{self.ident(var)}")
-            loads.append(f"  {'' if var in written else 'const '}{st} {self.ident(var)} = *{ptr};")
+            loads.append(ScalarLoad(st, self.ident(var), ptr, var in written))
             if var in written:
                 stores.append(f"  *{ptr} = {self.ident(var)};")
         for var, _ty in candidates:
             if var in uses:
                 for hname, _dim in self.hoisted.get(var, []):
-                    params.append(f"{INDEX_TYPE} {hname}")
+                    params.append(KernelParam(INDEX_TYPE, hname))
                     args.append(hname)
-        return FORMS[plan.form](plan, LaunchContext(self, name, params, args, loads, stores, namer))
+        return FORMS[plan.form](plan, LaunchContext(self, name, params, args, [x.line() for x in loads], stores, namer,
+                                                    loads))
 
     def _private_bins(self, name: str, namer: Namer, params: list[str],
                       args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar]:
@@ -536,7 +534,7 @@ class _KernelEmitter:
             at = {o.var: ir.cast(e, o.ty) for o, e in zip(corners, ends)}
             name = self.host_namer.fresh(f"{loop.var}_n")
             trips.append({"name": name, "expr": self.trip_count(dataclasses.replace(
-                loop, lo=substitute_vars(loop.lo, at), hi=substitute_vars(loop.hi, at)))})
+                loop, lo=ir.substitute(loop.lo, at), hi=ir.substitute(loop.hi, at)))})
             names.append(name)
         acc = names[0]
         for name in names[1:]:

@@ -38,7 +38,7 @@ from transpile.cuda.printer import BLOCK_SHAPES, assigned, is_host_loop, par_cha
 
 if TYPE_CHECKING:
     from transpile.cuda import _KernelEmitter
-    from transpile.cuda.printer import Namer
+    from transpile.cuda.printer import KernelParam, Namer, ScalarLoad
 
 
 class Form(enum.Enum):
@@ -78,7 +78,8 @@ class LaunchPlan:
     (iterations of the y and z loops a thread takes, :func:`passes.tile.launch_rows`); ``plain``
     and ``serial`` only: ``split_rows`` (an unguarded copy of a row group), ``promote`` (registers
     for re-read elements, :func:`passes.promote.run_launch`), ``private`` (the atomic array kept in
-    shared bins, :mod:`transpile.cuda.atomics`).
+    shared bins, :mod:`transpile.cuda.atomics`); ``rows`` and ``rowprog``: ``unrestricted``, the arrays
+    whose pointers carry no ``__restrict__`` (:func:`transpile.cuda.reduce.thread0_shared`).
     """
 
     launch: ir.Launch
@@ -96,6 +97,7 @@ class LaunchPlan:
     split_rows: bool = True
     promote: bool = False
     private: str | None = None
+    unrestricted: frozenset[str] = frozenset()
 
     @property
     def chain(self) -> list[ir.For]:
@@ -132,15 +134,16 @@ class LaunchContext:
     """What printing one launch starts from, the same for every form: the emitter (kernel-wide state:
     names, extents, the kernels and scratch gathered so far), the ``__global__`` function's name, the
     parameters and host arguments every form passes (arrays, scalars, device-scalar pointers, hoisted
-    extents), the device-scalar loads and stores, and the launch's namer."""
+    extents), the device-scalar loads (lines, and the records they print) and stores, and the launch's namer."""
 
     emitter: _KernelEmitter
     name: str
-    params: list[str]
+    params: list[KernelParam]
     args: list[str]
     loads: list[str]
     stores: list[str]
     namer: Namer
+    scalar_loads: list[ScalarLoad]  # ``loads`` as structure (a kernel that only reads prints them read-only)
 
 
 Emitted = tuple[dict[str, object], dict[str, object]]
@@ -225,6 +228,9 @@ def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[t
         fit = cuda_mma.fit(plan)
         return _plain_config(emitter, _replace(base, form=Form.MMA if fit is not None else Form.TILED,
                                                tile=plan, collapsed=flat, mma=fit))
+    if red in ("rows", "rowprog"):  # thread 0 writes what the row's other threads read: no __restrict__ there
+        shared = frozenset(cuda_reduce.thread0_shared(cuda_reduce.row_space(launch)[1]))
+        return _plain_config(emitter, _replace(base, form=Form(red), unrestricted=shared))
     if red is not None:
         return _plain_config(emitter, _replace(base, form=Form(red)))
     p = _plain_config(emitter, _replace(base, form=Form.PLAIN if chain else Form.SERIAL))

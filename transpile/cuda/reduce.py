@@ -208,7 +208,6 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
             rows = host_namer.fresh("rows")
             trips = [*trips, {"name": rows, "expr": " * ".join(t["name"] for t in trips)}]
             config["trips"] = trips
-        config["shared_arrays"] = sorted(thread0_shared(loop))
         if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
             assert host_namer is not None
             env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
@@ -302,8 +301,7 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
         e.host_namer.taken.add(ptr)  # type: ignore[attr-defined]
         parts.append((a, ptr))
     # The partials kernel: no statement of thread 0, no scalar stored; the scalars it loads are read only.
-    ro_loads = [line.replace(line.strip(), "[[maybe_unused]] const " + line.strip().removeprefix("const "), 1)
-                for line in loads]
+    ro_loads = [x.line(read_only=True) for x in ctx.scalar_loads]
     printer = _ReducePrinter(e.expr, namer, threads)  # type: ignore[attr-defined]
     printer._reduce(loop, [ptr for _a, ptr in parts])
     kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts]
@@ -382,7 +380,6 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     ``m`` is parallel), and the order of ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
     nowhere else in ``m`` is forwarded: its value is kept in a local (named by ``fresh``) and the
     terms read the local instead of memory."""
-    from passes.builders import substitute_vars
     from passes.tile import substitute
 
     if m.par != "lane" or not r.reduce or r.par is not None or (m.lo, m.hi, m.ty) != (r.lo, r.hi, r.ty):
@@ -398,7 +395,7 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     if any(not isinstance(a.target, ir.Var) or a.target.name in ir.identifiers(m) for a in accs):
         return None
     rename = {r.var: ir.Var(m.var, m.ty)}
-    terms = [substitute_vars(a.term, rename) for a in accs]
+    terms = [ir.substitute(a.term, rename) for a in accs]
     targets = {w.target for w in writes}
     for t in terms:
         if any(isinstance(n, ir.Index) and n.array in written and n not in targets for n in ir.walk(t)):

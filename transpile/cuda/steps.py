@@ -177,7 +177,6 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
           written: tuple[str, ...], rank: int, steps: int) -> Plan | None:
     """The plan of :func:`plan` at ``steps`` time steps a kernel, or None (offsets, traffic, shared memory)."""
     from passes import accesses
-    from passes.builders import substitute_vars
     from transpile.cuda.printer import var_names
 
     arrays = {**emitter.arrays, **emitter.allocs}
@@ -189,7 +188,7 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
         base, launches = launches, list(launches)
         for k in range(1, steps):
             at = {loop.var: ir.binary("+", ir.Var(loop.var, loop.ty), ir.const(k * loop.step, loop.ty))}
-            launches += [(tuple(substitute_vars(lp, at) for lp in chain), substitute_vars(stmt, at))
+            launches += [(tuple(ir.substitute(lp, at) for lp in chain), ir.substitute(stmt, at))
                          for chain, stmt in base]
     infos: list[tuple[tuple[ir.For, ...], ir.Assign, tuple[str | None, ...], list[tuple[str, tuple[int, ...]]]]] = []
     for chain, stmt in launches:

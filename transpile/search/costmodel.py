@@ -336,7 +336,7 @@ class _Model:
 
     def host_loop(self, loop: ir.For, env: dict[str, float], weight: float) -> None:
         n = trips(loop, env)
-        if n <= 0 or not any(isinstance(x, ir.Launch) for x in ir.walk(loop)):
+        if n <= 0 or not ir.has_launch(loop):
             return
         lo, hi = value(loop.lo, env) or 0.0, value(loop.hi, env) or 0.0
         first, step = (lo, loop.step) if loop.step > 0 else (hi - 1, loop.step)
