@@ -432,8 +432,13 @@ class _Model:
         # offsets are loaded once per thread (the unrolled iterations share them: tile.shared_rows).
         # Streaming (3-D plain launches): the same along z, as a serial loop of ``stream`` planes.
         loops = [lp_ for lp_, _ in chain]
-        rows = tile.launch_rows(self.tiling, loops) if shape == "plain" else 1
-        stream = tile.launch_stream(self.tiling, loops) if shape == "plain" else 1
+        li = self.info.get(id(lp))
+        if shape != "plain":
+            rows = stream = 1
+        elif li is not None and li.plan is not None:  # as the emitter printed it (its options)
+            rows, stream = li.plan.rows, li.plan.stream
+        else:  # a launch the emitter did not report: as it would with these options
+            rows, stream = tile.launch_rows(self.tiling, loops), tile.launch_stream(self.tiling, loops)
         for axis, count in (("y", rows), ("z", stream)):
             if count <= 1:
                 continue
