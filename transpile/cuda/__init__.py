@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from passes import promote, tile
+from passes import tile
 from transpile import ir
 from transpile.cuda import chain as cuda_chain
 from transpile.cuda import cols as cuda_cols
@@ -244,11 +244,9 @@ def _launch_lines(step: dict[str, object], err: str, stream: str) -> list[str]:
 def _emit_plain(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
     """The ``plain`` and ``serial`` forms: the launch body as it is, grid-stride loops over its par loops."""
     e, namer, params, args = ctx.emitter, ctx.namer, ctx.params, ctx.args
-    launch = plan.launch
+    launch = plan.promoted or plan.launch  # registers for re-read elements (planned: passes/promote.py)
     printer = StmtPrinter(e.expr, namer)
     printer.rows, printer.stream, printer.split_rows = plan.rows, plan.stream, plan.split_rows
-    if plan.promote:
-        launch = promote.run_launch(launch, namer.fresh)
     body = printer.emit(launch.body)
     config = e.config(plan)
     if plan.private is not None:  # the same loop again, its updates into the block's shared bins
@@ -382,7 +380,7 @@ class _KernelEmitter:
         self.host_namer = namer.child()  # names local to the device function
         # Every launch's form and every host loop's, decided before anything is printed.
         self.plan = forms.plan_kernel(self)
-        namer.taken |= self.plan.collapsed_vars  # a collapsed nest's variable: no later name takes it
+        namer.taken |= self.plan.reserved  # names the plans chose (collapsed nests, registers): no later name takes them
         self._loops_seen = 0  # host loops printed so far (the index of the next one's plan)
 
     def ident(self, name: str) -> str:

@@ -12,9 +12,11 @@ the cost model reads the same records (``transpile.cuda.LaunchInfo.plan``) inste
 form modules again.
 
 The plans sit beside the IR, not on it: the IR's text form and its dumps after every pass stay as
-they are (``bench/same_output.py``).  Names are the printer's business, with one exception: the
-variable of a collapsed nest (:func:`passes.collapse.collapse`) is chosen here, and the emitter
-reserves it before it names anything else, so no later name takes it.
+they are (``bench/same_output.py``).  Names are the printer's business, with two exceptions: the
+variable of a collapsed nest (:func:`passes.collapse.collapse`) and the registers of promotion
+(:func:`passes.promote.run_launch`) are chosen here, each launch's against the names the emitter
+has taken when it starts, and the emitter reserves them before it names anything else, so no later
+name takes them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from passes import collapse, tile
+from passes import collapse, promote, tile
 from transpile import ir
 from transpile.cuda import atomics as cuda_atomics
 from transpile.cuda import chain as cuda_chain
@@ -34,11 +36,11 @@ from transpile.cuda import oneblock as cuda_oneblock
 from transpile.cuda import reduce as cuda_reduce
 from transpile.cuda import steps as cuda_steps
 from transpile.cuda import sweep as cuda_sweep
-from transpile.cuda.printer import BLOCK_SHAPES, assigned, is_host_loop, par_chain
+from transpile.cuda.printer import BLOCK_SHAPES, Namer, assigned, is_host_loop, par_chain
 
 if TYPE_CHECKING:
     from transpile.cuda import _KernelEmitter
-    from transpile.cuda.printer import KernelParam, Namer, ScalarLoad
+    from transpile.cuda.printer import KernelParam, ScalarLoad
 
 
 class Form(enum.Enum):
@@ -76,8 +78,9 @@ class LaunchPlan:
     ``chain`` (``passes.reduce_gpu.Chain``, threads a block); for every form with par loops, the
     plain configuration of the chain it prints: ``block`` (threads, x y z), ``rows`` and ``stream``
     (iterations of the y and z loops a thread takes, :func:`passes.tile.launch_rows`); ``plain``
-    and ``serial`` only: ``split_rows`` (an unguarded copy of a row group), ``promote`` (registers
-    for re-read elements, :func:`passes.promote.run_launch`), ``private`` (the atomic array kept in
+    and ``serial`` only: ``split_rows`` (an unguarded copy of a row group), ``promoted`` (the launch
+    with registers for re-read elements, :func:`passes.promote.run_launch`, which the form prints;
+    None: the launch as it is), ``private`` (the atomic array kept in
     shared bins, :mod:`transpile.cuda.atomics`); ``rows`` and ``rowprog``: ``unrestricted``, the arrays
     whose pointers carry no ``__restrict__`` (:func:`transpile.cuda.reduce.thread0_shared`).
     """
@@ -95,7 +98,7 @@ class LaunchPlan:
     rows: int = 1
     stream: int = 1
     split_rows: bool = True
-    promote: bool = False
+    promoted: ir.Launch | None = None
     private: str | None = None
     unrestricted: frozenset[str] = frozenset()
 
@@ -124,9 +127,14 @@ class KernelPlan:
     loops: tuple[HostLoopPlan, ...]
 
     @property
-    def collapsed_vars(self) -> frozenset[str]:
-        """The variables of collapsed nests: the emitter reserves them before naming anything else."""
-        return frozenset(p.collapsed.var for p in self.launches if p.collapsed is not None)
+    def reserved(self) -> frozenset[str]:
+        """The names the plans chose (collapsed nests' variables, promoted registers): the emitter
+        reserves them before it names anything else."""
+        out = {p.collapsed.var for p in self.launches if p.collapsed is not None}
+        for p in self.launches:
+            if p.promoted is not None:
+                out |= ir.identifiers(p.promoted) - ir.identifiers(p.launch)
+        return frozenset(out)
 
 
 @dataclass
@@ -165,10 +173,7 @@ def plan_kernel(emitter: _KernelEmitter) -> KernelPlan:
         # or host if (device scalars aside) from where it stands to the end of the enclosing loop.
         for s in body:
             if isinstance(s, ir.Launch):
-                p = plan_launch(emitter, s, tuple(scope.items()), taken)
-                if p.collapsed is not None:
-                    taken.add(p.collapsed.var)
-                launches.append(p)
+                launches.append(plan_launch(emitter, s, tuple(scope.items()), taken))
             elif isinstance(s, ir.For) and is_host_loop(s):
                 at = len(loops)
                 loops.append(HostLoopPlan(s))
@@ -197,7 +202,8 @@ def _plan_loop(emitter: _KernelEmitter, loop: ir.For, inner: list[LaunchPlan]) -
 def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[tuple[str, ir.Scalar], ...],
                 taken: set[str]) -> LaunchPlan:
     """The form of one launch and its parameters (:class:`LaunchPlan`); ``taken``: names a collapsed
-    nest's variable must avoid."""
+    nest's variable and promoted registers must avoid (each launch is its own kernel function: one
+    launch's choices do not constrain another's)."""
     tiling = emitter.tiling
     arrays = {**emitter.arrays, **emitter.allocs}
     chain = par_chain(launch)
@@ -243,7 +249,11 @@ def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[t
     # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
     # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
     # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
-    return _replace(p, promote=(tiling is None or tiling.enabled) and not atomic, private=private,
+    promoted = None
+    if (tiling is None or tiling.enabled) and not atomic:  # a promoted element would not be atomic
+        # Named as the launch's own namer would (each launch is its own kernel function).
+        promoted = promote.run_launch(launch, Namer(taken).fresh)
+    return _replace(p, promoted=promoted if promoted is not launch else None, private=private,
                     split_rows=not any(loop.par == "z" for loop in chain))
 
 
