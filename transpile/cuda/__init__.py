@@ -450,7 +450,7 @@ class _KernelEmitter:
         return FORMS[plan.form](plan, LaunchContext(self, name, params, args, [x.line() for x in loads], stores, namer,
                                                     loads))
 
-    def _private_bins(self, name: str, namer: Namer, params: list[str],
+    def _private_bins(self, name: str, namer: Namer, params: list[KernelParam],
                       args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar]:
         """For a launch whose atomic array ``name`` lives in shared memory when it fits
         (:mod:`transpile.cuda.atomics`, planned: ``LaunchPlan.private``): adds the host's choice (a
@@ -476,7 +476,7 @@ class _KernelEmitter:
         grid[0] = f"({host_flag} && {grid[0]} > {cap} ? {cap} : {grid[0]})"
         config["grid"] = grid
         config["smem"] = f"(size_t)({host_flag} ? {bytes_} : 0)"
-        params += [f"int {flag}", f"{INDEX_TYPE} {count_param}"]
+        params += [KernelParam("int", flag), KernelParam(INDEX_TYPE, count_param)]
         args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
         return name, shared, flag, count_param, ty
 

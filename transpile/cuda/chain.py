@@ -54,10 +54,10 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     ExprPrinter,
+    KernelParam,
     Namer,
     break_on_error,
     checked_launch,
@@ -155,11 +155,11 @@ def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
                                                 hn.fresh("bands"), hn.fresh("band"), hn.fresh("smem"),
                                                 hn.fresh("per_sm"), hn.fresh("fit"))
     dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "bands", "in_smem")}
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}",
-        f"int {dev['in_smem']}"]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['bands']}"]
+    out = [KernelParam(ctype(a.target.ty), p, pointer=True, restrict=True) for a, _o, p in parts]
+    sizes = [KernelParam(INDEX_TYPE, dev[x]) for x in ("r_n", "c_n", "band")]
+    kparams = params + out + sizes + [KernelParam("int", dev["in_smem"])]
+    fparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, const=True, restrict=True)
+                        for a, _o, p in parts] + [KernelParam(INDEX_TYPE, dev["c_n"]), KernelParam(INDEX_TYPE, dev["bands"])]
     ptrs = [p for _a, _o, p in parts]
 
     threads = plan.shape
@@ -171,8 +171,7 @@ def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     cols = _ChainPrinter(expr, namer.child(), dev, COL_THREADS)
     cols.columns(ch, parts)
     cols_name = emitter.namer.fresh(f"{name}_cols")
-    cparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}"]
+    cparams = params + out + sizes
     fold = _ChainPrinter(expr, namer.child(), dev, threads)
     fold.fold(ch, parts)
     fold_name = emitter.namer.fresh(f"{name}_fold")

@@ -50,11 +50,11 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     UINDEX_TYPE,
     ExprPrinter,
+    KernelParam,
     Namer,
     StmtPrinter,
     break_on_error,
@@ -220,7 +220,7 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
                 f'[&] {{ const char *{env} = getenv("{ROWPROG_ENV}"); return {rows} < ({env} != NULL ? atoll({env}) : '
                 f"{ROWPROG_SM_ROWS}LL * transpile_sm_count()){long_rows} ? {threads}LL : {WARP}LL; }}()")}]
             config["grid"] = [f"{GRID_FN}({rows}, (unsigned int)({threads} / {group}), {GRID_CAPS[0]}u)", "1u", "1u"]
-            config["params"] = [f"int {printer.group_param}"]
+            config["params"] = [KernelParam("int", printer.group_param)]
             config["args"] = [f"(int){group}"]
         else:
             config["grid"] = [f"{GRID_FN}({rows}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
@@ -304,7 +304,7 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     ro_loads = [x.line(read_only=True) for x in ctx.scalar_loads]
     printer = _ReducePrinter(e.expr, namer, threads)  # type: ignore[attr-defined]
     printer._reduce(loop, [ptr for _a, ptr in parts])
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts]
+    kparams = params + [KernelParam(ctype(a.target.ty), ptr, pointer=True, restrict=True) for a, ptr in parts]
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": printer.shared + ro_loads + printer.lines,
                                  "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
     # The fold: one thread, the launch's statements in order with the reduction's total in its place.
@@ -315,7 +315,8 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     for st in lp.body[at + 1:]:
         fold.visit(st)
     fold_name = e.namer.fresh(f"{name}_fold")  # type: ignore[attr-defined]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts] + [f"{INDEX_TYPE} {nblocks}"]
+    fparams = params + [KernelParam(ctype(a.target.ty), ptr, pointer=True, const=True, restrict=True)
+                        for a, ptr in parts] + [KernelParam(INDEX_TYPE, nblocks)]
     e.folds[name] = [{"name": fold_name, "params": fparams, "body": loads + fold.lines + stores,  # type: ignore[attr-defined]
                       "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}(1)"}]
     # Host side: the block count from the trip count, the scratch, the two launches.

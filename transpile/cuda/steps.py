@@ -277,8 +277,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         GLOBAL,
         INDEX_TYPE,
         LAUNCH_BOUNDS,
-        RESTRICT,
         ExprPrinter,
+        KernelParam,
         StmtPrinter,
         ctype,
         var_names,
@@ -307,7 +307,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     for a in uses:
         referenced |= emitter.extent_vars.get(a, set())
     referenced -= pars
-    params: list[str] = []
+    params: list[KernelParam] = []
     args: list[str] = []  # host expressions; written arrays' as placeholders filled per step
     cur: dict[str, str] = {}  # host: the step's input buffer of each written array
     nxt: dict[str, str] = {}  # host: its output buffer
@@ -323,17 +323,18 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             ident = emitter.ident(var)
             if var in p.written:
                 src, dst = buf[var] = namer.fresh(f"{var}_in"), namer.fresh(f"{var}_out")
-                params += [f"const {ctype(ty.elem)} *{RESTRICT} {src}", f"{ctype(ty.elem)} *{RESTRICT} {dst}"]
+                params += [KernelParam(ctype(ty.elem), src, pointer=True, const=True, restrict=True),
+                           KernelParam(ctype(ty.elem), dst, pointer=True, restrict=True)]
                 cur[var], nxt[var] = emitter.host_namer.fresh(f"{var}_cur"), emitter.host_namer.fresh(f"{var}_next")
                 args += [cur[var], nxt[var]]
             else:
-                params.append(f"const {ctype(ty.elem)} *{RESTRICT} {ident}")
+                params.append(KernelParam(ctype(ty.elem), ident, pointer=True, const=True, restrict=True))
                 args.append(ident)
                 for hname, _dim in emitter.hoisted.get(var, []):
-                    params.append(f"{INDEX_TYPE} {hname}")
+                    params.append(KernelParam(INDEX_TYPE, hname))
                     args.append(hname)
         elif isinstance(ty, ir.Scalar) and var in referenced:
-            params.append(f"{ctype(ty)} {emitter.ident(var)}")
+            params.append(KernelParam(ctype(ty), emitter.ident(var)))
             args.append(emitter.ident(var))
 
     # -- the kernel body
@@ -345,7 +346,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                     "  // its tile and halo, "
                     + " x ".join(map(str, size[n])))
     rows = {n: namer.fresh(f"{n}_rows") for n in p.written}  # each written array's first extent, by value
-    params += [f"{INDEX_TYPE} {rows[n]}" for n in p.written]
+    params += [KernelParam(INDEX_TYPE, rows[n]) for n in p.written]
     args += [expr.cast_to(arrays[n].dims[0], INDEX_TYPE) for n in p.written]
     dn = [namer.fresh(f"d{a}") for a in range(rank)]
     nt = [namer.fresh(f"tiles{a}") for a in range(rank)]
@@ -435,7 +436,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     sub_expr = ExprPrinter(emitter.extents, emitter.rename, marks=True)
     nsteps = namer.fresh("nsteps")
     if p.steps > 1:
-        params.append(f"int {nsteps}")
+        params.append(KernelParam("int", nsteps))
     for k, ph in enumerate(p.phases):
         start = len(body)
         target = ph.stmt.target

@@ -73,10 +73,10 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     ExprPrinter,
+    KernelParam,
     Namer,
     break_on_error,
     checked_launch,
@@ -184,11 +184,12 @@ def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
                                     hn.fresh("tiles"), hn.fresh("bands"), hn.fresh("band"))
     # The kernels' own size parameters (fresh: a kernel may use these names itself).
     dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "tiles", "bands")}
-    sizes = [f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}"]
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
-        f"{INDEX_TYPE} {dev['band']}"]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
-        f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
+    sizes = [KernelParam(INDEX_TYPE, dev["r_n"]), KernelParam(INDEX_TYPE, dev["c_n"])]
+    kparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, restrict=True)
+                        for a, _o, _w, p in parts] + sizes + [KernelParam(INDEX_TYPE, dev["band"])]
+    fparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, const=True, restrict=True)
+                        for a, _o, _w, p in parts] + sizes + [KernelParam(INDEX_TYPE, dev["tiles"]),
+                                                              KernelParam(INDEX_TYPE, dev["bands"])]
     ptrs = [p for _a, _o, _w, p in parts]
 
     shape = plan.shape
