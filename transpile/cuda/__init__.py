@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -109,8 +108,7 @@ class _HostPrinter(StmtPrinter):
         assert step["shape"] == plan.form.value, f"planned {plan.form}, printed {step['shape']}"
         self.steps.append({**step, "pad": "  " * (self.depth - 2)})
         e.kernels.append(kern)
-        e.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
-                                       tuple(_block_bound(str(b)) for b in step["block"]), plan))
+        e.launch_log.append(LaunchInfo(str(kern["name"]), plan.form.value, s, forms.block_threads(plan), plan))
 
     def visit_Alloc(self, s: ir.Alloc) -> None:
         self.flush()
@@ -643,14 +641,6 @@ def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None 
                  ) -> tuple[str, list[regions.Span]]:
     """:func:`emit`'s text and the CUDA-sensitive regions the emitters marked in it."""
     return regions.strip(_render(module, source=source, tiling=tiling))
-
-
-def _block_bound(text: str) -> int:
-    """The most threads per block a launch's block expression gives (``256u``, or
-    ``transpile_block(i_n, 256u)``, which may give fewer: see ``_KernelEmitter._config``)."""
-    m = re.fullmatch(rf"(?:{BLOCK_FN}\(\w+, )?(\d+)u\)?", text)
-    assert m is not None, f"unexpected block size {text!r}"
-    return int(m.group(1))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from passes import collapse, promote, tile
 from transpile import ir
 from transpile.cuda import atomics as cuda_atomics
 from transpile.cuda import chain as cuda_chain
+from transpile.cuda import cols as cuda_cols
 from transpile.cuda import mma as cuda_mma
 from transpile.cuda import oneblock as cuda_oneblock
 from transpile.cuda import reduce as cuda_reduce
@@ -266,6 +267,31 @@ def _plain_config(emitter: _KernelEmitter, p: LaunchPlan) -> LaunchPlan:
     block = tiling.blocks[len(chain) - 1] if tiling is not None else BLOCK_SHAPES[len(chain)]
     return _replace(p, block=tuple(block), rows=tile.launch_rows(tiling, chain),  # type: ignore[arg-type]
                     stream=tile.launch_stream(tiling, chain))
+
+
+def block_threads(p: LaunchPlan) -> tuple[int, ...]:
+    """The most threads per block (x, y, z; one number for a serial launch) the launch of ``p`` runs
+    with (a 1-D plain launch may take fewer at run time, ``transpile_block``): its form's block."""
+    if p.form is Form.SERIAL:
+        return (1,)
+    if p.form is Form.PLAIN:
+        return p.block
+    if p.form is Form.TILED:
+        assert p.tile is not None, p
+        return (*p.tile.threads, 1)
+    if p.form is Form.MMA:
+        assert p.mma is not None, p
+        bm, bn, _bk, wm, wn, _nbuf = p.mma.shape
+        return ((bm // wm) * (bn // wn) * cuda_reduce.WARP, 1, 1)
+    if p.form is Form.COLS:
+        return (cuda_cols.COLS, cuda_cols.ROWS, 1)
+    if p.form is Form.SWEEP:
+        assert isinstance(p.shape, cuda_sweep.Shape), p
+        return (cuda_sweep.LANES, p.shape.warps, 1)
+    if p.form is Form.CHAIN:
+        assert isinstance(p.shape, int), p
+        return (p.shape, 1, 1)
+    return (cuda_reduce.THREADS["block" if p.form is Form.GRID else p.form.value], 1, 1)
 
 
 def _replace(p: LaunchPlan, **changes: object) -> LaunchPlan:
