@@ -6,6 +6,12 @@ needed parentheses are printed (plus a few that gcc's ``-Wparentheses`` asks
 for); :class:`StmtPrinter` turns statements into indented lines.  Jinja fills
 the skeleton ``templates/module.cu.j2`` from prepared lists of strings.
 
+Decide first, then print: the emitter of a kernel gathers its facts (arrays, extents, device
+scalars, names), then :func:`transpile.cuda.forms.plan_kernel` records every launch's form and
+parameters and every host loop's (one block, fused steps); only then does the host printer run,
+each launch printed by its form's printer in :data:`FORMS` (one signature,
+:data:`transpile.cuda.forms.Emit`).
+
 For each kernel ``NAME`` the file holds (see docs in the template):
 
 * ``NAME_kernel0``, ``NAME_kernel1``, ...: one ``__global__`` function per ``Launch``;
@@ -81,13 +87,17 @@ class _HostPrinter(StmtPrinter):
     """Renders the host side of ``NAME_device`` as template steps.
 
     Host statements become ``host`` steps (lines); each ``Launch`` becomes a
-    ``launch`` step indented to its depth; a host loop's header and closing
-    brace are host lines around its body's steps.  The template's launch
-    step leaves the innermost enclosing loop with ``break`` on an error, so
+    ``launch`` step indented to its depth (its lines are printed at the end, at
+    their final indentation: :func:`_launch_lines`), or a ``sweep`` step whose
+    form wrote its lines; a host loop's header and closing brace are host lines
+    around its body's steps.  A launch leaves the innermost enclosing loop with
+    ``break`` on an error (:func:`transpile.cuda.printer.checked_launch`), so
     each host loop is followed by a check that breaks out of the next level.
+    The launches' forms and the host loops' (one block, fused steps) are the
+    emitter's plan (:mod:`transpile.cuda.forms`), made before this runs.
     """
 
-    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are the template's)
+    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are _launch_lines')
 
     def __init__(self, emitter: _KernelEmitter) -> None:
         super().__init__(emitter.expr, emitter.host_namer, depth=2)

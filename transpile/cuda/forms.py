@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from passes import collapse, promote, tile
+from passes.reduce_gpu import chain_shape, sweep_shape
 from transpile import ir
 from transpile.cuda import atomics as cuda_atomics
 from transpile.cuda import chain as cuda_chain
@@ -157,7 +158,8 @@ class LaunchContext:
 
 Emitted = tuple[dict[str, object], dict[str, object]]
 """``(kernel, step)``: the ``__global__`` function (name, params, body, qualifiers) and the host step
-(``launch``: the template writes it; ``sweep``: the form wrote its lines)."""
+(``launch``: its configuration, printed by ``transpile.cuda._launch_lines`` at its final indentation;
+``sweep``: the lines the form wrote)."""
 Emit = Callable[[LaunchPlan, LaunchContext], Emitted]
 """The one interface of a launch form's printer."""
 
@@ -219,12 +221,10 @@ def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[t
     red = cuda_reduce.shape(launch) if planned is None and not atomic else None
     if red == "sweep":
         (outer,) = launch.body
-        from passes.reduce_gpu import sweep_shape
         sw = sweep_shape(outer)  # type: ignore[arg-type]
         return _replace(base, form=Form.SWEEP, nest=sw, shape=cuda_sweep.shape_for(tiling, sw))
     if red == "chain":
         (outer,) = launch.body
-        from passes.reduce_gpu import chain_shape
         return _replace(base, form=Form.CHAIN, nest=chain_shape(outer),  # type: ignore[arg-type]
                         shape=cuda_chain.threads_of(tiling))
     if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
@@ -247,13 +247,13 @@ def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[t
                                              emitter.fixed_scalars)
     # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
     # not in the naive mapping (tiling off), the baseline the benchmark compares against.
-    # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
-    # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
-    # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
     promoted = None
     if (tiling is None or tiling.enabled) and not atomic:  # a promoted element would not be atomic
         # Named as the launch's own namer would (each launch is its own kernel function).
         promoted = promote.run_launch(launch, Namer(taken).fresh)
+    # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
+    # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
+    # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
     return _replace(p, promoted=promoted if promoted is not launch else None, private=private,
                     split_rows=not any(loop.par == "z" for loop in chain))
 
