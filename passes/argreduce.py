@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import fresh_name
 from transpile import ir
 
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
@@ -116,8 +116,8 @@ class _Rewrite:
         at = ir.cast(q, loop.ty)
         found = ir.binary("<" if smallest else ">", q, none_q, loc=loc)
         beats = ir.binary(op, r, m, loc=loc)
-        final = (ir.Assign(k, ir.cast(substitute_vars(kv, {loop.var: at}), k.ty), loc=loc),
-                 ir.Assign(m, substitute_vars(e, {loop.var: at}), loc=loc))
+        final = (ir.Assign(k, ir.cast(ir.substitute(kv, {loop.var: at}), k.ty), loc=loc),
+                 ir.Assign(m, ir.substitute(e, {loop.var: at}), loc=loc))
         return [ir.Decl(r.name, ty, inf_r, loc=loc), dataclasses.replace(loop, body=(reduce_r,)),
                 ir.Decl(q.name, ir.F64, none_q, loc=loc), dataclasses.replace(loop, body=(reduce_q,)),
                 ir.If(ir.binary("&&", beats, found, loc=loc), final, (), loc=loc)]

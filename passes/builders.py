@@ -3,12 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypeVar
-
 from transpile import ir
-
-N = TypeVar("N", bound=ir.Node)
 
 
 def fresh_name(base: str, used: set[str]) -> str:
@@ -64,16 +59,3 @@ class _Rename(ir.Transformer):
     def visit_Decl(self, d: ir.Decl) -> ir.Node:
         new = self.generic_visit(d)
         return ir.Decl(self.table.get(new.name, new.name), new.ty, new.init, loc=new.loc)
-
-
-def substitute_vars(node: N, table: Mapping[str, ir.Expr]) -> N:
-    """``node`` with every variable named in ``table`` replaced by its entry (simultaneously)."""
-    return _SubstVars(table).transform(node)  # type: ignore[return-value]
-
-
-class _SubstVars(ir.Transformer):
-    def __init__(self, table: Mapping[str, ir.Expr]) -> None:
-        self.table = table
-
-    def visit_Var(self, e: ir.Var) -> ir.Node:
-        return self.table.get(e.name, e)

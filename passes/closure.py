@@ -55,13 +55,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import fresh_name
 from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` mapped as in the module docstring when its body is a min-plus closure; else itself."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)) or len(kernel.body) != 1:
+    if ir.is_mapped(kernel) or len(kernel.body) != 1:
         return kernel
     shape = _match(kernel, kernel.body[0])
     if shape is None:
@@ -76,7 +76,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
 
     def inv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
         at = {il.var: a, jl.var: b}
-        return ir.binary("==", substitute_vars(update.value, at), substitute_vars(target, at))
+        return ir.binary("==", ir.substitute(update.value, at), ir.substitute(target, at))
 
     ok = ir.binary("&&", ir.binary("&&", inv(k, k), inv(i, k)), inv(k, j))
     s = update.value.orelse  # type: ignore[union-attr]

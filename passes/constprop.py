@@ -40,13 +40,12 @@ from __future__ import annotations
 import dataclasses
 
 from passes import accesses
-from passes.builders import substitute_vars
 from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with stable integer locals propagated (the same object when there is none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     assigned = {s.target.name for s in ir.statements(kernel) if isinstance(s, ir.Assign)
                 and isinstance(s.target, ir.Var)}
@@ -83,7 +82,7 @@ class _Propagate:
             if (isinstance(s, ir.Decl) and s.ty.is_int and s.init is not None and s.name not in self.assigned
                     and self.stable(s.init)):
                 table = {s.name: s.init}
-                rest = [substitute_vars(r, table) for r in rest]
+                rest = [ir.substitute(r, table) for r in rest]
                 continue
             if (isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.ty.is_int
                     and s.value.ty == s.target.ty and self.stable(s.value)
@@ -92,7 +91,7 @@ class _Propagate:
                 for k, r in enumerate(rest):
                     if s.target.name in ir.scalars_written(r):
                         break
-                    rest[k] = substitute_vars(r, table)
+                    rest[k] = ir.substitute(r, table)
             out.append(self.inner(s))
         return tuple(out)
 

@@ -124,7 +124,7 @@ class _Plan:
 
 def _plans(kernel: ir.Kernel) -> Iterator[tuple[ir.Param, _Plan | Refusal]]:
     """Per flat pointer parameter with a non-affine index: how to split it, or why not."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return
     params = acc_mod.parameters(kernel)
     scalars = [q for q in kernel.params if q.name in params]

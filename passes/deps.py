@@ -479,7 +479,7 @@ def rewrite_to_fixpoint(kernel: ir.Kernel,
     of the body it rewrites.  ``max_steps`` bounds the work (each step runs isl), and so does the
     pass budget (:mod:`passes.budget`): past it, the last complete step's kernel is returned.
     """
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     for _ in range(max_steps):
         try:

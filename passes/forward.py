@@ -65,7 +65,6 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes import deps
-from passes.builders import substitute_vars
 from transpile import ir
 
 MAX_REWRITES = 64  # each rewrite removes a statement; this only bounds the isl work
@@ -149,11 +148,11 @@ def _try(kernel: ir.Kernel, body: tuple[ir.Stmt, ...], a: int, loop: ir.For | No
     if not _dead_after(name, chain, b) or not _disjoint(kernel, load, store, home):
         return None
     cell = home
-    region = tuple(substitute_vars(s, {name: cell}) for s in body[a + 1:b])
+    region = tuple(ir.substitute(s, {name: cell}) for s in body[a + 1:b])
     head: tuple[ir.Stmt, ...] = (ir.Decl(name, ty, None, loc=load.loc),) if isinstance(load, ir.Decl) else ()
     tail: tuple[ir.Stmt, ...] = ()
     if store.value != ir.Var(name, ty):
-        tail = (dataclasses.replace(store, value=substitute_vars(store.value, {name: cell})),)
+        tail = (dataclasses.replace(store, value=ir.substitute(store.value, {name: cell})),)
     return body[:a] + head + region + tail + body[b + 1:], name
 
 

@@ -101,7 +101,7 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     ``reassociate``: what reduce-gpu will be run with (its choice is the oracle of which fusions
     would lose a GPU reduction; without reassociation float reductions are never marked).
     """
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     kernel = _sweeps(kernel, reassociate)
     graph = deps.analyze_or_none(kernel)

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes.builders import substitute_vars
 from transpile import ir
 from transpile.ir import accum
 
@@ -52,7 +51,7 @@ _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     """``kernel`` with its loop bodies' conditional accumulations in accumulation form."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     return _Rewrite(reassociate).transform(kernel)  # type: ignore[no-any-return]
 
@@ -93,7 +92,7 @@ class _Rewrite(ir.Transformer):
             return None
         if d.name not in ir.identifiers(s):
             return None
-        got = substitute_vars(s, {d.name: d.init})
+        got = ir.substitute(s, {d.name: d.init})
         return self._stmt(got) or (got if accum.accumulation(got) is not None else None)
 
     def _stmt(self, s: ir.Stmt) -> ir.Stmt | None:

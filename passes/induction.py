@@ -41,13 +41,13 @@ from __future__ import annotations
 import dataclasses
 
 from passes import accesses, constprop
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import fresh_name
 from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with the induction variables of its unit-step loops substituted."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     sub = _Substitute(kernel)
     body = sub.block(kernel.body)
@@ -120,7 +120,7 @@ class _Substitute:
                     sofar = ir.binary("+", sofar, inc, loc=loop.loc)
                     continue
                 now = ir.cast(ir.binary("+", start, sofar, loc=loop.loc), ty)
-                body.append(substitute_vars(s, {name: now}))
+                body.append(ir.substitute(s, {name: now}))
             loop = dataclasses.replace(loop, body=tuple(body))
             trip = ir.binary("-", loop.hi, loop.lo, loc=loop.loc)
             if not _nonempty_range(loop, outer, self.params):  # else hi - lo >= 0 wherever the loop runs

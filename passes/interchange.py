@@ -68,7 +68,7 @@ from transpile import ir
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with parallel loops moved outward, then permuted for coalescing, where legal."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel  # mapped already (passes/closure.py): the precondition's promise, for _coalesce too
     kernel = deps.rewrite_to_fixpoint(kernel, lambda body, graph: _block(body, graph, [0], 0))
     return _coalesce(kernel)

@@ -92,7 +92,7 @@ def run(kernel: ir.Kernel, *, atomics: bool = True, reassociate: bool = True) ->
     """Group ``kernel``'s top-level statements into host code, host loops and ``Launch`` regions.
     ``atomics``: loops whose only carried dependences are scatter updates are parallel, their
     updates atomic (float ones only with ``reassociate``)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     # NOTE: loop ids are keyed by node identity, so they must be computed on
     # this very kernel object, before any rebuilding below.
@@ -129,7 +129,7 @@ def _join_serial(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
     launches with a loop or a declaration stay apart."""
     out: list[ir.Stmt] = []
     for s in body:
-        if isinstance(s, ir.For) and s.par is None and any(isinstance(n, ir.Launch) for n in ir.walk(s)):
+        if isinstance(s, ir.For) and s.par is None and ir.has_launch(s):
             inner = _join_serial(s.body)
             s = s if inner == s.body else dataclasses.replace(s, body=inner)
         out.append(s)

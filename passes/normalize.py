@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
-from passes.builders import substitute_vars
 from transpile import ir
 
 
@@ -41,7 +40,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its parallel non-unit-step loops normalised (the same object if there is none)."""
     if not any(isinstance(n, ir.For) and n.step != 1 for n in ir.walk(kernel)):
         return kernel
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     ids = deps.loop_ids(kernel)
     graph = deps.analyze_or_none(kernel)
@@ -81,7 +80,7 @@ def _normalized(loop: ir.For) -> ir.For:
         first = ir.binary("-", loop.hi, ir.const(1, ty, loc=loc), loc=loc)
         value = ir.binary("-", first, t if span == 1 else ir.binary("*", ir.const(span, ty, loc=loc), t, loc=loc),
                           loc=loc)
-    body = tuple(substitute_vars(s, {loop.var: value}) for s in loop.body)
+    body = tuple(ir.substitute(s, {loop.var: value}) for s in loop.body)
     return dataclasses.replace(loop, lo=ir.const(0, ty, loc=loc), hi=count, step=1, body=body)
 
 

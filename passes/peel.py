@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import accesses, deps
-from passes.builders import rename_decls, substitute_vars
+from passes.builders import rename_decls
 from transpile import ir
 
 _MAX_TRIES = 8  # dependence analyses per kernel: candidates are rare, and each costs one
@@ -72,7 +72,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
 
 def _split(loop: ir.For, used: set[str]) -> tuple[ir.If, ir.For]:
     loc, ty = loop.loc, loop.ty
-    body = rename_decls(tuple(substitute_vars(s, {loop.var: loop.lo}) for s in loop.body), "_first", used)
+    body = rename_decls(tuple(ir.substitute(s, {loop.var: loop.lo}) for s in loop.body), "_first", used)
     first = ir.If(ir.binary("<", loop.lo, loop.hi, loc=loc), body, (), loc=loc)
     rest = dataclasses.replace(loop, lo=ir.binary("+", loop.lo, ir.const(1, ty, loc=loc), loc=loc))
     return first, rest
@@ -99,7 +99,7 @@ def _candidate(loop: ir.For) -> bool:
             if None in read:
                 continue
             for w in writes[n.array]:
-                at_lo = [accesses.affine(substitute_vars(x, {loop.var: loop.lo}), names) for x in w.indices]
+                at_lo = [accesses.affine(ir.substitute(x, {loop.var: loop.lo}), names) for x in w.indices]
                 if at_lo == read:
                     return True
     return False

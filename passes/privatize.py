@@ -66,7 +66,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import fresh_name
 from transpile import ir
 
 
@@ -78,7 +78,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     alone: a scalar at the top may be a device scalar of a host loop (durbin's
     ``sum``), which map-gpu handles and a loop-local one would not.
     """
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     names = sorted({s.name for s in ir.walk(kernel) if isinstance(s, ir.Decl)})
     made: dict[tuple[int, tuple[str, ...]], tuple[ir.Kernel, ir.Kernel]] = {}
@@ -170,7 +170,7 @@ def _split(decl: ir.Decl, rest: list[ir.Stmt], used: set[str]) -> list[ir.Stmt]:
             continue
         name = fresh_name(f"{decl.name}_{n}", used)
         used.add(name)
-        renamed = substitute_vars(rest[users[n]], {decl.name: ir.Var(name, decl.ty)})
+        renamed = ir.substitute(rest[users[n]], {decl.name: ir.Var(name, decl.ty)})
         own = _into(renamed, ir.Decl(name, decl.ty, None, loc=decl.loc))  # type: ignore[arg-type]
         assert own is not None, f"renaming changed _into's verdict on {rest[users[n]]!r}"
         out[users[n]] = own

@@ -55,7 +55,6 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes.accesses import Affine
-from passes.builders import substitute_vars
 from transpile import ir
 
 
@@ -138,7 +137,7 @@ def _pinned(x: ir.Index, names: set[str]) -> ir.Index:
     found = {n.name: n.ty for e in x.indices for n in ir.walk(e) if isinstance(n, ir.Var) and n.name in names}
     if not found:
         return x
-    return substitute_vars(x, {v: ir.const(0, ty) for v, ty in found.items()})
+    return ir.substitute(x, {v: ir.const(0, ty) for v, ty in found.items()})
 
 
 def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.Stmt], list[ir.Stmt]] | None:
@@ -180,7 +179,7 @@ def _carried(loop: ir.For, name: str, rw: _Rewriter) -> tuple[ir.For, list[ir.St
     # The first iteration's previous element: W at j = first - step.
     first = loop.lo if step > 0 else ir.binary("-", loop.hi, ir.const(1, loop.hi.ty))
     before = ir.binary("-" if step > 0 else "+", first, ir.const(1, first.ty))
-    elem = ir.Index(name, tuple(substitute_vars(i, {j: ir.cast(before, loop.ty)}) for i in _pinned(w, variant).indices),
+    elem = ir.Index(name, tuple(ir.substitute(i, {j: ir.cast(before, loop.ty)}) for i in _pinned(w, variant).indices),
                     w.ty, loc=w.loc)
     return dataclasses.replace(loop, body=tuple(body)), [ir.Decl(r, w.ty, elem, loc=loop.loc)], []
 

@@ -110,7 +110,7 @@ from transpile.ir import accum
 
 def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     """``kernel`` with its profitable reduction loops marked ``reduce`` (see the module docstring)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     try:
         graph = deps.analyze(kernel)

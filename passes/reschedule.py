@@ -54,7 +54,7 @@ import islpy as isl
 
 from passes import accesses as acc_mod
 from passes import deps
-from passes.builders import fresh_name, substitute_vars
+from passes.builders import fresh_name
 from transpile import ir
 
 
@@ -233,7 +233,7 @@ def _piece(s: acc_mod.StmtInfo, params: frozenset[str], written: set[str], depth
             return None
         sub = ", ".join(deps.render_affine(x, names) for x in a.subscripts if x is not None)
         (writes if a.write else reads).append(f"[{iv}] -> a_{a.name}[{sub}] : {cons}")
-    key = substitute_vars(s.node, {v: ir.Var(n, lp.ty) for lp in s.loops for v, n in [(lp.var, names[lp.var])]})
+    key = ir.substitute(s.node, {v: ir.Var(n, lp.ty) for lp in s.loops for v, n in [(lp.var, names[lp.var])]})
     return _Piece(f"S{s.seq}", s.node, tuple(names), key, f"[{iv}] : {cons}", f"[{iv}] -> [{', '.join(dims)}] : {cons}",
                   tuple(reads), tuple(writes))
 
@@ -440,7 +440,7 @@ class _Rebuild:
         name = call.get_op_arg(0).get_id().get_name()
         assign, names = self.m.stmts[name]
         sub = {v: ir.cast(self.expr(call.get_op_arg(k + 1)), self.m.ty) for k, v in enumerate(names)}
-        new = substitute_vars(assign, sub)
+        new = ir.substitute(assign, sub)
         if new is assign:
             new = dataclasses.replace(assign)  # a fresh node: statements are told apart by identity
         self.built[id(new)] = name

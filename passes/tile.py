@@ -104,7 +104,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from passes import accesses
-from passes.builders import substitute_vars
 from transpile import ir
 
 #: Default output tile (rows x columns), micro-tile and ``k`` step.
@@ -378,7 +377,7 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     # not compute with out-of-range loop variables.
     rest = _strip(update.value, {o.index for o in operands} | {target})
     if scalar is not None:
-        rest = substitute_var(rest, scalar.name, ir.Const(0.0, scalar.ty))
+        rest = ir.substitute(rest, {scalar.name: ir.Const(0.0, scalar.ty)})
     if _vars(rest) & {i, j}:
         return None
     # A last ``X[j][i] = X[i][j]`` (covariance's mirror store) is legal when
@@ -511,11 +510,6 @@ def _at_least(lo: ir.Expr, i: str, *, strict: bool = False) -> bool:
             if isinstance(a, ir.Var) and a.name == i and isinstance(b, ir.Const) and b.value >= int(strict):
                 return True
     return False
-
-
-def substitute_var(e: ir.Expr, name: str, by: ir.Expr) -> ir.Expr:
-    """``e`` with the variable ``name`` replaced by ``by``."""
-    return substitute_vars(e, {name: by})
 
 
 def _strip(e: ir.Expr, refs: set[ir.Index]) -> ir.Expr:

@@ -118,7 +118,7 @@ MAX_HA = 4
 
 def run(kernel: ir.Kernel, *, max_ha: int = MAX_HA) -> ir.Kernel:
     """``kernel`` with every profitable, provably legal 2-deep nest turned into a wavefront."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)) or not _has_pair(kernel.body):
+    if ir.is_mapped(kernel) or not _has_pair(kernel.body):
         return kernel
     excluded: set[tuple[int, int]] = set()  # (id, depth) of nests whose rewrite failed the check (``kernel``'s)
     for _ in range(3):
@@ -356,7 +356,9 @@ def _skew(loops: tuple[ir.For, ...], h: tuple[int, ...], w: str, bounds: list[tu
         last = _add(hi, one, -1)
         lo_w = _subst(lo_w, lp.var, lo if lo_w.coeff(lp.var) >= 0 else last)
         hi_w = _subst(hi_w, lp.var, last if hi_w.coeff(lp.var) >= 0 else lo)
-    body = _Subst(z.var, big_z).transform_all(z.body)
+    assert all(v.ty == big_z.ty for st in z.body for v in ir.walk(st) if isinstance(v, ir.Var) and v.name == z.var), \
+        f"type mismatch substituting {z.var}"
+    body = tuple(ir.substitute(st, {z.var: big_z}) for st in z.body)
     guard = ir.binary("&&", ir.binary("<=", z.lo, big_z), ir.binary("<", big_z, z.hi))
     inner: ir.Stmt = ir.If(guard, body, loc=z.loc)
     for lp in reversed(_coalesced_order(outer, body)):
@@ -388,20 +390,6 @@ def _coalesced_order(outer: list[ir.For], body: tuple[ir.Stmt, ...]) -> list[ir.
 
     a, b = cost(outer[0].var), cost(outer[1].var)
     return [outer[1], outer[0]] if a is not None and b is not None and a < b else outer
-
-
-class _Subst(ir.Transformer):
-    """Replaces the variable ``name`` by ``expr`` (of the same type)."""
-
-    def __init__(self, name: str, expr: ir.Expr) -> None:
-        self.name, self.expr = name, expr
-
-    def visit_Var(self, v: ir.Var) -> ir.Expr:
-        assert v.ty == self.expr.ty or v.name != self.name, f"type mismatch substituting {v!r}"
-        return self.expr if v.name == self.name else v
-
-    def transform_all(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
-        return tuple(self.transform(s) for s in body)
 
 
 def _add(x: Affine, y: Affine, k: int = 1) -> Affine:

@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes.builders import rename_decls, substitute_vars
+from passes.builders import rename_decls
 from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with the wrap-around scalars of its loops peeled (the same object if there are none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     p = _Peel(ir.identifiers(kernel))
     body = p.block(kernel.body)
@@ -93,12 +93,12 @@ class _Peel:
         k, target, value = found
         loc, ty = loop.loc, loop.ty
         i = ir.Var(loop.var, ty, loc=loc)
-        prev = substitute_vars(value, {loop.var: ir.binary("-", i, ir.const(1, ty, loc=loc), loc=loc)})
-        rest = tuple(substitute_vars(s, {target.name: prev}) if j < k else s
+        prev = ir.substitute(value, {loop.var: ir.binary("-", i, ir.const(1, ty, loc=loc), loc=loc)})
+        rest = tuple(ir.substitute(s, {target.name: prev}) if j < k else s
                      for j, s in enumerate(loop.body) if j != k)
-        first = self.renamed(tuple(substitute_vars(s, {loop.var: loop.lo}) for s in loop.body))
+        first = self.renamed(tuple(ir.substitute(s, {loop.var: loop.lo}) for s in loop.body))
         start = ir.binary("+", loop.lo, ir.const(1, ty, loc=loc), loc=loc)
-        last = substitute_vars(value, {loop.var: ir.binary("-", loop.hi, ir.const(1, ty, loc=loc), loc=loc)})
+        last = ir.substitute(value, {loop.var: ir.binary("-", loop.hi, ir.const(1, ty, loc=loc), loc=loc)})
         return [ir.If(ir.binary("<", loop.lo, loop.hi, loc=loc), first, (), loc=loc),
                 *self.peel(dataclasses.replace(loop, lo=start, body=rest)),  # another wrap-around scalar
                 ir.If(ir.binary("<", start, loop.hi, loc=loc), (ir.Assign(target, last, loc=loc),), (), loc=loc)]

@@ -156,12 +156,16 @@ def test_the_verifier_checks_the_launch_by_launch_path(tmp_path: Path) -> None:
     assert c.status == "fail" and c.check == "launch-by-launch", c.message
 
 
-def test_a_loop_the_kernel_cannot_take_is_emitted_as_without_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
-    """When build() declines (the emitter's shapes confirm eligibility only after the loop's steps
-    are made), the steps stay as made: the code is the one an ineligible loop gets, byte for byte;
-    only an accepted loop's steps go one level deeper, into the else branch."""
+def test_a_loop_the_plan_declines_is_emitted_as_without_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-block choice is made before printing (transpile/cuda/forms.py: an eligible loop whose
+    launches all take a form without a fold or a guard of their own).  A loop declined for its
+    launches' forms gets the code an ineligible loop gets, byte for byte; only an accepted loop's
+    steps go one level deeper, into the else branch."""
+    from transpile.cuda import forms
+
     lowered = pipeline.lower(_module("trisolv"))
-    monkeypatch.setattr(cuda_oneblock, "build", lambda *a, **k: None)
+    assert "kernel_trisolv_loop" in cuda.emit(lowered, source="trisolv.c")
+    monkeypatch.setattr(forms, "ONE_BLOCK", frozenset())
     declined = cuda.emit(lowered, source="trisolv.c")
     monkeypatch.setattr(cuda_oneblock, "eligible", lambda *a, **k: False)
     assert declined == cuda.emit(lowered, source="trisolv.c")

@@ -6,6 +6,12 @@ needed parentheses are printed (plus a few that gcc's ``-Wparentheses`` asks
 for); :class:`StmtPrinter` turns statements into indented lines.  Jinja fills
 the skeleton ``templates/module.cu.j2`` from prepared lists of strings.
 
+Decide first, then print: the emitter of a kernel gathers its facts (arrays, extents, device
+scalars, names), then :func:`transpile.cuda.forms.plan_kernel` records every launch's form and
+parameters and every host loop's (one block, fused steps); only then does the host printer run,
+each launch printed by its form's printer in :data:`FORMS` (one signature,
+:data:`transpile.cuda.forms.Emit`).
+
 For each kernel ``NAME`` the file holds (see docs in the template):
 
 * ``NAME_kernel0``, ``NAME_kernel1``, ...: one ``__global__`` function per ``Launch``;
@@ -28,19 +34,21 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from passes import collapse, promote, tile
-from passes.builders import substitute_vars
+from passes import tile
 from transpile import ir
+from transpile.cuda import chain as cuda_chain
+from transpile.cuda import cols as cuda_cols
+from transpile.cuda import forms, regions
 from transpile.cuda import names as cuda_names
-from transpile.cuda import regions
+from transpile.cuda import reduce as cuda_reduce
+from transpile.cuda import sweep as cuda_sweep
+from transpile.cuda import tiled as cuda_tiled
+from transpile.cuda.forms import Emitted, Form, LaunchContext
 from transpile.cuda.printer import (
     BLOCK_FN,
-    BLOCK_SHAPES,
     DEFAULT_STREAM,
     EXTENT_FN,
     GLOBAL,
@@ -52,19 +60,23 @@ from transpile.cuda.printer import (
     MAYBE_UNUSED,
     PREC,
     RESERVED,
-    RESTRICT,
     STREAM_TYPE,
     TEMPLATE,
     ExprPrinter,
+    KernelParam,
     Namer,
+    ScalarLoad,
     StmtPrinter,
     assigned,
+    break_on_error,
     check_mapped,
+    checked_launch,
     ctype,
     environment,
     host_launches,
     host_loops,
     is_zero,
+    launch_call,
     par_chain,
     return_ctype,
     var_names,
@@ -75,13 +87,17 @@ class _HostPrinter(StmtPrinter):
     """Renders the host side of ``NAME_device`` as template steps.
 
     Host statements become ``host`` steps (lines); each ``Launch`` becomes a
-    ``launch`` step indented to its depth; a host loop's header and closing
-    brace are host lines around its body's steps.  The template's launch
-    step leaves the innermost enclosing loop with ``break`` on an error, so
+    ``launch`` step indented to its depth (its lines are printed at the end, at
+    their final indentation: :func:`_launch_lines`), or a ``sweep`` step whose
+    form wrote its lines; a host loop's header and closing brace are host lines
+    around its body's steps.  A launch leaves the innermost enclosing loop with
+    ``break`` on an error (:func:`transpile.cuda.printer.checked_launch`), so
     each host loop is followed by a check that breaks out of the next level.
+    The launches' forms and the host loops' (one block, fused steps) are the
+    emitter's plan (:mod:`transpile.cuda.forms`), made before this runs.
     """
 
-    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are the template's)
+    in_kernel = False  # a host ``if`` is never a bounds guard (launch guards are _launch_lines')
 
     def __init__(self, emitter: _KernelEmitter) -> None:
         super().__init__(emitter.expr, emitter.host_namer, depth=2)
@@ -96,11 +112,13 @@ class _HostPrinter(StmtPrinter):
 
     def visit_Launch(self, s: ir.Launch) -> None:
         self.flush()
-        kern, step = self.emitter.launch(s, dict(self.scope))
+        e = self.emitter
+        kern, step = e.launch(s, dict(self.scope))
+        plan = e.plan.launches[len(e.launch_log)]
+        assert step["shape"] == plan.form.value, f"planned {plan.form}, printed {step['shape']}"
         self.steps.append({**step, "pad": "  " * (self.depth - 2)})
-        self.emitter.kernels.append(kern)
-        self.emitter.launch_log.append(LaunchInfo(str(kern["name"]), str(step["shape"]), s,
-                                                  tuple(_block_bound(str(b)) for b in step["block"])))
+        e.kernels.append(kern)
+        e.launch_log.append(LaunchInfo(str(kern["name"]), plan.form.value, s, forms.block_threads(plan), plan))
 
     def visit_Alloc(self, s: ir.Alloc) -> None:
         self.flush()
@@ -140,9 +158,10 @@ class _HostPrinter(StmtPrinter):
         from transpile.cuda import steps as cuda_steps
 
         e = self.emitter
-        on = e.tiling is None or e.tiling.enabled
-        one = on and cuda_oneblock.eligible(s)
-        fused = cuda_steps.plan(e, s) if on and (e.tiling is None or e.tiling.steps) else None
+        planned = e.plan.loops[e._loops_seen]  # one block, fused steps: decided before printing
+        assert planned.loop is s, f"host loop {e._loops_seen} is not the one planned: {s!r}"
+        e._loops_seen += 1
+        one, fused = planned.oneblock, planned.steps
         if one or fused:  # the loop's steps are made first, then placed (deeper) in the else branches
             self.flush()
             outer_steps, self.steps = self.steps, []
@@ -160,8 +179,8 @@ class _HostPrinter(StmtPrinter):
         self.flush()
         loop_steps, self.steps = self.steps, outer_steps
         launches = [st for st in loop_steps if st.get("kind") == "launch"]
-        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) \
-            if one and len(launches) == len(s.body) else None
+        built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) if one else None
+        assert built is not None or not one, f"one-block loop not built: {s!r}"
         if built is None and fused is None:
             self.steps += loop_steps
             return
@@ -169,16 +188,11 @@ class _HostPrinter(StmtPrinter):
         if built is not None:
             kernel, args, setup, ok = built
             e.kernels.append(kernel)
-            launch = (f"{kernel['name']}<<<dim3(1u), dim3({kernel['threads']}u), 0, {e.names['stream']}>>>"
-                      f"({', '.join(args)});")
+            launch = launch_call(str(kernel["name"]), "1u", f"{kernel['threads']}u", "0", e.names["stream"], args)
             self.lines += setup
             # NOTE: the emitted comment keeps the module's path before issue 42's move (output byte-identical)
             self.line(f"if ({ok}) {{  // one block runs the whole loop (transpile/cuda_oneblock.py)")
-            self.line(f"  {e.expr.mark('launch', launch)}")
-            self.line(f"  {err} = cudaGetLastError();")
-            self.line(f"  if ({err} != cudaSuccess) {{")
-            self.line("    break;")
-            self.line("  }")
+            self.lines += checked_launch(launch, err, "  " * (self.depth + 1))
             self.line("} else {")
             depth += 1
         if fused is not None:
@@ -203,6 +217,107 @@ def _indent(step: dict[str, object]) -> dict[str, object]:
     if step.get("kind") == "host":
         return {**step, "lines": ["  " + str(x) for x in step["lines"]]}  # type: ignore[attr-defined]
     return {**step, "pad": "  " + str(step.get("pad", ""))}
+
+
+def _launch_lines(step: dict[str, object], err: str, stream: str) -> list[str]:
+    """The host lines of a template launch step (``kind: launch``) at its final indentation: its trip
+    counts, its guard, the launch with its error check, or, for a tensor-core kernel (``alt``), the
+    launch of the kernel the device runs (``transpile_mma_ok``) and one check after both."""
+    pad = str(step["pad"]) + "    "
+    guard = step["guard"]
+    lines = [pad + regions.mark("launch", f"const long long {t['name']} = {t['expr']};")
+             for t in step["trips"]]  # type: ignore[attr-defined]
+    if guard:
+        lines.append(f"{pad}if ({regions.mark('guard', str(guard))}) {{")
+        pad += "  "
+    call = launch_call(str(step["kernel"]), ", ".join(step["grid"]), ", ".join(step["block"]),  # type: ignore[call-overload]
+                       str(step.get("smem", "0")), stream, step["args"])  # type: ignore[arg-type]
+    if "alt" in step:
+        alt: dict[str, object] = step["alt"]  # type: ignore[assignment]
+        ok = regions.mark("guard", f"transpile_mma_ok((const void *){step['kernel']}, {step['arch']})")
+        lines.append(f"{pad}if ({ok}) {{")
+        lines += checked_launch(call, err, pad + "  ", check=False)
+        lines.append(f"{pad}}} else {{")
+        lines += checked_launch(launch_call(str(alt["kernel"]), ", ".join(alt["grid"]), ", ".join(alt["block"]),  # type: ignore[call-overload]
+                                            "0", stream, step["args"]), err, pad + "  ", check=False)  # type: ignore[arg-type]
+        lines.append(f"{pad}}}")
+        lines += break_on_error(err, pad)
+    else:
+        lines += checked_launch(call, err, pad)
+    if guard:
+        lines.append(f"{pad[:-2]}}}")
+    return lines
+
+
+def _emit_plain(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``plain`` and ``serial`` forms: the launch body as it is, grid-stride loops over its par loops."""
+    e, namer, params, args = ctx.emitter, ctx.namer, ctx.params, ctx.args
+    launch = plan.promoted or plan.launch  # registers for re-read elements (planned: passes/promote.py)
+    printer = StmtPrinter(e.expr, namer)
+    printer.rows, printer.stream, printer.split_rows = plan.rows, plan.stream, plan.split_rows
+    body = printer.emit(launch.body)
+    config = e.config(plan)
+    if plan.private is not None:  # the same loop again, its updates into the block's shared bins
+        from transpile.cuda import atomics as cuda_atomics
+
+        array, shared, flag, count, ty = e._private_bins(plan.private, namer, params, args, config)
+        shared_printer = StmtPrinter(e.expr, namer)
+        shared_printer.private = {array: shared}
+        body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
+                                           e.expr.mark)
+    kernel: dict[str, object] = {"name": ctx.name, "params": params, "body": ctx.loads + body + ctx.stores,
+                                 "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({forms.threads(plan)})"}
+    return kernel, {"kind": "launch", "kernel": ctx.name, "args": args, "shape": plan.form.value, **config}
+
+
+def _emit_tiled(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``tiled`` and ``mma`` forms (:mod:`transpile.cuda.tiled`, :mod:`transpile.cuda.mma`), on the
+    collapsed nest where the plan found one."""
+    e, expr = ctx.emitter, ctx.emitter.expr
+    assert plan.tile is not None, plan
+    if plan.collapsed is not None:
+        ctx.namer.taken.add(plan.collapsed.var)
+        extents = {a: d[1:] if a in plan.collapsed.arrays else d for a, d in e.extents.items()}
+        expr = ExprPrinter(extents, e.rename, marks=True)
+    return _shaped(ctx, *cuda_tiled.launch(plan.tile, plan.mma, expr, ctx.namer, ctx.loads, e.config(plan)))
+
+
+def _emit_cols(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``cols`` form (:mod:`transpile.cuda.cols`)."""
+    e = ctx.emitter
+    return _shaped(ctx, *cuda_cols.launch(plan.launch, e.expr, ctx.namer, ctx.loads, ctx.stores, e.config(plan)))
+
+
+def _emit_reduction(plan: forms.LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The ``block``, ``rows`` and ``rowprog`` forms (:mod:`transpile.cuda.reduce`)."""
+    e = ctx.emitter
+    return _shaped(ctx, *cuda_reduce.launch(plan.launch, plan.form.value, e.expr, ctx.namer, ctx.loads, ctx.stores,
+                                            e.config(plan), e.host_namer, e.fixed_scalars))
+
+
+def _shaped(ctx: LaunchContext, quals: str, body: list[str], config: dict[str, object]) -> Emitted:
+    """The kernel and the template launch step of a form printed as ``(qualifiers, body, config)``:
+    ``config`` may add parameters and arguments and carry a fallback kernel (a tensor-core kernel's FMA kernel, where it is not compiled in)."""
+    e, name, params, args = ctx.emitter, ctx.name, ctx.params, ctx.args
+    more_params, more_args = config.pop("params", []), config.pop("args", [])
+    fallback = config.pop("fallback", None)
+    if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
+        fb = e.namer.fresh(f"{name}_fma")
+        e.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
+                          "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
+        config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
+    return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
+            {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
+
+
+#: One printer per launch form, one signature (:data:`transpile.cuda.forms.Emit`).
+FORMS: dict[Form, forms.Emit] = {
+    Form.SERIAL: _emit_plain, Form.PLAIN: _emit_plain,
+    Form.TILED: _emit_tiled, Form.MMA: _emit_tiled,
+    Form.BLOCK: _emit_reduction, Form.ROWS: _emit_reduction, Form.ROWPROG: _emit_reduction,
+    Form.COLS: _emit_cols,
+    Form.GRID: cuda_reduce.grid_launch, Form.SWEEP: cuda_sweep.launch, Form.CHAIN: cuda_chain.launch,
+}
 
 
 class _KernelEmitter:
@@ -271,6 +386,10 @@ class _KernelEmitter:
         self.expr = ExprPrinter(self.extents, self.rename, marks=True)
         self.names = {b: namer.fresh(b) for b in ("err", "stream", "scal", "freed", "hook", "hook_ctx")}
         self.host_namer = namer.child()  # names local to the device function
+        # Every launch's form and every host loop's, decided before anything is printed.
+        self.plan = forms.plan_kernel(self)
+        namer.taken |= self.plan.reserved  # names the plans chose (collapsed nests, registers): no later name takes them
+        self._loops_seen = 0  # host loops printed so far (the index of the next one's plan)
 
     def ident(self, name: str) -> str:
         return self.rename.get(name, name)
@@ -281,13 +400,17 @@ class _KernelEmitter:
 
     # -- __global__ kernels
 
-    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]
-               ) -> tuple[dict[str, object], dict[str, object]]:
-        """The ``__global__`` function of ``launch`` and the host-side launch step.
+    def launch(self, launch: ir.Launch, host_locals: Mapping[str, ir.Scalar]) -> Emitted:
+        """The ``__global__`` function of ``launch`` and the host-side launch step, printed in the form
+        planned for it (:mod:`transpile.cuda.forms`): the parameters every form shares, then the form's
+        printer (:data:`FORMS`).
 
         ``host_locals``: host loop variables and host-loop locals in scope,
-        passed by value like host scalars.
+        passed by value like host scalars (the plan has them too).
         """
+        plan = self.plan.launches[len(self.launch_log)]
+        assert plan.launch is launch, f"launch {len(self.launch_log)} is not the one planned: {launch!r}"
+        assert dict(plan.host_locals) == dict(host_locals), f"planned {plan.host_locals} in scope {host_locals}"
         name = f"{self.name}_kernel{len(self.kernels)}"
         uses = ir.array_uses(launch.body)
         referenced = var_names(launch)
@@ -296,7 +419,7 @@ class _KernelEmitter:
         written = assigned(launch)
         chain = par_chain(launch)
         namer = self.namer.child()
-        params: list[str] = []
+        params: list[KernelParam] = []
         args: list[str] = []
         # C parameter order, then local arrays and host locals in declaration order (of the
         # parameters, only those the launch names: a generated function may have thousands).
@@ -307,122 +430,44 @@ class _KernelEmitter:
         candidates += [*self.allocs.items(), *self.host_decls.items(), *host_locals.items()]
         for var, ty in candidates:
             if isinstance(ty, ir.ArrayType) and var in uses:
-                const = "" if uses[var][1] else "const "
-                params.append(f"{const}{ctype(ty.elem)} *{RESTRICT} {self.ident(var)}")
+                # No __restrict__ on an array thread 0 writes and the row's other threads read
+                # (planned: LaunchPlan.unrestricted, cuda_reduce.thread0_shared).
+                params.append(KernelParam(ctype(ty.elem), self.ident(var), pointer=True, const=not uses[var][1],
+                                          restrict=var not in plan.unrestricted))
                 args.append(self.ident(var))
             elif isinstance(ty, ir.Scalar) and var in referenced and var not in self.device_scalars:
-                params.append(f"{ctype(ty)} {self.ident(var)}")
+                params.append(KernelParam(ctype(ty), self.ident(var)))
                 args.append(self.ident(var))
-        loads: list[str] = []
+        loads: list[ScalarLoad] = []
         stores: list[str] = []
         for var in self.device_scalars:
             if var not in referenced:
                 continue
             assert not (chain and var in written), f"parallel launch writes device scalar {var}: {launch!r}"
             st, ptr = ctype(self.scalars[var]), namer.fresh(f"{var}_ptr")
-            params.append(f"{st} *{RESTRICT} {ptr}")
+            params.append(KernelParam(st, ptr, pointer=True, restrict=True))
             args.append(f"&{self.names['scal']}->{self.ident(var)}")
-            loads.append(f"  {'' if var in written else 'const '}{st} {self.ident(var)} = *{ptr};")
+            loads.append(ScalarLoad(st, self.ident(var), ptr, var in written))
             if var in written:
                 stores.append(f"  *{ptr} = {self.ident(var)};")
         for var, _ty in candidates:
             if var in uses:
                 for hname, _dim in self.hoisted.get(var, []):
-                    params.append(f"{INDEX_TYPE} {hname}")
+                    params.append(KernelParam(INDEX_TYPE, hname))
                     args.append(hname)
-        from transpile.cuda import reduce as cuda_reduce
-        from transpile.cuda import tiled as cuda_tiled
+        return FORMS[plan.form](plan, LaunchContext(self, name, params, args, [x.line() for x in loads], stores, namer,
+                                                    loads))
 
-        shaped = None  # (qualifiers, body, launch config) from a specialised emitter
-        # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
-        # of every array they index (passes/collapse.py: doitgen's batched product).
-        # A launch with atomic updates (passes/atomics.py) is printed plainly: no tiled, reduction or
-        # promoted form knows them.
-        atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
-        planned = collapse.plan(launch, self.tiling, {**self.arrays, **self.allocs}, namer.taken) \
-            if chain and not stores and not atomic else None
-        plan, flat = planned if planned is not None else (None, None)
-        expr = self.expr
-        if flat is not None:
-            namer.taken.add(flat.var)
-            chain = par_chain(flat.launch)
-            extents = {a: d[1:] if a in flat.arrays else d for a, d in self.extents.items()}
-            expr = ExprPrinter(extents, self.rename, marks=True)
-        red = cuda_reduce.shape(launch) if plan is None and not atomic else None
-        if red == "sweep":  # one pass over a matrix for row and column reductions, and a fold launch
-            from transpile.cuda import sweep as cuda_sweep
-
-            return cuda_sweep.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
-        if red == "chain":  # a row's reductions, then its column terms, one pass over a matrix; a fold launch
-            from transpile.cuda import chain as cuda_chain
-
-            return cuda_chain.launch(self, launch, name, params, args, loads, stores, namer, dict(host_locals))
-        if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
-            # a reduction outside host loops: the whole GPU, partials and a fold (one block in host loops)
-            return cuda_reduce.grid_launch(self, launch, name, params, args, loads, stores, namer)
-        if plan is not None:  # matmul-like: block tiles, shared memory, register micro-tiles
-            shaped = cuda_tiled.launch(plan, expr, namer, loads, self._config(chain))
-        elif red == "cols":  # column reductions as column tiles (transpile/cuda/cols.py)
-            from transpile.cuda import cols as cuda_cols
-
-            shaped = cuda_cols.launch(launch, self.expr, namer, loads, stores, self._config(chain))
-        elif red is not None:  # parallel reductions (passes.reduce_gpu): one block, or one warp per row
-            shaped = cuda_reduce.launch(launch, red, self.expr, namer, loads, stores, self._config(chain),
-                                        self.host_namer, self.fixed_scalars)
-        if shaped is not None:
-            quals, body, config = shaped
-            more_params, more_args = config.pop("params", []), config.pop("args", [])
-            for a in config.pop("shared_arrays", []):  # cuda_reduce.thread0_shared: threads read what thread 0 stored
-                params = [p.replace(f"*{RESTRICT} ", "*") if p.endswith(f" {self.ident(a)}") else p for p in params]  # type: ignore[attr-defined]
-            fallback = config.pop("fallback", None)
-            if fallback is not None:  # a tensor-core kernel: its FMA kernel where it is not compiled in
-                fb = self.namer.fresh(f"{name}_fma")
-                self.folds[name] = [{"name": fb, "params": params + more_params, "body": fallback["body"],  # type: ignore[index, operator]
-                                     "qualifiers": fallback["qualifiers"]}]  # type: ignore[index]
-                config["alt"] = {"kernel": fb, "grid": fallback["grid"], "block": fallback["block"]}  # type: ignore[index]
-            return ({"name": name, "params": params + more_params, "body": body, "qualifiers": quals},  # type: ignore[operator]
-                    {"kind": "launch", "kernel": name, "args": args + more_args, **config})  # type: ignore[operator]
-        printer = StmtPrinter(self.expr, namer)
-        printer.rows = self._rows(chain)
-        printer.stream = tile.launch_stream(self.tiling, chain)
-        # The unguarded copy of a row group pays in 2-D launches (H200, against the guarded form alone:
-        # jacobi-2d 1.06x, fdtd-2d 1.02x at 8192^2); a 3-D body's second copy took heat-3d from 64 to
-        # 80 registers (4 -> 3 blocks of 256 per SM) and 0.84x (bench/results/h200_run18c_stencils.md).
-        printer.split_rows = not any(loop.par == "z" for loop in chain)
-        # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);
-        # not in the naive mapping (tiling off), the baseline the benchmark compares against.
-        if (self.tiling is None or self.tiling.enabled) and not atomic:  # a promoted element would not be atomic
-            launch = promote.run_launch(launch, namer.fresh)
-        body = printer.emit(launch.body)
-        threads = math.prod(self._block(len(chain))) if chain else 1
-        config = self._config(chain)
-        private = self._private_bins(launch, chain, namer, params, args, config) if atomic else None
-        if private is not None:  # the same loop again, its updates into the block's shared bins
-            from transpile.cuda import atomics as cuda_atomics
-
-            array, shared, flag, count, ty = private
-            shared_printer = StmtPrinter(self.expr, namer)
-            shared_printer.private = {array: shared}
-            body = cuda_atomics.private_kernel(shared_printer.emit(launch.body), body, flag, array, shared, count, ty,
-                                               self.expr.mark)
-        kernel: dict[str, object] = {"name": name, "params": params, "body": loads + body + stores,
-                                     "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
-        return kernel, {"kind": "launch", "kernel": name, "args": args, "shape": "plain" if chain else "serial",
-                        **config}
-
-    def _private_bins(self, launch: ir.Launch, chain: list[ir.For], namer: Namer, params: list[str],
-                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar] | None:
-        """For a launch whose one atomic array may live in shared memory (:mod:`transpile.cuda.atomics`):
-        adds the host's choice (a kernel parameter, the dynamic shared memory, a grid of at most
-        PRIVATE_BLOCKS_PER_SM blocks an SM when taken) to ``params``/``args``/``config`` and returns
-        (array, its shared copy, the flag parameter, the bin-count parameter, element type) for
-        :func:`transpile.cuda.atomics.private_kernel`; None where the launch has no such array."""
+    def _private_bins(self, name: str, namer: Namer, params: list[KernelParam],
+                      args: list[str], config: dict[str, object]) -> tuple[str, str, str, str, ir.Scalar]:
+        """For a launch whose atomic array ``name`` lives in shared memory when it fits
+        (:mod:`transpile.cuda.atomics`, planned: ``LaunchPlan.private``): adds the host's choice (a
+        kernel parameter, the dynamic shared memory, a grid of at most PRIVATE_BLOCKS_PER_SM blocks an
+        SM when taken) to ``params``/``args``/``config`` and returns (array, its shared copy, the flag
+        parameter, the bin-count parameter, element type) for :func:`transpile.cuda.atomics.private_kernel`."""
         from transpile.cuda import atomics as cuda_atomics
 
         arrays = {**self.arrays, **self.allocs}
-        name = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()}, self.fixed_scalars)
-        if name is None:
-            return None
         ty = arrays[name].elem
         (extent,) = arrays[name].dims
         flag, shared, count_param = namer.fresh("private_bins"), namer.fresh(f"{name}_bins"), namer.fresh(f"{name}_count")
@@ -439,17 +484,9 @@ class _KernelEmitter:
         grid[0] = f"({host_flag} && {grid[0]} > {cap} ? {cap} : {grid[0]})"
         config["grid"] = grid
         config["smem"] = f"(size_t)({host_flag} ? {bytes_} : 0)"
-        params += [f"int {flag}", f"{INDEX_TYPE} {count_param}"]
+        params += [KernelParam("int", flag), KernelParam(INDEX_TYPE, count_param)]
         args += [f"(int){host_flag}", f"({INDEX_TYPE})({count})"]
         return name, shared, flag, count_param, ty
-
-    def _rows(self, chain: list[ir.For]) -> int:
-        """Iterations of the ``y`` par loop per thread in a plain launch (:func:`passes.tile.launch_rows`)."""
-        return tile.launch_rows(self.tiling, chain)
-
-    def _block(self, dims: int) -> tuple[int, int, int]:
-        """Threads per block of a plain launch with ``dims`` par loops."""
-        return self.tiling.blocks[dims - 1] if self.tiling is not None else BLOCK_SHAPES[dims]
 
     def trip_count(self, loop: ir.For) -> str:
         """``hi - lo`` of a step-1 loop, as host C text (``hi`` alone when ``lo`` is 0)."""
@@ -457,20 +494,21 @@ class _KernelEmitter:
             return self.expr(loop.hi)
         return f"{self.expr.cast_to(loop.hi, INDEX_TYPE)} - {self.expr.operand(loop.lo, PREC['-'] + 1)}"
 
-    def _config(self, chain: list[ir.For]) -> dict[str, object]:
-        """Trip counts, guard and grid/block sizes of a launch (host side)."""
+    def config(self, plan: forms.LaunchPlan) -> dict[str, object]:
+        """Trip counts, guard and grid/block sizes of the plain launch of ``plan.chain`` (host side),
+        with the planned block shape and the rows and planes a thread takes."""
+        chain = plan.chain
         if not chain:
             return {"trips": [], "guard": None, "grid": ["1u"], "block": ["1u"]}
         dims = sorted(loop.par for loop in chain)  # type: ignore[type-var]
         assert dims == sorted("xyz"[: len(chain)]), f"par dims {dims} must be x, x y or x y z"
-        shape = self._block(len(chain))
+        shape = plan.block
         trips, grid, counts = [], ["1u", "1u", "1u"], []
         for n, loop in enumerate(chain):
             a = "xyz".index(loop.par)  # type: ignore[arg-type]
             t = self._trips(loop, chain[:n], trips)
             counts.append(t)
-            per = shape[a] * (self._rows(chain) if loop.par == "y" else
-                              tile.launch_stream(self.tiling, chain) if loop.par == "z" else 1)
+            per = shape[a] * (plan.rows if loop.par == "y" else plan.stream if loop.par == "z" else 1)
             grid[a] = f"{GRID_FN}({t}, {per}u, {GRID_CAPS[a]}u)"
         block = [f"{b}u" for b in shape]
         if len(chain) == 1 and shape[0] % 64 == 0:
@@ -502,7 +540,7 @@ class _KernelEmitter:
             at = {o.var: ir.cast(e, o.ty) for o, e in zip(corners, ends)}
             name = self.host_namer.fresh(f"{loop.var}_n")
             trips.append({"name": name, "expr": self.trip_count(dataclasses.replace(
-                loop, lo=substitute_vars(loop.lo, at), hi=substitute_vars(loop.hi, at)))})
+                loop, lo=ir.substitute(loop.lo, at), hi=ir.substitute(loop.hi, at)))})
             names.append(name)
         acc = names[0]
         for name in names[1:]:
@@ -522,6 +560,9 @@ class _KernelEmitter:
             host.emit([s])
             host.flush()
         steps = host.steps
+        for st in steps:  # every launch at its final indentation (one-block and fused loops move them)
+            if st["kind"] == "launch":
+                st["lines"] = _launch_lines(st, self.names["err"], self.names["stream"])
 
         from transpile.cuda import (
             dropin as dropin_host,  # the drop-in's transfers and host path (dropin.cu.j2)
@@ -612,14 +653,6 @@ def emit_regions(module: ir.Module, *, source: str, tiling: tile.Options | None 
     return regions.strip(_render(module, source=source, tiling=tiling))
 
 
-def _block_bound(text: str) -> int:
-    """The most threads per block a launch's block expression gives (``256u``, or
-    ``transpile_block(i_n, 256u)``, which may give fewer: see ``_KernelEmitter._config``)."""
-    m = re.fullmatch(rf"(?:{BLOCK_FN}\(\w+, )?(\d+)u\)?", text)
-    assert m is not None, f"unexpected block size {text!r}"
-    return int(m.group(1))
-
-
 @dataclass(frozen=True)
 class LaunchInfo:
     """What the emitter made of one ``Launch``: its ``__global__`` name, its shape and block size.
@@ -628,13 +661,16 @@ class LaunchInfo:
     (one thread), ``block``/``rows``/``cols`` (parallel reductions,
     :mod:`transpile.cuda.reduce`), ``sweep`` (row and column reductions in one pass and a fold
     launch, :mod:`transpile.cuda.sweep`), ``tiled`` (FMA register tiles) or ``mma`` (fp64
-    tensor cores).  ``launch`` is the IR node, ``block`` the threads per block (x, y, z).
+    tensor cores): the values of :class:`transpile.cuda.forms.Form`.  ``launch`` is the IR node,
+    ``block`` the threads per block (x, y, z), ``plan`` the form and its parameters as decided before
+    printing (:class:`transpile.cuda.forms.LaunchPlan`; the cost model reads it).
     """
 
     kernel: str
     shape: str
     launch: ir.Launch
     block: tuple[int, ...]
+    plan: forms.LaunchPlan | None = field(default=None, compare=False, repr=False)
 
 
 def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:

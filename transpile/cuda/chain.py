@@ -54,21 +54,24 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     ExprPrinter,
+    KernelParam,
     Namer,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
-from transpile.cuda.reduce import WARP, _ReducePrinter, break_on_error
+from transpile.cuda.reduce import WARP, _ReducePrinter
 from transpile.ir import accum
 
 if TYPE_CHECKING:
     from passes.reduce_gpu import Chain
     from passes.tile import Options
-    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 FOLD_THREADS = 256
 MIN_BAND = 8
@@ -128,18 +131,16 @@ def _static_bytes(chain: Chain, threads: int) -> int:
                for st in chain.rows.body)
 
 
-def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
-           loads: list[str], stores: list[str], namer: Namer,
-           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
-    """The chain kernel of ``lp`` and the host step (scratch, the launches); the column and fold
-    kernels are registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
-    from passes.reduce_gpu import chain_shape
-
+def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The chain kernel of ``plan.launch`` and the host step (scratch, the launches); the column and fold
+    kernels are registered with the emitter (:data:`transpile.cuda.forms.Emit`)."""
+    emitter, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads = ctx.params, ctx.args, ctx.loads
     (outer,) = lp.body
     assert isinstance(outer, ir.For), lp
-    ch = chain_shape(outer)
+    ch = plan.nest
     assert ch is not None and outer.reduce and ch.rows.reduce, f"not a chain launch: {outer!r}"
-    assert not stores and not host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
+    assert not ctx.stores and not plan.host_locals, f"chain launch writes device scalars or sits in a host loop: {lp!r}"
     expr, hn = emitter.expr, emitter.host_namer
     parts = []  # (Y accumulation, op, scratch pointer name)
     for st, op in zip(ch.cols.body, outer.reduce):
@@ -154,14 +155,15 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                                                 hn.fresh("bands"), hn.fresh("band"), hn.fresh("smem"),
                                                 hn.fresh("per_sm"), hn.fresh("fit"))
     dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "bands", "in_smem")}
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}",
-        f"int {dev['in_smem']}"]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['bands']}"]
+    out = [KernelParam(ctype(a.target.ty), p, pointer=True, restrict=True) for a, _o, p in parts]
+    sizes = [KernelParam(INDEX_TYPE, dev[x]) for x in ("r_n", "c_n", "band")]
+    kparams = params + out + sizes + [KernelParam("int", dev["in_smem"])]
+    fparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, const=True, restrict=True)
+                        for a, _o, p in parts] + [KernelParam(INDEX_TYPE, dev["c_n"]), KernelParam(INDEX_TYPE, dev["bands"])]
     ptrs = [p for _a, _o, p in parts]
 
-    threads = threads_of(emitter.tiling)
+    threads = plan.shape
+    assert isinstance(threads, int), plan
     body = _ChainPrinter(expr, namer, dev, threads)
     body.chain(ch, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": body.shared + loads + body.lines,
@@ -169,8 +171,7 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
     cols = _ChainPrinter(expr, namer.child(), dev, COL_THREADS)
     cols.columns(ch, parts)
     cols_name = emitter.namer.fresh(f"{name}_cols")
-    cparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, p in parts] + [
-        f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}", f"{INDEX_TYPE} {dev['band']}"]
+    cparams = params + out + sizes
     fold = _ChainPrinter(expr, namer.child(), dev, threads)
     fold.fold(ch, parts)
     fold_name = emitter.namer.fresh(f"{name}_fold")
@@ -245,25 +246,18 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, (size_t){nparts} * "
                                         f"(size_t)({c_n} > 0 ? {c_n} : 1) * sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    launch_chain = (f"{name}<<<dim3((unsigned int){bands}, 1u, 1u), dim3({threads}u, 1u, 1u), "
-                    f"{flag} ? {smem} : 0, {stream}>>>"
-                    f"({', '.join(args + ptrs + [r_n, c_n, band, flag])});")
-    launch_cols = (f"{cols_name}<<<dim3((unsigned int){tiles}, (unsigned int){nparts}, 1u), dim3({COL_THREADS}u, 1u, 1u), "
-                   f"0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band2])});")
-    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
-                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [c_n, nparts])});")
-    lines.append(p6 + m("launch", launch_chain))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += check(p6)
+    launch_chain = launch_call(name, f"(unsigned int){bands}, 1u, 1u", f"{threads}u, 1u, 1u", f"{flag} ? {smem} : 0",
+                               stream, args + ptrs + [r_n, c_n, band, flag])
+    launch_cols = launch_call(cols_name, f"(unsigned int){tiles}, (unsigned int){nparts}, 1u", f"{COL_THREADS}u, 1u, 1u",
+                              "0", stream, args + ptrs + [r_n, c_n, band2])
+    launch_fold = launch_call(fold_name, f"{GRID_FN}({c_n}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u",
+                              f"{FOLD_THREADS}u, 1u, 1u", "0", stream, args + ptrs + [c_n, nparts])
+    lines += checked_launch(launch_chain, err, p6)
     lines.append(f"{p6}if ({m('guard', f'{c_n} > 0')}) {{")
     lines.append(f"{p8}if ({m('guard', '!' + flag)}) {{")
-    lines.append(p8 + "  " + m("launch", launch_cols))
-    lines.append(f"{p8}  {err} = cudaGetLastError();")
-    lines += check(p8 + "  ")
+    lines += checked_launch(launch_cols, err, p8 + "  ")
     lines.append(f"{p8}}}")
-    lines.append(p8 + m("launch", launch_fold))
-    lines.append(f"{p8}{err} = cudaGetLastError();")
-    lines += check(p8)
+    lines += checked_launch(launch_fold, err, p8)
     lines.append(f"{p6}}}")
     lines.append(p4 + "}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "chain",

@@ -207,9 +207,8 @@ class _Counter:
                 self.launches.append(" * ".join(trips) or "1.0")
                 self._block(s.body, trips, mid, self.serial if id(s) in self.serial_launches else self.par)
             elif isinstance(s, ir.For):
-                from passes.builders import substitute_vars
 
-                lo, hi = substitute_vars(s.lo, mid), substitute_vars(s.hi, mid)
+                lo, hi = ir.substitute(s.lo, mid), ir.substitute(s.hi, mid)
                 if not (_names(lo) | _names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
                     raise _Uncountable
                 count = f"transpile_host_trips((double)({self.expr(lo)}), (double)({self.expr(hi)}), {abs(s.step)}.0)"

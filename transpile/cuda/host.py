@@ -102,7 +102,7 @@ class Plan:
 def plan(kernel: ir.Kernel, copy_in: Mapping[str, bool], copy_out: Mapping[str, bool]) -> Plan:
     """The points of ``kernel``'s copies: one phase per top-level statement with launches."""
     body = kernel.body
-    has_launch = [any(isinstance(n, ir.Launch) for n in ir.walk(s)) for s in body]
+    has_launch = [ir.has_launch(s) for s in body]
     phases = max(sum(has_launch), 1)
     phase_of: list[int] = []
     seen = 0

@@ -1,9 +1,9 @@
 """CUDA for a tiled matmul-like launch on fp64 tensor cores (DMMA, ``mma.sync`` f64: m16n8k8 by default).
 
-:func:`launch` is tried first by :func:`transpile.cuda.tiled.launch` when the
-plan allows it (``Plan.mma``: tile option ``mma`` not False, shared staging
-on); it returns ``None``, leaving the exact-order FMA kernel, unless the
-update is *bilinear* (:func:`terms`)::
+:func:`fit` decides, before printing (:mod:`transpile.cuda.forms`), whether a tiling plan runs
+here: the plan allows it (``Plan.mma``: tile option ``mma`` not False, shared staging on), a block
+shape fits, and the update is *bilinear* (:func:`terms`); otherwise the exact-order FMA kernel
+(:mod:`transpile.cuda.tiled`) runs alone::
 
     X[i][j] = X[i][j] + R1 * Q1 (+ R2 * Q2 ...)     # all f64
 
@@ -187,13 +187,22 @@ def _side(e: ir.Expr, sides: dict[ir.Index, Operand]) -> tuple[str, ir.Expr, boo
     return found.pop(), e, sides[refs[0]].k_last
 
 
-def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], config: dict[str, object]
-           ) -> tuple[str, list[str], dict[str, object]] | None:
-    """``(qualifiers, body lines, launch config)`` of the tensor-core kernel, or None (FMA path).
+# Fit(terms, k_last, shape, inst): a plan's tensor-core form: its bilinear terms, whether each
+# operand reads k last, the block shape (bm, bn, bk, wm, wn, buffers) and the instruction.
+@dataclass(frozen=True)
+class Fit:
+    """How a tiling plan runs on the tensor cores (:func:`fit`)."""
 
-    Same contract as :func:`transpile.cuda.tiled.launch`; nothing is named
-    (``namer``) before the shape is known to fit.
-    """
+    terms: tuple[Term, ...]
+    k_last: dict[ir.Index, bool]
+    shape: tuple[int, int, int, int, int, int]
+    inst: Instruction
+
+
+def fit(plan: Plan) -> Fit | None:
+    """The tensor-core form of ``plan`` (decided before printing: :mod:`transpile.cuda.forms`), or None:
+    tensor cores not allowed (``plan.mma``), an update that is not bilinear in f64, no block shape that
+    fits, or an ``--arch`` target without the instruction (the FMA kernel alone)."""
     found = terms(plan) if plan.mma is not None else None
     if not found:
         return None
@@ -201,10 +210,20 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     shape = _fit(found, k_last, plan.mma, plan.red.var, (plan.row.var, plan.col.var))  # type: ignore[arg-type]
     if shape is None:
         return None
-    bm, bn, bk, wm, wn, nbuf = shape
-    inst = instruction(plan.mma_inst, wm, bk)
+    inst = instruction(plan.mma_inst, shape[3], shape[2])
     if plan.arch and plan.arch < arch(inst):
-        return None  # --arch: a target without the instruction (the FMA kernel alone)
+        return None
+    return Fit(found, k_last, shape, inst)
+
+
+def launch(plan: Plan, fitted: Fit, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str],
+           config: dict[str, object]) -> tuple[str, list[str], dict[str, object]]:
+    """``(qualifiers, body lines, launch config)`` of the tensor-core kernel of ``plan`` in the form ``fitted``.
+
+    Same contract as :func:`transpile.cuda.tiled.launch`.
+    """
+    found, k_last, inst = fitted.terms, fitted.k_last, fitted.inst
+    bm, bn, bk, wm, wn, nbuf = fitted.shape
     warps_c = bn // wn
     threads = (bm // wm) * warps_c * 32
     copy = nbuf >= 2  # cp.async into nbuf buffers; else one buffer and register prefetch

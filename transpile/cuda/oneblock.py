@@ -29,6 +29,7 @@ off); otherwise the host loop launches as before.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from transpile import ir
@@ -84,7 +85,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
             any(str(st["kernel"]) in emitter.folds for st in steps) or \
             any(st["shape"] == "block" and st.get("guard") for st in steps):
         return None
-    from transpile.cuda.printer import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, RESTRICT, ctype, var_names
+    from transpile.cuda.printer import GLOBAL, INDEX_TYPE, LAUNCH_BOUNDS, KernelParam, ctype, var_names
 
     # A one-block reduction's body is written for its own block size: the kernel takes it (one size).
     sizes = {str(st["block"][0]).rstrip("u") for st in steps if st["shape"] == "block"}  # type: ignore[index]
@@ -97,29 +98,30 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     v = expr.ident(loop.var)
     vt = ctype(loop.ty)
     # Parameters: every launch's, once, without the host loop's variable; its bounds by value.
-    params: list[str] = []
+    params: list[KernelParam] = []
     args: list[str] = []
     aliases: dict[str, list[str]] = {}  # launch kernel -> lines naming a shared parameter as its body does
     for st in steps:
         k = by_name[str(st["kernel"])]
         for p, a in zip(k["params"], st["args"]):  # type: ignore[call-overload]
+            assert isinstance(p, KernelParam), p
             if a == v:
                 continue
             if a in args:  # an array one launch reads (const) and another writes: not const
                 at = args.index(a)
-                if params[at].startswith("const ") and not str(p).startswith("const "):
-                    params[at] = _name(params[at]).join(str(p).rsplit(_name(str(p)), 1))
-                if _name(str(p)) != _name(params[at]):
-                    aliases.setdefault(str(k["name"]), []).append(f"auto {_name(str(p))} = {_name(params[at])};")
+                if params[at].const and not p.const:
+                    params[at] = dataclasses.replace(params[at], const=False)
+                if p.name != params[at].name:
+                    aliases.setdefault(str(k["name"]), []).append(f"auto {p.name} = {params[at].name};")
                 continue
-            params.append(str(p))
+            # No __restrict__: with it nvcc takes a pointer's target as changed by this thread alone and
+            # may keep values in registers across the barriers, where other threads of the block write
+            # them (it did with durbin's device scalars, loaded once before the loop: wrong on the H200,
+            # run 49).
+            params.append(dataclasses.replace(p, restrict=False))
             args.append(a)
-    # No __restrict__: with it nvcc takes a pointer's target as changed by this thread alone and may
-    # keep values in registers across the barriers, where other threads of the block write them (it
-    # did with durbin's device scalars, loaded once before the loop: wrong on the H200, run 49).
-    params = [p.replace(f"*{RESTRICT} ", "*") for p in params]
     lo, hi = hn.fresh(f"{loop.var}_lo"), hn.fresh(f"{loop.var}_hi")
-    params += [f"{INDEX_TYPE} {lo}", f"{INDEX_TYPE} {hi}"]
+    params += [KernelParam(INDEX_TYPE, lo), KernelParam(INDEX_TYPE, hi)]
     args += [lo, hi]
     name = emitter.namer.fresh(f"{emitter.name}_loop")
     body = []
@@ -188,6 +190,3 @@ def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]],
     return kernel, args, lines, ok  # the caller emits: if (ok) { one-block launch } else { the loop }
 
 
-def _name(param: str) -> str:
-    """The name a parameter declaration declares (its last identifier)."""
-    return param.replace("*", " ").split()[-1]

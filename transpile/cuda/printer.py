@@ -692,6 +692,68 @@ def _compound_rhs(s: ir.Assign) -> tuple[str, ir.Expr] | None:
 # Kernels
 
 
+# ---------------------------------------------------------------------------
+# Kernel parameters and host launches
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelParam:
+    """One parameter of a ``__global__`` function, built as structure and printed once (``str``): a scalar
+    by value, or a pointer to ``ctype`` elements, ``const`` where the kernel only reads them and
+    ``restrict`` where no other pointer of the kernel reaches them (decided where the parameter is
+    made, never edited into the printed text)."""
+
+    ctype: str
+    name: str
+    pointer: bool = False
+    const: bool = False
+    restrict: bool = False
+
+    def __str__(self) -> str:
+        if not self.pointer:
+            return f"{self.ctype} {self.name}"
+        return f"{'const ' if self.const else ''}{self.ctype} *{RESTRICT + ' ' if self.restrict else ''}{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalarLoad:
+    """A device scalar a kernel loads from its struct member (``ptr``) into a local ``name`` at its start:
+    ``const`` unless the kernel writes it (and then stores it back); printed read-only in a kernel that
+    only reads it whatever the launch does (a grid reduction's partials kernel)."""
+
+    ctype: str
+    name: str
+    ptr: str
+    written: bool
+
+    def line(self, *, read_only: bool = False) -> str:
+        """The load as a kernel body line."""
+        if read_only:
+            return f"  {MAYBE_UNUSED} const {self.ctype} {self.name} = *{self.ptr};"
+        return f"  {'' if self.written else 'const '}{self.ctype} {self.name} = *{self.ptr};"
+
+LAST_ERROR = "cudaGetLastError()"
+SUCCESS = "cudaSuccess"
+
+
+def launch_call(kernel: str, grid: str, block: str, smem: str, stream: str, args: Sequence[str]) -> str:
+    """The launch statement ``kernel<<<dim3(grid), dim3(block), smem, stream>>>(args);``."""
+    return f"{kernel}<<<dim3({grid}), dim3({block}), {smem}, {stream}>>>({', '.join(args)});"
+
+
+def break_on_error(err: str, pad: str) -> list[str]:
+    """Host lines: leave the launch block (``break``) when ``err`` is not ``cudaSuccess``."""
+    return [f"{pad}if ({err} != {SUCCESS}) {{", f"{pad}  break;", f"{pad}}}"]
+
+
+def checked_launch(call: str, err: str, pad: str, *, check: bool = True) -> list[str]:
+    """Host lines of one launch (:func:`launch_call`, marked as a ``launch`` region), its error taken
+    into ``err``, and, unless ``check`` is off (the caller checks once after several), the ``break``
+    that leaves the launch block on an error.  Every launch of the emitted code is written here."""
+    lines = [pad + regions.mark("launch", call), f"{pad}{err} = {LAST_ERROR};"]
+    return lines + break_on_error(err, pad) if check else lines
+
+
 def var_names(node: ir.Node) -> set[str]:
     return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
 
@@ -726,7 +788,7 @@ def check_mapped(kernel: ir.Kernel, body: tuple[ir.Stmt, ...] | None = None) -> 
 
 def is_host_loop(s: ir.Stmt) -> bool:
     """A ``For`` outside any launch that contains launches (``passes.map_gpu``'s host loops)."""
-    return isinstance(s, ir.For) and any(isinstance(n, ir.Launch) for n in ir.walk(s))
+    return isinstance(s, ir.For) and ir.has_launch(s)
 
 
 def host_loops(body: tuple[ir.Stmt, ...]) -> list[ir.For]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from transpile import ir
 from transpile.cuda import regions
@@ -49,17 +50,23 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     UINDEX_TYPE,
     ExprPrinter,
+    KernelParam,
     Namer,
     StmtPrinter,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
 from transpile.ir import accum
+
+if TYPE_CHECKING:
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 #: Threads per block of a reduction launch by shape (powers of two: the tree halves them).
 THREADS = {"block": 256, "rows": 256, "rowprog": 256}
@@ -201,7 +208,6 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
             rows = host_namer.fresh("rows")
             trips = [*trips, {"name": rows, "expr": " * ".join(t["name"] for t in trips)}]
             config["trips"] = trips
-        config["shared_arrays"] = sorted(thread0_shared(loop))
         if kind == "rowprog":  # a warp a row, or a block a row when there are few rows (ROWPROG_ENV)
             assert host_namer is not None
             env, group = host_namer.fresh("rowprog_env"), host_namer.fresh(f"{rows}_group")
@@ -214,7 +220,7 @@ def launch(lp: ir.Launch, kind: str, expr: ExprPrinter, namer: Namer, loads: lis
                 f'[&] {{ const char *{env} = getenv("{ROWPROG_ENV}"); return {rows} < ({env} != NULL ? atoll({env}) : '
                 f"{ROWPROG_SM_ROWS}LL * transpile_sm_count()){long_rows} ? {threads}LL : {WARP}LL; }}()")}]
             config["grid"] = [f"{GRID_FN}({rows}, (unsigned int)({threads} / {group}), {GRID_CAPS[0]}u)", "1u", "1u"]
-            config["params"] = [f"int {printer.group_param}"]
+            config["params"] = [KernelParam("int", printer.group_param)]
             config["args"] = [f"(int){group}"]
         else:
             config["grid"] = [f"{GRID_FN}({rows}, {threads // WARP}u, {GRID_CAPS[0]}u)", "1u", "1u"]
@@ -273,8 +279,7 @@ def grid_ready(lp: ir.Launch) -> bool:
     return not (reads & written)
 
 
-def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], args: list[str], loads: list[str],
-                stores: list[str], namer: Namer) -> tuple[dict[str, object], dict[str, object]]:
+def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     """A top-level ``block`` launch over the whole GPU: the partials kernel ``name`` (blocks of 256
     threads, block ``b`` taking iterations ``b * 256 + t`` with stride ``blocks * 256``, each block's
     tree folded by thread 0 into ``part[b]``) and a fold kernel of one thread (thread 0's statements
@@ -282,7 +287,8 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     number of blocks depends on the trip count alone (one per ``GRID_CHUNK`` iterations, at most
     ``GRID_MAX_BLOCKS``), so results do not depend on the device.  One block of 256 threads, the
     form inside host loops, streams a large reduction through one SM."""
-    e = emitter  # a transpile.cuda._KernelEmitter
+    e, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads, stores = ctx.params, ctx.args, ctx.loads, ctx.stores
     (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
     at = lp.body.index(loop)
     threads = THREADS["block"]
@@ -295,11 +301,10 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
         e.host_namer.taken.add(ptr)  # type: ignore[attr-defined]
         parts.append((a, ptr))
     # The partials kernel: no statement of thread 0, no scalar stored; the scalars it loads are read only.
-    ro_loads = [line.replace(line.strip(), "[[maybe_unused]] const " + line.strip().removeprefix("const "), 1)
-                for line in loads]
+    ro_loads = [x.line(read_only=True) for x in ctx.scalar_loads]
     printer = _ReducePrinter(e.expr, namer, threads)  # type: ignore[attr-defined]
     printer._reduce(loop, [ptr for _a, ptr in parts])
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts]
+    kparams = params + [KernelParam(ctype(a.target.ty), ptr, pointer=True, restrict=True) for a, ptr in parts]
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": printer.shared + ro_loads + printer.lines,
                                  "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}({threads})"}
     # The fold: one thread, the launch's statements in order with the reduction's total in its place.
@@ -310,7 +315,8 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
     for st in lp.body[at + 1:]:
         fold.visit(st)
     fold_name = e.namer.fresh(f"{name}_fold")  # type: ignore[attr-defined]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {ptr}" for a, ptr in parts] + [f"{INDEX_TYPE} {nblocks}"]
+    fparams = params + [KernelParam(ctype(a.target.ty), ptr, pointer=True, const=True, restrict=True)
+                        for a, ptr in parts] + [KernelParam(INDEX_TYPE, nblocks)]
     e.folds[name] = [{"name": fold_name, "params": fparams, "body": loads + fold.lines + stores,  # type: ignore[attr-defined]
                       "qualifiers": f"{GLOBAL} void {LAUNCH_BOUNDS}(1)"}]
     # Host side: the block count from the trip count, the scratch, the two launches.
@@ -332,23 +338,13 @@ def grid_launch(emitter: object, lp: ir.Launch, name: str, params: list[str], ar
                                         f"sizeof({ctype(a.target.ty)}), {stream});"))
         lines += break_on_error(err, p6)
     ptrs = [ptr for _a, ptr in parts]
-    lines.append(p6 + m("launch", f"{name}<<<dim3((unsigned int){g}, 1u, 1u), dim3({threads}u, 1u, 1u), 0, "
-                                  f"{stream}>>>({', '.join(args + ptrs)});"))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += break_on_error(err, p6)
-    lines.append(p6 + m("launch", f"{fold_name}<<<dim3(1u, 1u, 1u), dim3(1u, 1u, 1u), 0, {stream}>>>"
-                                  f"({', '.join(args + ptrs + [g])});"))
-    lines.append(f"{p6}{err} = cudaGetLastError();")
-    lines += break_on_error(err, p6)
+    lines += checked_launch(launch_call(name, f"(unsigned int){g}, 1u, 1u", f"{threads}u, 1u, 1u", "0", stream,
+                                        args + ptrs), err, p6)
+    lines += checked_launch(launch_call(fold_name, "1u, 1u, 1u", "1u, 1u, 1u", "0", stream, args + ptrs + [g]), err, p6)
     lines.append(f"{p4}}}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "grid",
                                "block": [f"{threads}u", "1u", "1u"], "kernel": name, "args": args}
     return kernel, step
-
-
-def break_on_error(err: str, pad: str) -> list[str]:
-    """Host lines: leave the launch block (``break``) when ``err`` is not ``cudaSuccess``."""
-    return [f"{pad}if ({err} != cudaSuccess) {{", f"{pad}  break;", f"{pad}}}"]
 
 
 def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
@@ -385,7 +381,6 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     ``m`` is parallel), and the order of ``r``'s terms is free.  An element written once, by a top-level assignment, and an array written
     nowhere else in ``m`` is forwarded: its value is kept in a local (named by ``fresh``) and the
     terms read the local instead of memory."""
-    from passes.builders import substitute_vars
     from passes.tile import substitute
 
     if m.par != "lane" or not r.reduce or r.par is not None or (m.lo, m.hi, m.ty) != (r.lo, r.hi, r.ty):
@@ -401,7 +396,7 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
     if any(not isinstance(a.target, ir.Var) or a.target.name in ir.identifiers(m) for a in accs):
         return None
     rename = {r.var: ir.Var(m.var, m.ty)}
-    terms = [substitute_vars(a.term, rename) for a in accs]
+    terms = [ir.substitute(a.term, rename) for a in accs]
     targets = {w.target for w in writes}
     for t in terms:
         if any(isinstance(n, ir.Index) and n.array in written and n not in targets for n in ir.walk(t)):

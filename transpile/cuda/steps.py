@@ -177,7 +177,6 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
           written: tuple[str, ...], rank: int, steps: int) -> Plan | None:
     """The plan of :func:`plan` at ``steps`` time steps a kernel, or None (offsets, traffic, shared memory)."""
     from passes import accesses
-    from passes.builders import substitute_vars
     from transpile.cuda.printer import var_names
 
     arrays = {**emitter.arrays, **emitter.allocs}
@@ -189,7 +188,7 @@ def _plan(emitter: _KernelEmitter, loop: ir.For, launches: list[tuple[tuple[ir.F
         base, launches = launches, list(launches)
         for k in range(1, steps):
             at = {loop.var: ir.binary("+", ir.Var(loop.var, loop.ty), ir.const(k * loop.step, loop.ty))}
-            launches += [(tuple(substitute_vars(lp, at) for lp in chain), substitute_vars(stmt, at))
+            launches += [(tuple(ir.substitute(lp, at) for lp in chain), ir.substitute(stmt, at))
                          for chain, stmt in base]
     infos: list[tuple[tuple[ir.For, ...], ir.Assign, tuple[str | None, ...], list[tuple[str, tuple[int, ...]]]]] = []
     for chain, stmt in launches:
@@ -278,8 +277,8 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
         GLOBAL,
         INDEX_TYPE,
         LAUNCH_BOUNDS,
-        RESTRICT,
         ExprPrinter,
+        KernelParam,
         StmtPrinter,
         ctype,
         var_names,
@@ -308,7 +307,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     for a in uses:
         referenced |= emitter.extent_vars.get(a, set())
     referenced -= pars
-    params: list[str] = []
+    params: list[KernelParam] = []
     args: list[str] = []  # host expressions; written arrays' as placeholders filled per step
     cur: dict[str, str] = {}  # host: the step's input buffer of each written array
     nxt: dict[str, str] = {}  # host: its output buffer
@@ -324,17 +323,18 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
             ident = emitter.ident(var)
             if var in p.written:
                 src, dst = buf[var] = namer.fresh(f"{var}_in"), namer.fresh(f"{var}_out")
-                params += [f"const {ctype(ty.elem)} *{RESTRICT} {src}", f"{ctype(ty.elem)} *{RESTRICT} {dst}"]
+                params += [KernelParam(ctype(ty.elem), src, pointer=True, const=True, restrict=True),
+                           KernelParam(ctype(ty.elem), dst, pointer=True, restrict=True)]
                 cur[var], nxt[var] = emitter.host_namer.fresh(f"{var}_cur"), emitter.host_namer.fresh(f"{var}_next")
                 args += [cur[var], nxt[var]]
             else:
-                params.append(f"const {ctype(ty.elem)} *{RESTRICT} {ident}")
+                params.append(KernelParam(ctype(ty.elem), ident, pointer=True, const=True, restrict=True))
                 args.append(ident)
                 for hname, _dim in emitter.hoisted.get(var, []):
-                    params.append(f"{INDEX_TYPE} {hname}")
+                    params.append(KernelParam(INDEX_TYPE, hname))
                     args.append(hname)
         elif isinstance(ty, ir.Scalar) and var in referenced:
-            params.append(f"{ctype(ty)} {emitter.ident(var)}")
+            params.append(KernelParam(ctype(ty), emitter.ident(var)))
             args.append(emitter.ident(var))
 
     # -- the kernel body
@@ -346,7 +346,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
                     "  // its tile and halo, "
                     + " x ".join(map(str, size[n])))
     rows = {n: namer.fresh(f"{n}_rows") for n in p.written}  # each written array's first extent, by value
-    params += [f"{INDEX_TYPE} {rows[n]}" for n in p.written]
+    params += [KernelParam(INDEX_TYPE, rows[n]) for n in p.written]
     args += [expr.cast_to(arrays[n].dims[0], INDEX_TYPE) for n in p.written]
     dn = [namer.fresh(f"d{a}") for a in range(rank)]
     nt = [namer.fresh(f"tiles{a}") for a in range(rank)]
@@ -436,7 +436,7 @@ def build(emitter: _KernelEmitter, loop: ir.For, p: Plan, scope: dict[str, ir.Sc
     sub_expr = ExprPrinter(emitter.extents, emitter.rename, marks=True)
     nsteps = namer.fresh("nsteps")
     if p.steps > 1:
-        params.append(f"int {nsteps}")
+        params.append(KernelParam("int", nsteps))
     for k, ph in enumerate(p.phases):
         start = len(body)
         target = ph.stmt.target
@@ -529,7 +529,7 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
     """``(setup, loop_lines, ok)`` of :func:`build`: the scratch, then the host loop launching kernel ``name``
     with ``args`` (``cur``/``nxt``: the host's input and output buffer of each written array, swapped after
     each kernel; ``reads_var``: the kernel takes the loop's variable)."""
-    from transpile.cuda.printer import GRID_CAPS, INDEX_TYPE, ctype
+    from transpile.cuda.printer import GRID_CAPS, INDEX_TYPE, checked_launch, ctype, launch_call
 
     arrays = {**emitter.arrays, **emitter.allocs}
     expr = emitter.expr
@@ -605,13 +605,8 @@ def _host(emitter: _KernelEmitter, loop: ir.For, p: Plan, name: str, args: list[
                         f"({hd[a]} + {tile[a] - 1}) / {tile[a]} : {cap}LL)")
         else:
             grid.append("1u")
-    launch = (f"{name}<<<dim3({', '.join(grid)}), dim3({block[0]}u, {block[1]}u, {block[2]}u), 0, {stream}>>>"
-              f"({', '.join(args)});")
-    lines.append(f"{q}  {m('launch', launch)}")
-    lines.append(f"{q}  {err} = cudaGetLastError();")
-    lines.append(f"{q}  if ({err} != cudaSuccess) {{")
-    lines.append(f"{q}    break;")
-    lines.append(f"{q}  }}")
+    lines += checked_launch(launch_call(name, ", ".join(grid), f"{block[0]}u, {block[1]}u, {block[2]}u", "0", stream, args),
+                            err, q + "  ")
     for n in p.written:
         t = ctype(arrays[n].elem)
         tmp = hn.fresh("swap")

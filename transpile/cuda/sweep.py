@@ -73,19 +73,22 @@ from transpile.cuda.printer import (
     GRID_FN,
     INDEX_TYPE,
     LAUNCH_BOUNDS,
-    RESTRICT,
     SMEM_PREFIX,
     THREAD_IDX,
     ExprPrinter,
+    KernelParam,
     Namer,
+    break_on_error,
+    checked_launch,
     ctype,
+    launch_call,
     literal,
 )
-from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, break_on_error
+from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
 from transpile.ir import accum
 
 if TYPE_CHECKING:
-    from transpile.cuda import _KernelEmitter
+    from transpile.cuda.forms import Emitted, LaunchContext, LaunchPlan
 
 LANES = WARP
 """Threads along the columns of a block (one warp)."""
@@ -154,18 +157,16 @@ def grid(rows: int, cols: int, sms: int = 132, shape: Shape = Shape()) -> tuple[
     return tiles, (rows + band - 1) // band, band
 
 
-def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str], args: list[str],
-           loads: list[str], stores: list[str], namer: Namer,
-           host_locals: dict[str, ir.Scalar]) -> tuple[dict[str, object], dict[str, object]]:
-    """The sweep kernel of ``lp`` and the host step (scratch, both launches); the fold kernel
-    is registered with ``emitter`` (:meth:`transpile.cuda._KernelEmitter.launch`'s contract)."""
-    from passes.reduce_gpu import sweep_shape
-
+def launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
+    """The sweep kernel of ``plan.launch`` and the host step (scratch, both launches); the fold kernel
+    is registered with the emitter (:data:`transpile.cuda.forms.Emit`)."""
+    emitter, lp, name, namer = ctx.emitter, plan.launch, ctx.name, ctx.namer
+    params, args, loads = ctx.params, ctx.args, ctx.loads
     (outer,) = lp.body
     assert isinstance(outer, ir.For), lp
-    sw = sweep_shape(outer)
+    sw = plan.nest
     assert sw is not None and outer.reduce, f"not a sweep launch: {outer!r}"
-    assert not stores and not host_locals, f"sweep launch writes device scalars or sits in a host loop: {lp!r}"
+    assert not ctx.stores and not plan.host_locals, f"sweep launch writes device scalars or sits in a host loop: {lp!r}"
     expr, hn = emitter.expr, emitter.host_namer
     parts = []  # (accumulation, op, along, scratch pointer name), in program order
     ops = iter(outer.reduce)  # one per accumulation (maps have none)
@@ -183,14 +184,16 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
                                     hn.fresh("tiles"), hn.fresh("bands"), hn.fresh("band"))
     # The kernels' own size parameters (fresh: a kernel may use these names itself).
     dev = {x: namer.fresh(x) for x in ("r_n", "c_n", "band", "tiles", "bands")}
-    sizes = [f"{INDEX_TYPE} {dev['r_n']}", f"{INDEX_TYPE} {dev['c_n']}"]
-    kparams = params + [f"{ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
-        f"{INDEX_TYPE} {dev['band']}"]
-    fparams = params + [f"const {ctype(a.target.ty)} *{RESTRICT} {p}" for a, _o, _w, p in parts] + sizes + [
-        f"{INDEX_TYPE} {dev['tiles']}", f"{INDEX_TYPE} {dev['bands']}"]
+    sizes = [KernelParam(INDEX_TYPE, dev["r_n"]), KernelParam(INDEX_TYPE, dev["c_n"])]
+    kparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, restrict=True)
+                        for a, _o, _w, p in parts] + sizes + [KernelParam(INDEX_TYPE, dev["band"])]
+    fparams = params + [KernelParam(ctype(a.target.ty), p, pointer=True, const=True, restrict=True)
+                        for a, _o, _w, p in parts] + sizes + [KernelParam(INDEX_TYPE, dev["tiles"]),
+                                                              KernelParam(INDEX_TYPE, dev["bands"])]
     ptrs = [p for _a, _o, _w, p in parts]
 
-    shape = shape_for(emitter.tiling, sw)
+    shape = plan.shape
+    assert isinstance(shape, Shape), plan
     sweep = _SweepPrinter(expr, namer, dev, shape)
     sweep.sweep(sw, parts)
     kernel: dict[str, object] = {"name": name, "params": kparams, "body": sweep.shared + loads + sweep.lines,
@@ -226,15 +229,13 @@ def launch(emitter: _KernelEmitter, lp: ir.Launch, name: str, params: list[str],
         lines.append(p6 + m("transfer", f"{err} = transpile_scratch((void **)&{ptr}, {count} * "
                                         f"sizeof({ctype(a.target.ty)}), {stream});"))
         lines += check(p6)
-    launch_sweep = (f"{name}<<<dim3((unsigned int){tiles}, (unsigned int){bands}, 1u), "
-                    f"dim3({LANES}u, {shape.warps}u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, band])});")
     most = f"{r_n} > {c_n} ? {r_n} : {c_n}"
-    launch_fold = (f"{fold_name}<<<dim3({GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u), "
-                   f"dim3({FOLD_THREADS}u, 1u, 1u), 0, {stream}>>>({', '.join(args + ptrs + [r_n, c_n, tiles, bands])});")
-    for text in (launch_sweep, launch_fold):
-        lines.append(p6 + m("launch", text))
-        lines.append(f"{p6}{err} = cudaGetLastError();")
-        lines += check(p6)
+    lines += checked_launch(launch_call(name, f"(unsigned int){tiles}, (unsigned int){bands}, 1u",
+                                        f"{LANES}u, {shape.warps}u, 1u", "0", stream, args + ptrs + [r_n, c_n, band]),
+                            err, p6)
+    lines += checked_launch(launch_call(fold_name, f"{GRID_FN}({most}, {FOLD_THREADS}u, {GRID_CAPS[0]}u), 1u, 1u",
+                                        f"{FOLD_THREADS}u, 1u, 1u", "0", stream, args + ptrs + [r_n, c_n, tiles, bands]),
+                            err, p6)
     lines.append(p4 + "}")
     step: dict[str, object] = {"kind": "sweep", "lines": lines, "shape": "sweep",
                                "block": [f"{LANES}u", f"{shape.warps}u", "1u"], "kernel": name, "args": args}

@@ -1,7 +1,7 @@
 """CUDA for a tiled matmul-like launch: renders a :class:`passes.tile.Plan`.
 
-:func:`launch` is called by :meth:`transpile.cuda._KernelEmitter.launch` when
-:func:`passes.tile.plan` finds a plan; it returns the ``__global__``
+:func:`launch` prints the ``tiled`` and ``mma`` forms (:mod:`transpile.cuda.forms`: where
+:func:`passes.tile.plan` found a plan); it returns the ``__global__``
 function's qualifiers and body lines (rendered by
 ``templates/tiled_matmul.cu.j2``) and the host launch configuration (grid of
 ``bm x bn`` tiles, capped and covered by grid-stride loops over tiles; block
@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from passes.tile import Plan, substitute
 from transpile import ir
+from transpile.cuda import mma as cuda_mma
 from transpile.cuda import printer as cu
 from transpile.cuda import regions
+from transpile.cuda.mma import Fit
 from transpile.cuda.tiles import row_bound, scalar_form, tile_grid
 
 TEMPLATE = "tiled_matmul.cu.j2"
@@ -30,8 +32,8 @@ CUDA = {"tid_x": "threadIdx.x", "tid_y": "threadIdx.y", "bid_x": "blockIdx.x", "
 PRAGMA_UNROLL = "#pragma unroll"
 
 
-def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], config: dict[str, object]
-           ) -> tuple[str, list[str], dict[str, object]]:
+def launch(plan: Plan, fitted: Fit | None, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str],
+           config: dict[str, object]) -> tuple[str, list[str], dict[str, object]]:
     """``(qualifiers, body lines, launch config)`` of the tiled kernel.
 
     A tensor-core kernel (:mod:`transpile.cuda.mma`) carries its fallback in the
@@ -42,12 +44,12 @@ def launch(plan: Plan, expr: cu.ExprPrinter, namer: cu.Namer, loads: list[str], 
     loads that open the body, ``config`` the plain launch configuration (trip
     counts and guard), whose grid and block are replaced.
     """
-    from transpile.cuda import mma as cuda_mma
-
+    if fitted is None:  # no tensor cores (not allowed, not bilinear, no fit: cuda_mma.fit)
+        return fma_launch(plan, expr, namer, loads, config)
     before = cu.Namer(namer.taken)  # the fallback's names: those the FMA kernel has without the tensor cores
-    shaped = cuda_mma.launch(plan, expr, namer, loads, config)  # fp64 tensor cores, if allowed and bilinear
-    if shaped is None or plan.arch:  # --arch: one target, the tensor-core kernel alone where it has one
-        return shaped or fma_launch(plan, expr, namer, loads, config)
+    shaped = cuda_mma.launch(plan, fitted, expr, namer, loads, config)
+    if plan.arch:  # --arch: one target, the tensor-core kernel alone where it has one
+        return shaped
     # The tensor-core kernel's body exists only where its instructions do (cuda_mma.arch_guard); the
     # exact-order FMA kernel of the same plan is the fallback the host launches elsewhere.
     quals, body, cfg = shaped

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from passes.tile import Plan, substitute_var
+from passes.tile import Plan
 from transpile import ir
 from transpile.cuda import printer as cu
 
@@ -11,7 +11,7 @@ from transpile.cuda import printer as cu
 def row_bound(plan: Plan, p: cu.ExprPrinter, bound: ir.Expr, g: str) -> str:
     """``bound`` (j's or k's lo or hi) for row ``i = g`` (a long long in range), as long long."""
     i_at = ir.Var(f"(({cu.ctype(plan.row.ty)}){g})", plan.row.ty)
-    return p.cast_to(substitute_var(bound, plan.row.var, i_at), "long long")
+    return p.cast_to(ir.substitute(bound, {plan.row.var: i_at}), "long long")
 
 
 def scalar_form(plan: Plan, p: cu.ExprPrinter, printer: cu.StmtPrinter, acc_ref: ir.Expr
@@ -28,8 +28,8 @@ def scalar_form(plan: Plan, p: cu.ExprPrinter, printer: cu.StmtPrinter, acc_ref:
     assert plan.epilogue is not None and plan.scalar.init is not None
     name = plan.scalar.name
     printer.lines = []
-    printer.emit([ir.Assign(plan.output, substitute_var(plan.epilogue.value, name, acc_ref))])
-    return substitute_var(plan.update.value, name, acc_ref), list(printer.lines), p(plan.scalar.init)
+    printer.emit([ir.Assign(plan.output, ir.substitute(plan.epilogue.value, {name: acc_ref}))])
+    return ir.substitute(plan.update.value, {name: acc_ref}), list(printer.lines), p(plan.scalar.init)
 
 
 def tile_grid(config: dict[str, object], triangular: bool, bm: int, bn: int) -> list[str]:

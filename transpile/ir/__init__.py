@@ -20,9 +20,9 @@ Design (see docs/ir.md):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeGuard
+from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
 
 from transpile.diagnostics import Loc, TranspileError
 
@@ -470,6 +470,24 @@ def statements(node: Node) -> Iterator[Stmt]:
         stack.extend(kids)
 
 
+def has_launch(node: Node) -> bool:
+    """Whether a ``Launch`` is under ``node`` (itself included): a host loop that launches, a mapped kernel."""
+    return any(isinstance(n, Launch) for n in statements(node))
+
+
+def is_mapped(kernel: Kernel) -> bool:
+    """Whether ``kernel`` is mapped to the GPU (``passes.map_gpu`` made its launches): the passes before
+    the mapping leave a mapped kernel as it is, the back end takes only mapped kernels."""
+    return has_launch(kernel)
+
+
+def substitute(node: N, table: Mapping[str, Expr]) -> N:
+    """``node`` with every variable named in ``table`` replaced by its entry, all at once (an entry's own
+    variables are not replaced again); loop variables and declarations keep their names.  The one
+    variable substitution of the project: passes, back end and cost model call it."""
+    return _Substitute(table).transform(node)  # type: ignore[return-value]
+
+
 def scalars_written(node: Node) -> set[str]:
     """Names of the scalar variables assigned under ``node`` (an initialised Decl writes its name)."""
     out: set[str] = set()
@@ -551,6 +569,19 @@ class Transformer:
             dims = self._value(value.dims)
             return value if dims is value.dims else ArrayType(value.elem, dims)
         return value
+
+
+N = TypeVar("N", bound=Node)
+
+
+class _Substitute(Transformer):
+    """:func:`substitute`'s transformer."""
+
+    def __init__(self, table: Mapping[str, Expr]) -> None:
+        self.table = table
+
+    def visit_Var(self, e: Var) -> Node:
+        return self.table.get(e.name, e)
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 ``estimate(kernel, launches, sizes)`` walks the mapped IR (host statements,
 host loops, ``Launch`` regions) at concrete sizes and prices every launch
 from what the emitter made of it (:class:`transpile.cuda.LaunchInfo`: plain,
-serial, a reduction shape, FMA tiles or tensor cores, with its block size)
+serial, a reduction shape, FMA tiles or tensor cores, with its block size, and the form's parameters
+as planned before printing, :class:`transpile.cuda.forms.LaunchPlan`: the tiling plan, the sweep or
+chain nest and its shape)
 and, when given, from ptxas's report of each ``__global__`` function
 (registers, shared memory, spills).  The terms, per launch:
 
@@ -48,9 +50,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from passes import accesses, collapse, tile
+from passes import accesses, tile
 from transpile import ir
 from transpile.cuda import reduce as cuda_reduce
+from transpile.cuda.forms import LaunchPlan
 from transpile.ir import accum
 
 #: Host-loop iterations priced per loop (evenly spread, first and last included).
@@ -333,7 +336,7 @@ class _Model:
 
     def host_loop(self, loop: ir.For, env: dict[str, float], weight: float) -> None:
         n = trips(loop, env)
-        if n <= 0 or not any(isinstance(x, ir.Launch) for x in ir.walk(loop)):
+        if n <= 0 or not ir.has_launch(loop):
             return
         lo, hi = value(loop.lo, env) or 0.0, value(loop.hi, env) or 0.0
         first, step = (lo, loop.step) if loop.step > 0 else (hi - 1, loop.step)
@@ -374,6 +377,13 @@ class _Model:
         cost.overhead_s += self.dev.launch_s * weight
         cost.seconds += (seconds + self.dev.launch_s) * weight
         self.flops_total += flops * weight
+
+    def _plan(self, lp: ir.Launch) -> LaunchPlan:
+        """The form and parameters the emitter recorded for ``lp`` before printing it
+        (:class:`transpile.cuda.forms.LaunchPlan`)."""
+        plan = self.info[id(lp)].plan
+        assert plan is not None and plan.launch is lp, f"no plan for {lp!r}"
+        return plan  # type: ignore[no-any-return]
 
     def _occupancy(self, name: str, threads_per_block: int, smem: int = 0) -> float:
         d = self.dev
@@ -422,8 +432,13 @@ class _Model:
         # offsets are loaded once per thread (the unrolled iterations share them: tile.shared_rows).
         # Streaming (3-D plain launches): the same along z, as a serial loop of ``stream`` planes.
         loops = [lp_ for lp_, _ in chain]
-        rows = tile.launch_rows(self.tiling, loops) if shape == "plain" else 1
-        stream = tile.launch_stream(self.tiling, loops) if shape == "plain" else 1
+        li = self.info.get(id(lp))
+        if shape != "plain":
+            rows = stream = 1
+        elif li is not None and li.plan is not None:  # as the emitter printed it (its options)
+            rows, stream = li.plan.rows, li.plan.stream
+        else:  # a launch the emitter did not report: as it would with these options
+            rows, stream = tile.launch_rows(self.tiling, loops), tile.launch_stream(self.tiling, loops)
         for axis, count in (("y", rows), ("z", stream)):
             if count <= 1:
                 continue
@@ -490,11 +505,9 @@ class _Model:
         # once however many terms read it (the compiler loads it once); lanes run along c.
         work = _Work()
         seen: set[ir.Index] = set()
-        from passes.reduce_gpu import sweep_shape
-
-        sw = sweep_shape(outer)
-        assert sw is not None, lp
-        shape = cuda_sweep.shape_for(self.tiling, sw)
+        plan = self._plan(lp)  # the sweep nest and its shape, as the emitter printed them
+        sw, shape = plan.nest, plan.shape
+        assert sw is not None and isinstance(shape, cuda_sweep.Shape), lp
         tiles, bands, band = cuda_sweep.grid(int(rows), int(cols), d.sms, shape)
         for st, kind in zip(inner.body, sw.along):
             assert isinstance(st, ir.Assign), st
@@ -543,20 +556,19 @@ class _Model:
         """A chain nest (:mod:`transpile.cuda.chain`): each row's matrix elements cross from memory
         once and are read twice through the cache (once for ``X``, once for ``Y``), the per-band ``Y``
         partials written and read back once, and a fold launch."""
-        from passes.reduce_gpu import chain_shape
         from transpile.cuda import chain as cuda_chain
 
         d = self.dev
         name = self.info[id(lp)].kernel if id(lp) in self.info else ""
         (outer,) = lp.body
-        ch = chain_shape(outer)  # type: ignore[arg-type]
-        assert ch is not None, lp
+        plan = self._plan(lp)  # the chain nest and its threads a block, as the emitter printed them
+        ch, tpb = plan.nest, plan.shape
+        assert ch is not None and isinstance(tpb, int), lp
         rows_n = trips(outer, env)
         e = dict(env)
         e[outer.var] = _mid(outer, env)
         if rows_n <= 0:
             return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, {}
-        tpb = cuda_chain.threads_of(self.tiling)
         flops = dram = cache = accesses = 0.0
         per_array: dict[str, float] = {}
         for loop in (ch.rows, ch.cols):
@@ -601,10 +613,9 @@ class _Model:
                ) -> tuple[float, float, float, float, float, float, dict[str, float]] | None:
         d = self.dev
         li = self.info[id(lp)]
-        planned = collapse.plan(lp, self.tiling, self.arrays, ir.identifiers(self.k))  # as the emitter does
-        if planned is None:  # the emitter tiled it, so plan cannot fail with the same options
-            return self._generic(lp, env, "plain", li.block)
-        plan, flat = planned
+        planned = self._plan(lp)  # the tiling plan and the collapsed nest, as the emitter printed them
+        plan, flat = planned.tile, planned.collapsed
+        assert plan is not None, lp
         e_row = dict(env)
         # A merged row loop's bound is guarded by a Select, which value() averages: count its rows.
         m = trips(plan.row, e_row) if flat is None else trips(flat.outer[0], env) * trips(flat.outer[1], env)
