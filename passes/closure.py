@@ -15,9 +15,10 @@ order, and computes what the sequential step computes.  The parallel launch runs
 storing only when the value goes down (``if (S < X[i][j]) X[i][j] = S;``, the same value as the
 select for integers); an element of row or column ``k`` it could store is one whose ``inv``
 holds, so it stores none of them: no instance writes what another reads.  A second launch counts
-the failing ``inv`` over row and column ``k`` (a sum reduction over the threads of one block, where one
-thread checking the 2n elements in turn made every step wait on 2n global loads), and a third, one-thread launch, if the count is not zero, runs step ``k`` again in program
-order.  That is exact too: an instance the parallel launch did is ``min(X, S)`` with the same
+the failing ``inv`` over row and column ``k`` (a sum reduction over the threads of one block, where
+one thread checking the 2n elements in turn made every step wait on 2n global loads), and a third,
+one-thread launch, if the count is not zero, runs step ``k`` again in program order.  That is exact
+too: an instance the parallel launch did is ``min(X, S)`` with the same
 ``S`` (its operands are unchanged), and ``min(min(X, S), S) = min(X, S)``; the others read their
 operands in program order as before.  Integers only: ``==`` on floats does not see ``-0.0`` and
 ``+0.0`` apart.  Wrap-around in ``X[i][k] + X[k][j]`` is covered: ``inv`` is computed with the same
@@ -26,7 +27,8 @@ arithmetic as the update.
 **Precondition**: valid IR without ``Launch``; the kernel's body is the nest alone (the pass maps
 the kernel itself, and a kernel holding a ``Launch`` is taken as mapped by later passes).
 
-**Postcondition**: the body is the counter's declaration and a host loop over ``k`` with the three launches; unchanged otherwise.
+**Postcondition**: the body is the counter's declaration and a host loop over ``k`` with the three
+launches; unchanged otherwise.
 
 Before::
 

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from transpile import ir
 from transpile.diagnostics import TranspileError
+from transpile.fsutil import write_atomic
 from transpile.toolchain import nvcc, parse_ptxas
 from transpile.verify.reference import (
     GccReference,
@@ -202,24 +202,19 @@ def stage_b(report: Report, cu: Path) -> None:
     from transpile.verify import symbols
 
     text = cu.read_bytes()
-    cubin, log, key = symbols.sm90_record(cu, text, exe)  # also written by stage (a)'s compile
+    log, key = symbols.sm90_record(cu, text, exe)  # also written by stage (a)'s compile
     if log.exists():
         ok, output = True, log.read_text()
     else:
-        tmp = cubin.with_name(f"{cubin.name}.{os.getpid()}.tmp")
-        try:
-            proc = subprocess.run([exe, "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", str(tmp), str(cu)],
-                                  capture_output=True, text=True, timeout=600)
-            ok, output = proc.returncode == 0, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired:
-            ok, output = False, "nvcc timed out after 600 s"
+        with tempfile.TemporaryDirectory() as d:  # the record is ptxas's report; the cubin is not kept
+            try:
+                proc = subprocess.run([exe, "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", str(Path(d) / "k.cubin"),
+                                       str(cu)], capture_output=True, text=True, timeout=600)
+                ok, output = proc.returncode == 0, proc.stdout + proc.stderr
+            except subprocess.TimeoutExpired:
+                ok, output = False, "nvcc timed out after 600 s"
         if ok:
-            os.replace(tmp, cubin)
-            log_tmp = log.with_name(f"{log.name}.{os.getpid()}.tmp")
-            log_tmp.write_text(output)
-            os.replace(log_tmp, log)
-        else:
-            tmp.unlink(missing_ok=True)
+            write_atomic(log, output)
     stage.seconds = time.perf_counter() - t0
     if not ok:
         errors = [ln.strip() for ln in output.splitlines() if "error" in ln]

@@ -43,6 +43,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from transpile.fsutil import write_atomic
 from transpile.toolchain import nvcc
 from transpile.verify.signature import KernelSig
 
@@ -184,18 +185,17 @@ def check(cu: Path, sig: KernelSig) -> CompiledSignature | None:
     return result  # type: ignore[return-value]
 
 
-def sm90_record(cu: Path, text: bytes, exe: str) -> tuple[Path, Path, str]:
-    """Stage (b)'s cached sm_90 compile of ``cu`` (``text``, its bytes): ``(cubin, log, key)``, by
-    content (the file, the files it includes with quotes from beside it, and the compiler, so the
-    same kernel written to another directory is not compiled again).  The log (ptxas's report) is
-    written once the compile succeeded, by stage (b) or by :func:`check`; it marks the record."""
+def sm90_record(cu: Path, text: bytes, exe: str) -> tuple[Path, str]:
+    """Stage (b)'s cached sm_90 compile of ``cu`` (``text``, its bytes): ``(log, key)``, by content
+    (the file, the files it includes with quotes from beside it, and the compiler, so the same kernel
+    written to another directory is not compiled again).  The log (ptxas's report) is written once
+    the compile succeeded, by stage (b) or by :func:`check`; it is the record."""
     from transpile.sim.build import local_includes
     from transpile.verify.reference import cache_dir
 
     local = local_includes(cu, text.decode(errors="replace")).encode()
     key = hashlib.sha256(text + b"\0" + local + b"\0" + exe.encode()).hexdigest()[:20]
-    out = cache_dir("nvcc")
-    return out / f"{cu.stem}-{key}.cubin", out / f"{cu.stem}-{key}.log", key
+    return cache_dir("nvcc") / f"{cu.stem}-{key}.log", key
 
 
 def _decode(data: dict[str, object]) -> CompiledSignature | None:
@@ -219,22 +219,23 @@ def _compile(exe: str, nm: str, out: Path, stem: str, src: str, cu: Path,
             proc = subprocess.run([exe, "-c", "-std=c++17", "-arch=sm_90", "-Xptxas", "-v",
                                    "-o", str(obj), str(wrap)], capture_output=True, text=True, timeout=TIMEOUT)
             output = (proc.stdout + proc.stderr).replace(str(wrap), "<signature check>")
-            if proc.returncode != 0 and _failed(output, cu, sig) is None:
+            if proc.returncode != 0:
+                decided = _failed(output, cu, sig)
+                if decided is not None:
+                    return decided
                 # Not the wrapper's assertions: maybe only the device code generation (ptxas) failed,
                 # which is stage (b)'s to report; the host side as PTX alone decides the signature.
                 proc = subprocess.run([exe, "-c", "-std=c++17", "-gencode", "arch=compute_90,code=compute_90",
                                        "-o", str(obj), str(wrap)], capture_output=True, text=True, timeout=TIMEOUT)
                 output = (proc.stdout + proc.stderr).replace(str(wrap), "<signature check>")
-            elif proc.returncode == 0:
-                _, log, _ = sm90_record(cu, cu.read_bytes(), exe)
+                if proc.returncode != 0:
+                    return _failed(output, cu, sig)
+            else:
+                log, _ = sm90_record(cu, cu.read_bytes(), exe)
                 if not log.exists():  # stage (b)'s result: the same device code, compiled
-                    tmp = log.with_name(f"{log.name}.{os.getpid()}.tmp")
-                    tmp.write_text(proc.stdout + proc.stderr)
-                    os.replace(tmp, log)
+                    write_atomic(log, proc.stdout + proc.stderr)
         except subprocess.TimeoutExpired:
             return _TIMED_OUT
-        if proc.returncode != 0:
-            return _failed(output, cu, sig)
         syms = subprocess.run([nm, "--defined-only", "-P", str(obj)], capture_output=True, text=True)
         defined = {parts[0] for line in syms.stdout.splitlines()
                    if len(parts := line.split()) >= 2 and parts[1] in ("T", "W", "t")}
