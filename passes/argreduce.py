@@ -67,7 +67,7 @@ _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its argmax/argmin loops as two reductions (the same object if there is none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     if not any(isinstance(n, ir.For) and _match(n) for n in ir.statements(kernel)):
         return kernel

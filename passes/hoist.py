@@ -42,7 +42,7 @@ from transpile import ir
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its invariant quotients named at the entry (the same object if there is none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     if not any(isinstance(n, ir.Binary) and n.op in ("/", "%") for n in ir.walk(kernel)):
         return kernel

@@ -39,6 +39,7 @@ import dataclasses
 
 from passes import accesses, deps
 from passes.builders import rename_decls
+from passes.tile import var_names
 from transpile import ir
 
 _MAX_TRIES = 8  # dependence analyses per kernel: candidates are rare, and each costs one
@@ -46,7 +47,7 @@ _MAX_TRIES = 8  # dependence analyses per kernel: candidates are rare, and each 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with the loops that peeling frees peeled (the same object if there is none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     tried: list[ir.For] = []  # held, so that their ids stay theirs
     for _ in range(_MAX_TRIES):
@@ -90,10 +91,10 @@ def _candidate(loop: ir.For) -> bool:
             writes.setdefault(s.target.array, []).append(s.target)
     if not writes:
         return False
-    names = ir.identifiers(loop) | _names(loop.lo)
+    names = ir.identifiers(loop) | var_names(loop.lo)
     for s in ir.statements(loop):
         for n in _read_indices(s):
-            if n.array not in writes or any(_names(x) & changed for x in n.indices):
+            if n.array not in writes or any(var_names(x) & changed for x in n.indices):
                 continue
             read = [accesses.affine(x, names) for x in n.indices]
             if None in read:
@@ -116,10 +117,6 @@ def _read_indices(s: ir.Stmt) -> list[ir.Index]:
     elif isinstance(s, ir.If):
         exprs.append(s.cond)
     return [n for e in exprs for n in ir.walk(e) if isinstance(n, ir.Index)]
-
-
-def _names(e: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
 
 
 class _Replace(ir.Transformer):

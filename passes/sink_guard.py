@@ -45,7 +45,7 @@ from transpile import ir
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its invariant guards around loops sunk into them (the same object if none)."""
-    if any(isinstance(n, ir.Launch) for n in ir.walk(kernel)):
+    if ir.is_mapped(kernel):
         return kernel
     if not any(isinstance(n, ir.If) and _has_loop(n) for n in ir.statements(kernel)):
         return kernel
