@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from passes import collapse, promote, tile
@@ -295,9 +295,7 @@ def block_threads(p: LaunchPlan) -> tuple[int, ...]:
 
 
 def _replace(p: LaunchPlan, **changes: object) -> LaunchPlan:
-    import dataclasses
-
-    return dataclasses.replace(p, **changes)  # type: ignore[arg-type]
+    return replace(p, **changes)  # type: ignore[arg-type]
 
 
 def threads(p: LaunchPlan) -> int:
