@@ -17,7 +17,6 @@ without editing (``-D TRANSPILE_HOST_FIRST_CALL_S=2e-3``).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -43,53 +42,6 @@ def _macros(header: Path, size: str, util: Path) -> dict[str, int]:
     for m in re.finditer(r"^#define (\w+) (\d+)\s*$", out, re.M):
         vals[m.group(1)] = int(m.group(2))
     return vals
-
-
-def _piece(text: str, start: str, end: str) -> str:
-    i = text.index(start)
-    return text[i:text.index(end, i) + len(end)]
-
-
-def _decision_source(cu: str, func: str) -> tuple[str, list[tuple[str, str]]]:
-    """The decision's C++ (helpers, state flag, NAME_on_host) and its parameters (type, name)."""
-    extent = _piece(cu, "[[maybe_unused]] static size_t transpile_extent(", "\n}\n")
-    model = _piece(cu, "#ifndef TRANSPILE_DROPIN_HOST_MODEL", "#endif  // TRANSPILE_DROPIN_HOST_MODEL")
-    warm = _piece(cu, f"static bool transpile_{func}_warm", ";")
-    on_host = _piece(cu, f'extern "C" int {func}_on_host(', "\n}\n")
-    sig = re.search(rf"{func}_on_host\((.*?)\)", on_host)
-    assert sig is not None
-    params = []
-    for p in sig.group(1).split(","):
-        ty, name = p.strip().rsplit(" ", 1)
-        params.append((ty + ("*" if name.startswith("*") else ""), name.lstrip("*")))
-    return "\n".join([extent, model, warm, on_host]), params
-
-
-MAIN = """
-#include <stdio.h>
-static double bench_host_s, bench_gpu_s;
-static bool bench_choice(double h, double g) { bench_host_s = h; bench_gpu_s = g; return transpile_host_choice(h, g); }
-"""
-
-
-def run(func: str, cu: str, sizes: dict[str, int], defines: list[str], work: Path) -> tuple[float, float, float, int]:
-    src, params = _decision_source(cu, func)
-    src = src.replace("return transpile_host_choice(host_s, gpu_s)", "return bench_choice(host_s, gpu_s)")
-    args = ", ".join("NULL" if ty.endswith("*") else (str(sizes[n.upper()]) if ty == "int" else "1.0")
-                     for ty, n in params)
-    warm = f"transpile_{func}_warm"
-    body = (f"int main(void) {{ int c = {func}_on_host({args}); double first = bench_gpu_s;\n"
-            f"  {warm} = true; {func}_on_host({args});\n"
-            f'  printf("%.6g %.6g %.6g %d\\n", bench_host_s, first, bench_gpu_s, c); return 0; }}\n')
-    head = "#include <limits.h>\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-    text = head + src.replace("extern \"C\" int", MAIN + "extern \"C\" int", 1) + body
-    c = work / f"{func}.cc"
-    c.write_text(text)
-    exe = work / func
-    subprocess.run(["g++", "-std=c++17", "-O1", *[f"-D{d}" for d in defines], str(c), "-o", str(exe)], check=True)
-    env = {**os.environ, "TRANSPILE_DROPIN_HOST": "model"}
-    h, g1, g2, choice = subprocess.run([str(exe)], capture_output=True, text=True, check=True, env=env).stdout.split()
-    return float(h), float(g1), float(g2), int(choice)
 
 
 def main() -> None:
@@ -124,7 +76,8 @@ def main() -> None:
                 print(f"| {name} | - | - | - | GPU (no host path) |")
                 continue
             sizes = _macros(path.with_suffix(".h"), a.size, util)
-            h, g1, g2, c = run(func, cu, sizes, a.defines, Path(tmp))
+            h, g1, g2, c = dropin_host.estimates(cu, func, {k.lower(): v for k, v in sizes.items()}, a.defines,
+                                                 Path(tmp))
             print(f"| {name} | {h:.3g} | {g1:.3g} | {g2:.3g} | {'host' if c else 'GPU'} |", flush=True)
 
 

@@ -138,3 +138,20 @@ def test_the_verifier_runs_the_host_path(tmp_path: Path) -> None:
         assert (stage.status == "pass") == ok, stage.message
         if not ok:
             assert stage.check == "host-path", stage.message
+
+
+def test_a_one_block_loop_is_priced_as_one_launch_and_its_barriers(tmp_path: Path) -> None:
+    """durbin's host loop runs as one block while each launch has at most the cap's iterations
+    (transpile/cuda/oneblock.py): the model prices it as one launch, a barrier per launch per
+    iteration and the statements at one block's rate; past the cap the loop launches one by one, and
+    the estimate jumps (one launch's overhead per launch per iteration)."""
+    from transpile.cuda.oneblock import MAX_ITERATIONS
+
+    spec = polybench.spec("durbin")
+    code = _code("durbin")
+
+    def later(n: int) -> float:  # the GPU estimate of a later call (no first-call setup)
+        return dropin_host.estimates(code, spec.function, {"n": n}, [], tmp_path)[2]
+
+    below, above = later(MAX_ITERATIONS - 200), later(MAX_ITERATIONS + 200)
+    assert above > 2.5 * below, (below, above)

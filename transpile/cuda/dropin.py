@@ -19,6 +19,12 @@ every call, from the call's sizes, which path to take:
   loops around it);
 * ``par_work`` / ``serial_work``: statement executions inside launches, in parallel or (a launch the
   emitter made one thread: ``LaunchInfo.shape == "serial"``) one thread's chain;
+* a host loop the emitter runs as one block (:mod:`transpile.cuda.oneblock`: durbin, trisolv,
+  jacobi-1d) costs, where every launch in it has at most the cap's iterations at the loop's first
+  and last iteration (the emitted test, in C), one launch, :attr:`Model.barrier_s` per launch per
+  iteration and its statements at :attr:`Model.block_stmt_per_s`; otherwise launch by launch as
+  above (before this, every one-block loop was priced launch by launch: thousands of launches that
+  never happen, and trisolv and durbin went to the host at LARGE);
 * ``host_work``: statement executions of the original function.
 
 Both branches of an ``if`` count, except a data-dependent branch in a one-thread launch, which
@@ -47,7 +53,11 @@ local array of the function's body is allocated on the heap for the call.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from transpile import ir
@@ -84,6 +94,8 @@ class Model:
     launch_s: float = 4e-6  # one launch, issued back to back
     gpu_stmt_per_s: float = 5e10  # statements under parallel loops, all SMs
     serial_stmt_per_s: float = 2e8  # one GPU thread's chain of dependent statements
+    barrier_s: float = 0.4e-6  # a one-block loop: one launch's place in an iteration (a barrier, a reduction's tree)
+    block_stmt_per_s: float = 5e9  # a one-block loop: statements under its launches, one block of threads
 
     def macros(self) -> list[tuple[str, str]]:
         """``(macro, value)`` of every constant, in declaration order."""
@@ -124,7 +136,8 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
     counts = _Counter(ExprPrinter(rename=em.rename), fixed)
     host_work = counts.total(body_stmts)
     gpu = _Counter(ExprPrinter(rename=em.rename), fixed,
-                   {id(li.launch) for li in em.launch_log if li.shape == "serial"})
+                   {id(li.launch) for li in em.launch_log if li.shape == "serial"},
+                   {id(lp.loop) for lp in em.plan.loops if lp.oneblock})
     if host_work is None or gpu.total(em.k.body) is None:
         return None
     body = StmtPrinter(expr, namer, depth=1)
@@ -141,8 +154,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
     return {
         **names, "body": lines, "env": ENV, "macros": MODEL.macros(),
         "args": [em.ident(p.name) for p in em.k.c_params],
-        "host_work": host_work, "launches": _sum(gpu.launches), "par_work": _sum(gpu.par),
-        "serial_work": _sum(gpu.serial),
+        "host_work": host_work, "gpu_s": gpu.seconds(),
         "bytes": " + ".join(_bytes(a) for a in arrays) or "0.0",
     }
 
@@ -174,16 +186,23 @@ def _reads(e: ir.Node) -> bool:
 
 class _Counter:
     """Statement executions of a body as C expressions (``double``) in the unassigned integer
-    parameters ``fixed``: each loop variable at its loop's midpoint (module docstring)."""
+    parameters ``fixed``: each loop variable at its loop's midpoint (module docstring).
 
-    def __init__(self, expr: ExprPrinter, fixed: set[str], serial: set[int] | None = None) -> None:
+    ``serial``: ids of the launches the emitter made one thread; ``oneblock``: ids of the host loops
+    it planned as one block (:mod:`transpile.cuda.oneblock`), whose cost is a choice at run time
+    (:meth:`seconds`, :meth:`_one_block`)."""
+
+    def __init__(self, expr: ExprPrinter, fixed: set[str], serial: set[int] | None = None,
+                 oneblock: set[int] | None = None) -> None:
         self.expr = expr
         self.fixed = fixed
         self.serial_launches = serial or set()  # ids of the launches that run one thread
+        self.oneblock = oneblock or set()
         self.host: list[str] = []
         self.par: list[str] = []
         self.serial: list[str] = []
-        self.launches: list[str] = []
+        self.launches: list[str] = []  # in a one-block loop: its barriers
+        self.choices: list[str] = []  # one C expression (seconds) per one-block loop
 
     def total(self, body: tuple[ir.Stmt, ...]) -> str | None:
         """Every statement's count, summed; None where a loop bound cannot be counted."""
@@ -192,6 +211,16 @@ class _Counter:
         except _Uncountable:
             return None
         return _sum(self.host + self.par + self.serial)
+
+    def seconds(self) -> str:
+        """The GPU's time for what was counted (launches, parallel and one-thread statements, the
+        one-block loops' choices) as a C expression over the model's macros."""
+        terms = [f"({_sum(self.launches)}) * TRANSPILE_HOST_LAUNCH_S"] if self.launches else []
+        if self.par:
+            terms.append(f"({_sum(self.par)}) / TRANSPILE_HOST_GPU_STMT_PER_S")
+        if self.serial:
+            terms.append(f"({_sum(self.serial)}) / TRANSPILE_HOST_SERIAL_STMT_PER_S")
+        return " + ".join(terms + self.choices) or "0.0"
 
     def _block(self, body: tuple[ir.Stmt, ...], trips: list[str], mid: dict[str, ir.Expr],
                where: list[str] | None) -> None:
@@ -206,16 +235,97 @@ class _Counter:
             elif isinstance(s, ir.Launch):  # parallel work, unless the emitter made it one thread
                 self.launches.append(" * ".join(trips) or "1.0")
                 self._block(s.body, trips, mid, self.serial if id(s) in self.serial_launches else self.par)
+            elif isinstance(s, ir.For) and id(s) in self.oneblock:
+                self._one_block(s, trips, mid)
             elif isinstance(s, ir.For):
-
-                lo, hi = ir.substitute(s.lo, mid), ir.substitute(s.hi, mid)
-                if not (_names(lo) | _names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
-                    raise _Uncountable
-                count = f"transpile_host_trips((double)({self.expr(lo)}), (double)({self.expr(hi)}), {abs(s.step)}.0)"
-                half = ir.Binary("/", ir.Binary("-", hi, lo, s.ty), ir.Const(2, s.ty), s.ty)
-                inner = {**mid, s.var: ir.Binary("+", lo, half, s.ty)}
+                count, inner = self._trips(s, mid)
                 self._block(s.body, [*trips, count], inner, where)
+
+    def _trips(self, s: ir.For, mid: dict[str, ir.Expr]) -> tuple[str, dict[str, ir.Expr]]:
+        """``s``'s trip count (C) with the loops around it at ``mid``, and ``mid`` with ``s``'s midpoint."""
+        lo, hi = ir.substitute(s.lo, mid), ir.substitute(s.hi, mid)
+        if not (_names(lo) | _names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
+            raise _Uncountable
+        count = f"transpile_host_trips((double)({self.expr(lo)}), (double)({self.expr(hi)}), {abs(s.step)}.0)"
+        half = ir.Binary("/", ir.Binary("-", hi, lo, s.ty), ir.Const(2, s.ty), s.ty)
+        return count, {**mid, s.var: ir.Binary("+", lo, half, s.ty)}
+
+    def _iterations(self, launch: ir.Launch, mid: dict[str, ir.Expr]) -> str:
+        """C: the launch's iterations (its par loops' trips, at ``mid``) are at most the one-block cap."""
+        from transpile.cuda.oneblock import MAX_ITERATIONS
+        from transpile.cuda.printer import par_chain
+
+        counts = []
+        for lp in par_chain(launch):
+            count, mid = self._trips(lp, mid)
+            counts.append(count)
+        return f"{' * '.join(counts) or '1.0'} <= {MAX_ITERATIONS}.0"
+
+    def _one_block(self, s: ir.For, trips: list[str], mid: dict[str, ir.Expr]) -> None:
+        """A host loop the emitter runs as one block when every launch's iterations are at most the
+        cap (:mod:`transpile.cuda.oneblock`): one launch and a barrier per launch per iteration, the
+        statements at one block's rate; otherwise launch by launch.  The choice is made in C."""
+        apart = _Counter(self.expr, self.fixed, self.serial_launches)
+        apart._block((s,), trips, mid, None)
+        one = _Counter(self.expr, self.fixed, self.serial_launches)  # its launches count as barriers
+        count, inner = self._trips(s, mid)
+        one._block(s.body, [*trips, count], inner, None)
+        # The cap holds at the loop's first and last iteration (as the emitted test checks it).
+        lo, hi = ir.substitute(s.lo, mid), ir.substitute(s.hi, mid)
+        ends = (lo, ir.Binary("-", hi, ir.Const(1, s.ty), s.ty))
+        small = [self._iterations(st, {**mid, s.var: end}) for st in s.body if isinstance(st, ir.Launch)
+                 for end in ends]
+        once = " * ".join(trips) or "1.0"
+        block = [f"({once}) * TRANSPILE_HOST_LAUNCH_S"]
+        if one.launches:
+            block.append(f"({_sum(one.launches)}) * TRANSPILE_HOST_BARRIER_S")
+        if one.par:
+            block.append(f"({_sum(one.par)}) / TRANSPILE_HOST_BLOCK_STMT_PER_S")
+        if one.serial:
+            block.append(f"({_sum(one.serial)}) / TRANSPILE_HOST_SERIAL_STMT_PER_S")
+        cond = " && ".join(f"({c})" for c in small) or "true"
+        self.choices.append(f"(({cond}) ? ({' + '.join(block)}) : ({apart.seconds()}))")
 
 
 class _Uncountable(Exception):
     """A loop bound the counts cannot express."""
+
+
+def estimates(cu: str, func: str, sizes: dict[str, int], defines: list[str], work: Path
+              ) -> tuple[float, float, float, int]:
+    """``(host_s, gpu_s first call, gpu_s later call, choice)`` of drop-in ``func``'s model in the
+    emitted ``cu`` at ``sizes`` (integer parameter name -> value; other scalars 1.0, arrays NULL: the
+    choice reads the sizes only): its decision function cut out of the file, compiled alone with g++
+    in ``work`` (``defines``: ``MACRO=VALUE`` overrides of :data:`MODEL`) and run with the model's
+    choice (bench/host_model.py's table, the tests of the model)."""
+    def piece(start: str, end: str) -> str:
+        i = cu.index(start)
+        return cu[i:cu.index(end, i) + len(end)]
+
+    on_host = piece(f'extern "C" int {func}_on_host(', "\n}\n")
+    sig = re.search(rf"{func}_on_host\((.*?)\)", on_host)
+    assert sig is not None, f"no {func}_on_host in the file"
+    args = []
+    for p in sig.group(1).split(","):
+        ty, name = p.strip().rsplit(" ", 1)
+        pointer = name.startswith("*") or ty.endswith("*")
+        args.append("NULL" if pointer else str(sizes[name]) if name in sizes else "1.0")
+    warm = f"transpile_{func}_warm"
+    src = "\n".join([piece("[[maybe_unused]] static size_t transpile_extent(", "\n}\n"),
+                     piece("#ifndef TRANSPILE_DROPIN_HOST_MODEL", "#endif  // TRANSPILE_DROPIN_HOST_MODEL"),
+                     piece(f"static bool {warm}", ";"), on_host])
+    src = src.replace("return transpile_host_choice(host_s, gpu_s)", "return est_choice(host_s, gpu_s)")
+    spy = ("static double est_host_s, est_gpu_s;\n"
+           "static bool est_choice(double h, double g) { est_host_s = h; est_gpu_s = g; return transpile_host_choice(h, g); }\n")
+    main = (f"int main(void) {{ int c = {func}_on_host({', '.join(args)}); double first = est_gpu_s;\n"
+            f"  {warm} = true; {func}_on_host({', '.join(args)});\n"
+            f'  printf("%.6g %.6g %.6g %d\\n", est_host_s, first, est_gpu_s, c); return 0; }}\n')
+    head = "#include <limits.h>\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    c = work / f"{func}_model.cc"
+    c.write_text(head + src.replace('extern "C" int', spy + 'extern "C" int', 1) + main)
+    exe = work / f"{func}_model"
+    subprocess.run(["g++", "-std=c++17", "-O1", *[f"-D{d}" for d in defines], str(c), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=120)
+    env = {**os.environ, ENV: "model"}
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True, env=env, timeout=60).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2]), int(out[3])
