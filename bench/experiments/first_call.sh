@@ -4,7 +4,7 @@
 # Prints: kernel, path, PolyBench seconds of each run.   Usage: first_call.sh BUILD_DIR REPS K1 K2 ...
 dir=$1; reps=$2; shift 2
 for k in "$@"; do
-  for path in ppcg full small pageable auto; do
+  for path in ppcg full small pageable mixed auto; do
     line="$k $path"
     r=0
     while [ $r -lt "$reps" ]; do

@@ -85,17 +85,26 @@ class Model:
     rates are deliberately low for the parallel part (a bandwidth-bound statement moves 8-24 bytes at
     ~2 TB/s) and one thread's chain.  Run 70 ran with the earlier 18 ms / 25 GB/s, which sent mvt,
     gemver and bicg (32 MB each, 4.6-12 ms with PPCG) to the host at 14-26 ms.
+
+    Run 72 (H100, LARGE, after the first call's scratch left the pool): the fixed steps of a first
+    call (allocation, frees, events) 0.3-0.5 ms: 1 ms is taken.  A one-block loop: jacobi-1d's 1000
+    barriers and 2e6 statements in 0.63 ms, durbin's 8000 (reductions among them) and ~6e6 in 2.3 ms:
+    0.2 us a barrier and 4e9 statements a second.  One core, arrays in its caches (32 KB in all):
+    jacobi-1d 2e6 statements in 0.77 ms, durbin ~6e6 in 2.3 ms, about 2.6 per ns: 2.5 per ns is taken
+    up to 1 MiB of arrays; streaming 32 MB, 0.27 (mvt) to 1.4 (atax) per ns: 0.5 stays.
     """
 
-    host_stmt_per_s: float = 5e8  # one CPU core, statements of the original function per second
-    first_call_s: float = 2e-3  # a call that creates the drop-in's state (context-free setup)
+    host_stmt_per_s: float = 5e8  # one CPU core, statements of the original function per second, arrays streamed
+    cached_stmt_per_s: float = 2.5e9  # the same, arrays of at most cache_bytes in all (in its caches)
+    cache_bytes: float = 1 << 20  # arrays this small (in all) stay in one core's caches
+    first_call_s: float = 1e-3  # a call that creates the drop-in's state (context-free setup)
     call_s: float = 60e-6  # a later call's fixed cost (pool, events, synchronisation)
     link_bytes_per_s: float = 12e9  # host <-> device on a first call (pageable, or the small ring)
     launch_s: float = 4e-6  # one launch, issued back to back
     gpu_stmt_per_s: float = 5e10  # statements under parallel loops, all SMs
     serial_stmt_per_s: float = 2e8  # one GPU thread's chain of dependent statements
-    barrier_s: float = 0.4e-6  # a one-block loop: one launch's place in an iteration (a barrier, a reduction's tree)
-    block_stmt_per_s: float = 5e9  # a one-block loop: statements under its launches, one block of threads
+    barrier_s: float = 0.2e-6  # a one-block loop: one launch's place in an iteration (a barrier, a reduction's tree)
+    block_stmt_per_s: float = 4e9  # a one-block loop: statements under its launches, one block of threads
 
     def macros(self) -> list[tuple[str, str]]:
         """``(macro, value)`` of every constant, in declaration order."""
@@ -156,6 +165,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
         "args": [em.ident(p.name) for p in em.k.c_params],
         "host_work": host_work, "gpu_s": gpu.seconds(),
         "bytes": " + ".join(_bytes(a) for a in arrays) or "0.0",
+        "footprint": " + ".join(f"(double)({a['size']})" for a in arrays) or "0.0",
     }
 
 

@@ -82,6 +82,7 @@ _C_API: tuple[tuple[str, Any, list[Any]], ...] = (
     ("diagnostics", ctypes.c_char_p, []),
     ("live_allocations", ctypes.c_int, []),
     ("launch_count", ctypes.c_ulonglong, []),
+    ("pool_allocations", ctypes.c_ulonglong, []),
     ("reset", None, []),
     ("device_malloc", ctypes.c_void_p, [ctypes.c_ulonglong]),
     ("device_free", ctypes.c_int, [ctypes.c_void_p]),
@@ -179,6 +180,10 @@ class SimLibrary:
     def live_allocations(self) -> int:
         """Device and pinned allocations not freed yet."""
         return int(self._api["live_allocations"]())
+
+    def pool_allocations(self) -> int:
+        """``cudaMallocFromPoolAsync`` allocations made so far (freed or not)."""
+        return int(self._api["pool_allocations"]())
 
     def to_device(self, array: np.ndarray) -> DevicePtr:
         """A new ``cudaMalloc`` buffer holding a copy of ``array``.

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <atomic>
 #include <mutex>
@@ -44,12 +45,32 @@
   return sms;
 }
 
+// The scratch a drop-in's first call takes from cudaMalloc (on: this thread's call is one; taken: what
+// it took, freed by the drop-in after its final synchronisation).  A pool's first allocation maps its
+// memory: 6.4-6.7 ms on an H100 (run 69), in every first call of a kernel with scratch (run 71's
+// trace: atax, bicg, mvt 8.3-8.8 ms issuing three small launches); a plain allocation 0.06 ms.
+enum { TRANSPILE_PLAIN_MAX = 64 };
+struct transpile_plain_scratch {
+  bool on;
+  int count;
+  void *taken[TRANSPILE_PLAIN_MAX];
+};
+[[maybe_unused]] static thread_local transpile_plain_scratch transpile_plain = {false, 0, {}};
+
 // Device scratch of a call (partials, device scalars, temporaries), ordered on `stream`, from one
 // pool per device and process that keeps what is freed (release threshold: all).  The default pool
 // hands its memory back to the driver at every synchronisation, and mapping it again on the next call
 // costs more than a small kernel.  The pool holds the largest scratch any call needed, until exit.
+// A drop-in's first call takes it from cudaMalloc instead (transpile_plain).
 [[maybe_unused]] static cudaError_t transpile_scratch(void **p, size_t bytes, cudaStream_t stream)
 {
+  if (transpile_plain.on && transpile_plain.count < TRANSPILE_PLAIN_MAX) {
+    const cudaError_t err = cudaMalloc(p, bytes);
+    if (err == cudaSuccess) {
+      transpile_plain.taken[transpile_plain.count++] = *p;
+    }
+    return err;
+  }
   enum { MAX_DEVICES = 64 };
   static std::mutex lock;
   static cudaMemPool_t pools[MAX_DEVICES];
@@ -86,6 +107,39 @@
     pool = pools[dev];
   }
   return cudaMallocFromPoolAsync(p, bytes, pool, stream);
+}
+
+// A drop-in call on this thread starts: its scratch from cudaMalloc if `first` (a state's first call),
+// unless TRANSPILE_DROPIN_FIRST=full (the pool, as later calls).
+[[maybe_unused]] static void transpile_plain_begin(bool first)
+{
+  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
+  transpile_plain.on = first && !(env != NULL && strcmp(env, "full") == 0);
+  transpile_plain.count = 0;
+}
+
+// The drop-in call has synchronised: what its scratch took from cudaMalloc is freed.
+[[maybe_unused]] static cudaError_t transpile_plain_end(void)
+{
+  cudaError_t err = cudaSuccess;
+  for (int i = 0; i < transpile_plain.count; ++i) {
+    const cudaError_t freed = cudaFree(transpile_plain.taken[i]);
+    err = err == cudaSuccess ? freed : err;
+  }
+  transpile_plain.on = false;
+  transpile_plain.count = 0;
+  return err;
+}
+
+// Gives scratch back to its pool, ordered on `stream`; a first call's (transpile_plain) is freed at its end.
+[[maybe_unused]] static cudaError_t transpile_scratch_free(void *p, cudaStream_t stream)
+{
+  for (int i = 0; i < transpile_plain.count; ++i) {
+    if (transpile_plain.taken[i] == p) {
+      return cudaSuccess;
+    }
+  }
+  return cudaFreeAsync(p, stream);
 }
 
 // Threads per block of a 1-D grid-stride launch of n iterations: `block`, halved (down to a warp,
@@ -1298,8 +1352,12 @@ struct transpile_call {
 }
 
 // How a call reaches pageable memory (see TRANSPILE_FIRST_RING_SLOTS): 'f' through the full ring,
-// 's' through a small ring, 'p' by direct copies.  A first call that moves `bytes` takes 'p' up to
-// TRANSPILE_FIRST_PAGEABLE_MAX_BYTES, else 's'; later calls take 'f'.
+// 's' through a small ring, 'p' by direct copies, 'm' mixed: copies in through a small ring, copies out
+// directly.  A first call that moves `bytes` takes 'p' up to TRANSPILE_FIRST_PAGEABLE_MAX_BYTES, else
+// 'm'; later calls take 'f'.  Run 71 (H100, LARGE, one call a process): the small ring copied in
+// faster than the driver (gesummv 3.5 ms against 4.2 ms), but out slower (3mm 37.9 ms against 26.4,
+// 2mm 14.0 against 11.1, correlation 23.2 against 15.7: its copiers drain chunk by chunk behind the
+// kernels), hence 'm'.
 [[maybe_unused]] static char transpile_dropin_path(const transpile_dropin *s, size_t bytes)
 {
   if (s->calls > 1) {
@@ -1307,9 +1365,9 @@ struct transpile_call {
   }
   const char *env = getenv("TRANSPILE_DROPIN_FIRST");
   if (env != NULL && *env != '\0') {
-    return strcmp(env, "full") == 0 ? 'f' : strcmp(env, "pageable") == 0 ? 'p' : 's';
+    return strcmp(env, "full") == 0 ? 'f' : strcmp(env, "pageable") == 0 ? 'p' : strcmp(env, "small") == 0 ? 's' : 'm';
   }
-  return bytes <= TRANSPILE_FIRST_PAGEABLE_MAX_BYTES ? 'p' : 's';
+  return bytes <= TRANSPILE_FIRST_PAGEABLE_MAX_BYTES ? 'p' : 'm';
 }
 
 // The ring, allocated on first use (small on a first call, see transpile_dropin_first_path; the full
@@ -1451,7 +1509,9 @@ struct transpile_call {
 {
   const char *what = to_device ? a->to_device : a->to_host;
   transpile_dropin_pin(a, len);
-  if (a->pinned == -2) {  // a first call's pageable array: the driver stages it (synchronous to the host)
+  // A first call's pageable array, or (path 'm') a staged one on its way out: the driver stages it
+  // (synchronous to the host; copy-outs of staged arrays wait for the last point).
+  if (a->pinned == -2 || (!to_device && a->pinned == -1 && transpile_dropin_path(s, (size_t)-1) == 'm')) {
     if (to_device) {
       transpile_check(cudaMemcpyAsync(a->dev + off, a->host + off, len, cudaMemcpyHostToDevice, s->up), kernel, what);
     } else {
@@ -1670,10 +1730,13 @@ extern "C" void kernel_gemm(int ni, int nj, int nk, double alpha, double beta, d
   transpile_dropin_alloc(&transpile_kernel_gemm_dropin, &arrays[1], "kernel_gemm", "allocate A on the device");
   // B: copied in over its bounding box.
   transpile_dropin_alloc(&transpile_kernel_gemm_dropin, &arrays[2], "kernel_gemm", "allocate B on the device");
+  // A state's first call takes its scratch from cudaMalloc, as its buffers (transpile_plain_begin).
+  transpile_plain_begin(transpile_kernel_gemm_dropin.calls == 0);
   transpile_dropin_begin(&call);
   double *C_dev = (double *)arrays[0].dev;
   double *A_dev = (double *)arrays[1].dev;
   double *B_dev = (double *)arrays[2].dev;
   transpile_check(kernel_gemm_device(ni, nj, nk, alpha, beta, C_dev, A_dev, B_dev, transpile_kernel_gemm_dropin.stream), "kernel_gemm", "kernel launch");
   transpile_dropin_end(&call);
+  transpile_check(transpile_plain_end(), "kernel_gemm", "cudaFree scratch");
 }

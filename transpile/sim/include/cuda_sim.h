@@ -389,6 +389,7 @@ inline bool g_ptr_check = true;
 inline unsigned long long g_seed = 0;
 inline unsigned long long g_rng = 0;
 inline unsigned long long g_launches = 0;
+inline unsigned long long g_pool_alloc_count = 0;  // cudaMallocFromPoolAsync calls that allocated
 inline size_t g_guard = 256;
 inline int g_fill = 0xFF;  // poison for fresh allocations and dynamic smem; -1: none
 inline bool g_fill_set = false;  // __sim_set_fill_byte was called: that byte always
@@ -2078,6 +2079,7 @@ SIM_RT cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t poo
   cudaError_t e = __sim::allocate(p, n, __sim::kDevice, "cudaMallocFromPoolAsync");
   if (e == cudaSuccess && *p) {
     __sim::g_pool_allocs[(uintptr_t)*p] = pool;
+    ++__sim::g_pool_alloc_count;
     __sim::use(*p, true, s, __sim::order_op(s), "cudaMallocFromPoolAsync");
   }
   return e;
@@ -2579,6 +2581,7 @@ const char* __sim_diagnostics(void);
 int __sim_diagnostic_count(void);
 unsigned long long __sim_launch_count(void);
 int __sim_live_allocations(void);
+unsigned long long __sim_pool_allocations(void);
 void __sim_reset(void);
 void* __sim_device_malloc(unsigned long long n);
 int __sim_device_free(void* p);
@@ -2715,6 +2718,7 @@ int __sim_last_error(void) { return (int)cudaPeekAtLastError(); }
 const char* __sim_diagnostics(void) { return __sim::g_diag.c_str(); }
 int __sim_diagnostic_count(void) { return __sim::g_diag_count; }
 unsigned long long __sim_launch_count(void) { return __sim::g_launches; }
+unsigned long long __sim_pool_allocations(void) { return __sim::g_pool_alloc_count; }
 int __sim_live_allocations(void) {
   int n = 0;
   for (auto& kv : __sim::g_allocs) n += kv.second.kind != __sim::kSymbol && kv.second.kind != __sim::kRegistered;
