@@ -110,3 +110,31 @@ def test_a_result_waiting_when_the_watcher_looks_late_is_not_a_timeout() -> None
     finally:
         child.close()
     assert (child.messages, child.result, child.error) == (["hello"], 42, None)
+
+
+def test_a_starved_child_is_not_timed_out_but_a_spinning_one_is() -> None:
+    """The wall-clock deadline of a child that has barely run (a loaded machine: CI's ``pytest -n``,
+    parallel RL rewards) moves, up to ``WALL_CAP`` timeouts; one that used its CPU time is timed out
+    as before; one that sleeps for ever ends at the cap.  Under ``-n auto`` a correct gemm failed
+    stage (c) of tests/test_rewards.py and passed alone (2026-12-07; its message was not kept)."""
+    def sleeper(send: Any) -> int:  # uses no CPU time: what a starved child looks like
+        time.sleep(1.6)
+        return 7
+
+    _, result, error = fork_stream(sleeper, timeout=1)
+    assert error is None and result == 7, error
+
+    def spinner(send: Any) -> None:
+        t = time.monotonic()
+        while time.monotonic() - t < 20:
+            pass
+
+    t0 = time.monotonic()
+    _, _, error = fork_stream(spinner, timeout=1)
+    assert error is not None and error.kind == "timeout", error
+    assert time.monotonic() - t0 < 1 / proc.STARVED + 2
+
+    t0 = time.monotonic()
+    _, _, error = fork_stream(lambda send: time.sleep(30), timeout=1)
+    assert error is not None and error.kind == "timeout", error
+    assert proc.WALL_CAP - 0.1 <= time.monotonic() - t0 < proc.WALL_CAP + 2

@@ -50,6 +50,9 @@ from typing import Any
 _DONE = "__done__"
 POLL = 0.1  # seconds between looks at the child's exit status while nothing else comes
 GRACE = 5.0  # seconds a child has to exit after it reported, closed its pipe or was killed
+STARVED = 0.5  # a child (not a group) that has used less than this share of its timeout in CPU time at the
+# wall-clock deadline was starved by a loaded machine, not slow: its deadline moves (see Forked.check)
+WALL_CAP = 3.0  # ... up to this many timeouts of wall-clock time in all
 _FORK_LOCK = threading.Lock()  # held by the parent's side of every fork made here (module docstring)
 
 
@@ -134,6 +137,7 @@ class Forked:
         self.error: ChildError | None = None
         self.done = False
         self.pid: int | None = None
+        self.started = 0.0
         self.deadline = float("inf")
         self._eof = False  # the pipe is closed: only the child's exit is left to wait for
         self._reaped = False
@@ -162,7 +166,8 @@ class Forked:
             except OSError:  # the child got there first, or is gone already
                 pass
         self.pid = pid
-        self.deadline = time.monotonic() + self.timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + self.timeout
         return pid
 
     def waitables(self) -> list[Any]:
@@ -174,7 +179,7 @@ class Forked:
         until = time.monotonic() + wait
         while not self.done:
             now = time.monotonic()
-            if now >= self.deadline and not self._reaped:
+            if now >= self.deadline and not self._reaped and not self._starved(now):
                 # NOTE: killed first, then what it sent is read: a result that was waiting in the pipe
                 # (this process looked late: a caller busy between two checks) is not a timeout.
                 self._reap(kill=True)
@@ -198,6 +203,23 @@ class Forked:
             if now >= until:
                 return False
             _wait(self.waitables(), min(self.deadline, until, now + POLL) - now)
+        return True
+
+    def _starved(self, now: float) -> bool:
+        """At the wall-clock deadline: whether the child used less than :data:`STARVED` of its timeout in
+        CPU time (a machine loaded by other work: the verifier under ``pytest -n``, an RL trainer's
+        parallel rewards), and then a later deadline, up to :data:`WALL_CAP` timeouts after the start.
+        A correct candidate slowed by the load is not failed as a hang; a hang that spins uses its CPU
+        time and is timed out as before; one that sleeps is at the cap.  Not for a group (its leader
+        waits for the compilers it runs, whose time is not its own until they end) nor without
+        ``/proc``."""
+        if self.group or self.pid is None:
+            return False
+        cpu = _cpu_seconds(self.pid)
+        cap = self.started + WALL_CAP * self.timeout
+        if cpu is None or cpu >= STARVED * self.timeout or now >= cap:
+            return False
+        self.deadline = min(cap, now + max(self.timeout - cpu, POLL))
         return True
 
     def _take(self, msg: Any) -> None:
@@ -258,6 +280,17 @@ def fork_stream(fn: Callable[[Callable[[Any], None]], Any], *, timeout: float,
     finally:
         child.close()  # kills it only if left by an exception in this process
     return child.messages, child.result, child.error
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds process ``pid`` has used, its ended children's included (``/proc``; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2:].split()  # from field 3 (state): the name may hold spaces
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _reap(proc: Any, group: bool, *, kill: bool = False) -> None:
