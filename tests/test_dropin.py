@@ -165,11 +165,14 @@ def test_untouched_elements_keep_their_values(partial_cu: Path, tmp_path: Path, 
     # the machine has hardware threads, up to 3 in all).
     # Registered ranges go in 128-byte pieces on 64-byte "pages": several pieces per array.  A first
     # call stages through two 128-byte slots (first=small), which the next call replaces by the ring.
+    # Three threads touch the 64-byte pages of the arrays that only come back (prefault), each byte
+    # rewritten with its own value before the copy-out.
     flags = ("-U_FORTIFY_SOURCE", "-DTRANSPILE_STAGE_SLOT_BYTES=256", "-DTRANSPILE_STAGE_SLOTS=3",
              "-DTRANSPILE_FIRST_RING_SLOTS=2", "-DTRANSPILE_FIRST_RING_SLOT_BYTES=128",
              "-DTRANSPILE_STAGE_MIN_CHUNK_BYTES=16", "-DTRANSPILE_STAGE_THREADS=3",
              "-DTRANSPILE_PARALLEL_MIN_BYTES=16", "-DTRANSPILE_PAGE_BYTES=64", "-DTRANSPILE_REGISTER_PIECE_BYTES=128",
-             "-DTRANSPILE_STAGE_MIN_PIECE_BYTES=16")
+             "-DTRANSPILE_STAGE_MIN_PIECE_BYTES=16", "-DTRANSPILE_PREFAULT_MIN_BYTES=16",
+             "-DTRANSPILE_PREFAULT_THREADS=3")
     lib = SimLibrary(build(partial_cu, tmp_path, extra_flags=flags))
     lib.set_quiet(True)
     if mode == "serial":  # every copy-in before the kernels, every copy-out after them
