@@ -86,7 +86,7 @@ class _Substitute:
                 init = d.init
                 if init is None or any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(init)):
                     break
-                reads = {n.name for n in ir.walk(init) if isinstance(n, ir.Var)}
+                reads = ir.var_names(init)
                 if any((reads | {name}) & ir.scalars_written(t) for t in earlier[k + 1:]):
                     break
                 return init

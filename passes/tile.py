@@ -325,13 +325,13 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     # bounds may be i + invariant (unit coefficient: see _unit_affine).
     # (or, in the rectangular form, k's bounds: trmm's k in i + 1..m, see *Triangular k*).
     for b in (row.lo, row.hi, col.lo, col.hi, red.lo, red.hi):
-        if _reads(b) or _vars(b) & {j, k}:
+        if _reads(b) or ir.var_names(b) & {j, k}:
             return None
-        if i in _vars(b) and not (b in (col.lo, col.hi) if triangular else b in (red.lo, red.hi)):
+        if i in ir.var_names(b) and not (b in (col.lo, col.hi) if triangular else b in (red.lo, red.hi)):
             return None
     if triangular and not (_unit_affine(col.lo, i) and _unit_affine(col.hi, i)):
         return None
-    k_tri = not triangular and bool(i in _vars(red.lo) or i in _vars(red.hi))
+    k_tri = not triangular and bool(i in ir.var_names(red.lo) or i in ir.var_names(red.hi))
     if k_tri and not (_unit_affine(red.lo, i) and _unit_affine(red.hi, i)):
         return None
     if not isinstance(update, ir.Assign):
@@ -345,7 +345,7 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
                 and isinstance(post[0].target, ir.Index) and not triangular):
             return None
         scalar, epilogue = pre[0], post[0]
-        if not scalar.ty.is_float or _reads(scalar.init) or _vars(scalar.init) & {i, j, k}:
+        if not scalar.ty.is_float or _reads(scalar.init) or ir.var_names(scalar.init) & {i, j, k}:
             return None
         pre, post = (), ()
         target = epilogue.target
@@ -378,7 +378,7 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     rest = _strip(update.value, {o.index for o in operands} | {target})
     if scalar is not None:
         rest = ir.substitute(rest, {scalar.name: ir.Const(0.0, scalar.ty)})
-    if _vars(rest) & {i, j}:
+    if ir.var_names(rest) & {i, j}:
         return None
     # A last ``X[j][i] = X[i][j]`` (covariance's mirror store) is legal when
     # j >= i throughout: it writes only the strict lower triangle (or the
@@ -394,14 +394,14 @@ def plan(launch: ir.Launch, options: Options | None = None) -> Plan | None:
     for s in diag:
         if not (triangular and _at_least(col.lo, i, strict=True) and isinstance(s, ir.Assign)
                 and s.target == ir.Index(target.array, (target.indices[0],) * 2, target.ty)
-                and not _reads(s.value) and not _vars(s.value) & {j, k}):
+                and not _reads(s.value) and not ir.var_names(s.value) & {j, k}):
             return None
     for s in pre + post:
         if not (isinstance(s, ir.Assign) and s.target == target and s.value.ty == target.ty):
             return None
         if any(isinstance(n, ir.Index) and n != target for n in ir.walk(s.value)):
             return None
-        if _vars(_strip(s.value, {target})) & {i, j, k}:
+        if ir.var_names(_strip(s.value, {target})) & {i, j, k}:
             return None
     (bm, bn), (tm, tn) = opts.tile, opts.coarsen
     bk = DEFAULT_BK
@@ -432,11 +432,11 @@ def _epilogue_ok(s: ir.Assign, target: ir.Index, acc: str, i: str, j: str, k: st
         if isinstance(n, ir.Index):
             if n.array == target.array and n != target:
                 return False
-            if any(_reads(x) or k in _vars(x) for x in n.indices):
+            if any(_reads(x) or k in ir.var_names(x) for x in n.indices):
                 return False
     # i and j only inside subscripts (the epilogue runs only for in-range outputs, but keep the rule).
     stripped = _strip(s.value, {n for n in ir.walk(s.value) if isinstance(n, ir.Index)})
-    return not _vars(stripped) & {i, j, k} and acc in _vars(s.value)
+    return not ir.var_names(stripped) & {i, j, k} and acc in ir.var_names(s.value)
 
 
 def _operands(value: ir.Expr, target: ir.Index, i: str, j: str, k: str) -> tuple[Operand, ...] | None:
@@ -453,14 +453,14 @@ def _operands(value: ir.Expr, target: ir.Index, i: str, j: str, k: str) -> tuple
             continue
         if not n.ty.is_float or any(_reads(x) for x in n.indices):
             return None
-        used = set().union(*(_vars(x) for x in n.indices)) & {i, j, k}
+        used = set().union(*(ir.var_names(x) for x in n.indices)) & {i, j, k}
         if used == {i, k}:
             side = "row"
         elif used == {j, k}:
             side = "col"
         else:
             return None
-        op = Operand(n, side, k in _vars(n.indices[-1]))
+        op = Operand(n, side, k in ir.var_names(n.indices[-1]))
         if op not in out:
             out.append(op)
     return tuple(out)
@@ -487,7 +487,7 @@ def _unit_affine(e: ir.Expr, i: str) -> bool:
     over consecutive rows is one interval (each end moves by at most one per
     row), so a block's column range is ``[min lo, max hi)`` over its rows.
     """
-    if i not in _vars(e):
+    if i not in ir.var_names(e):
         return True
     if isinstance(e, ir.Var):
         return True
@@ -495,9 +495,9 @@ def _unit_affine(e: ir.Expr, i: str) -> bool:
         return e.ty.is_int and e.operand.ty.is_int and e.ty.bits >= e.operand.ty.bits \
             and (e.ty.is_signed or not e.operand.ty.is_signed) and _unit_affine(e.operand, i)
     if isinstance(e, ir.Binary) and e.op == "+":
-        return (i not in _vars(e.lhs) and _unit_affine(e.rhs, i)) or (i not in _vars(e.rhs) and _unit_affine(e.lhs, i))
+        return (i not in ir.var_names(e.lhs) and _unit_affine(e.rhs, i)) or (i not in ir.var_names(e.rhs) and _unit_affine(e.lhs, i))
     if isinstance(e, ir.Binary) and e.op == "-":
-        return i not in _vars(e.rhs) and _unit_affine(e.lhs, i)
+        return i not in ir.var_names(e.rhs) and _unit_affine(e.lhs, i)
     return False
 
 
@@ -514,10 +514,6 @@ def _at_least(lo: ir.Expr, i: str, *, strict: bool = False) -> bool:
 
 def _strip(e: ir.Expr, refs: set[ir.Index]) -> ir.Expr:
     return substitute(e, {r: ir.Const(0.0, r.ty) for r in refs})
-
-
-def _vars(e: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
 
 
 def _reads(e: ir.Node) -> bool:
@@ -605,6 +601,4 @@ def shared_rows(body: Sequence[ir.Stmt], y: str, rows: int) -> list[tuple[ir.Ind
     return saved
 
 
-def var_names(e: ir.Expr) -> set[str]:
-    """The names of the variables ``e`` reads."""
-    return {x.name for x in ir.walk(e) if isinstance(x, ir.Var)}
+var_names = ir.var_names  # passes that read tile's helpers take it from here

@@ -132,7 +132,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
     extents: dict[str, tuple[ir.Expr, ...]] = {}
     for p in (*original.params, *top):
         if isinstance(p.ty, ir.ArrayType):
-            if any(not (_names(d) <= fixed) or _reads(d) for d in p.ty.dims):
+            if any(not (ir.var_names(d) <= fixed) or _reads(d) for d in p.ty.dims):
                 return None
             if len(p.ty.dims) > 1:
                 extents[p.name] = p.ty.dims[1:]
@@ -186,10 +186,6 @@ def _sum(terms: list[str]) -> str:
     return " + ".join(terms) or "0.0"
 
 
-def _names(e: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
-
-
 def _reads(e: ir.Node) -> bool:
     return any(isinstance(n, (ir.Index, ir.Call)) for n in ir.walk(e))
 
@@ -238,7 +234,7 @@ class _Counter:
             if isinstance(s, ir.Assign):
                 (self.host if where is None else where).append(" * ".join(trips) or "1.0")
             elif isinstance(s, ir.If):
-                if where is self.serial and (_reads(s.cond) or not _names(s.cond) <= self.fixed | set(mid)):
+                if where is self.serial and (_reads(s.cond) or not ir.var_names(s.cond) <= self.fixed | set(mid)):
                     continue  # a one-thread launch's data-dependent branch: taken as not run (module docstring)
                 self._block(s.then, trips, mid, where)
                 self._block(s.orelse, trips, mid, where)
@@ -254,7 +250,7 @@ class _Counter:
     def _trips(self, s: ir.For, mid: dict[str, ir.Expr]) -> tuple[str, dict[str, ir.Expr]]:
         """``s``'s trip count (C) with the loops around it at ``mid``, and ``mid`` with ``s``'s midpoint."""
         lo, hi = ir.substitute(s.lo, mid), ir.substitute(s.hi, mid)
-        if not (_names(lo) | _names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
+        if not (ir.var_names(lo) | ir.var_names(hi)) <= self.fixed or _reads(lo) or _reads(hi):
             raise _Uncountable
         count = f"transpile_host_trips((double)({self.expr(lo)}), (double)({self.expr(hi)}), {abs(s.step)}.0)"
         half = ir.Binary("/", ir.Binary("-", hi, lo, s.ty), ir.Const(2, s.ty), s.ty)

@@ -430,19 +430,15 @@ def _fit(found: tuple[Term, ...], k_last: dict[ir.Index, bool], shape: tuple[int
 
 def _unit_in(e: ir.Expr, k: str) -> bool:
     """``e`` does not read ``k``, or is ``k``, ``k +- invariant`` or ``invariant + k`` (widening casts allowed)."""
-    if k not in _names(e) or isinstance(e, ir.Var):
+    if k not in ir.var_names(e) or isinstance(e, ir.Var):
         return True
     if isinstance(e, ir.Cast):
         return e.ty.is_int and e.operand.ty.is_int and e.ty.bits >= e.operand.ty.bits and _unit_in(e.operand, k)
     if isinstance(e, ir.Binary) and e.op == "-":
-        return k not in _names(e.rhs) and _unit_in(e.lhs, k)
+        return k not in ir.var_names(e.rhs) and _unit_in(e.lhs, k)
     if isinstance(e, ir.Binary) and e.op == "+":
-        return (k not in _names(e.lhs) and _unit_in(e.rhs, k)) or (k not in _names(e.rhs) and _unit_in(e.lhs, k))
+        return (k not in ir.var_names(e.lhs) and _unit_in(e.rhs, k)) or (k not in ir.var_names(e.rhs) and _unit_in(e.lhs, k))
     return False
-
-
-def _names(e: ir.Expr) -> set[str]:
-    return {n.name for n in ir.walk(e) if isinstance(n, ir.Var)}
 
 
 def _staged(found: tuple[Term, ...], copy: bool, k_last: dict[ir.Index, bool]) -> dict[tuple[str, ir.Expr], bool]:

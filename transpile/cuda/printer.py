@@ -754,8 +754,7 @@ def checked_launch(call: str, err: str, pad: str, *, check: bool = True) -> list
     return lines + break_on_error(err, pad) if check else lines
 
 
-def var_names(node: ir.Node) -> set[str]:
-    return {n.name for n in ir.walk(node) if isinstance(n, ir.Var)}
+var_names = ir.var_names  # the emitter's modules ask the printer for it
 
 
 def assigned(node: ir.Node) -> set[str]:

@@ -196,7 +196,7 @@ def strided_body(body: tuple[ir.Stmt, ...], stride: ir.Expr, name: str, ty: ir.S
 def check_bounds_invariant(lo: ir.Expr, hi: ir.Expr, body: tuple[ir.Stmt, ...],
                            cnames: dict[str, str]) -> None:
     """Reject writes in ``body`` to anything the loop bounds read."""
-    vars_read = {n.name for e in (lo, hi) for n in ir.walk(e) if isinstance(n, ir.Var)}
+    vars_read = ir.var_names(lo) | ir.var_names(hi)
     arrays_read = {n.array for e in (lo, hi) for n in ir.walk(e) if isinstance(n, ir.Index)}
     for s in body:
         for n in ir.walk(s):

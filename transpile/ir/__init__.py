@@ -510,6 +510,11 @@ def outer_scalars_written(node: Node) -> dict[str, Scalar]:
     return out
 
 
+def var_names(node: Node) -> set[str]:
+    """The names of the scalar variables ``node`` reads (its ``Var`` nodes)."""
+    return {n.name for n in walk(node) if isinstance(n, Var)}
+
+
 def identifiers(node: Node) -> set[str]:
     """Every name declared or used under ``node``: variables, parameters, locals, loop variables, arrays."""
     out: set[str] = set()
