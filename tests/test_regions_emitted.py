@@ -43,7 +43,7 @@ TOKENS = {
     "launch": re.compile(r"<<<.*?>>>"),
 }
 COORDS = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\.[xyz]")
-TRANSFERS = re.compile(r"\bcuda(?:MallocAsync|FreeAsync|MemcpyAsync)\s*\(")
+TRANSFERS = re.compile(r"\b(?:cuda(?:MallocAsync|FreeAsync|MemcpyAsync)|transpile_scratch(?:_free)?)\s*\(")
 #: A relational operator (not a shift, ``->``, or part of ``<<<``).
 RELATIONAL = re.compile(r"(?<![<>=!-])(?:<=|>=|<|>)(?![<>])")
 

@@ -957,8 +957,8 @@ struct transpile_call {
 // How a call reaches pageable memory (see TRANSPILE_FIRST_RING_SLOTS): 'f' through the full ring,
 // 's' through a small ring, 'p' by direct copies, 'm' mixed: copies in through a small ring, copies out
 // directly.  A first call that moves `bytes` takes 'p' up to TRANSPILE_FIRST_PAGEABLE_MAX_BYTES, else
-// 'm'; later calls take 'f'.  Run 71 (H100, LARGE, one call a process): the small ring copied in
-// faster than the driver (gesummv 3.5 ms against 4.2 ms), but out slower (3mm 37.9 ms against 26.4,
+// 'm'; later calls take 'f'.  Run 71 (H100, LARGE, one call a process): copying in, the small ring
+// beat the driver (gesummv 3.5 ms against 4.2 ms), but it copied out slower (3mm 37.9 ms against 26.4,
 // 2mm 14.0 against 11.1, correlation 23.2 against 15.7: its copiers drain chunk by chunk behind the
 // kernels), hence 'm'.
 [[maybe_unused]] static char transpile_dropin_path(const transpile_dropin *s, size_t bytes)
