@@ -12,6 +12,7 @@ one fat binary of the seven architectures.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -42,10 +43,14 @@ def _emit(name: str, options: tile.Options | None = None) -> str:
     return cuda.emit(pipeline.lower(module), source=f"{name}.c", tiling=options)
 
 
-def _compile(cu: Path, archs: tuple[int, ...]) -> subprocess.CompletedProcess[str]:
+def _compile(cu: Path, archs: tuple[int, ...], *, device_only: bool = False) -> subprocess.CompletedProcess[str]:
+    """nvcc on ``cu`` for ``archs``: an object file, or with ``device_only`` the fat binary alone (every
+    architecture's device code through cicc and ptxas, without the host compile: 7.2 s against 8.9 s
+    for 2mm's seven targets)."""
     assert NVCC is not None
-    return subprocess.run([NVCC, *arches.gencode(archs), "-c", "-o", str(cu.with_suffix(".o")), str(cu)],
-                          capture_output=True, text=True, timeout=600)
+    out = ["-fatbin", "-o", str(cu.with_suffix(".fatbin"))] if device_only else ["-c", "-o", str(cu.with_suffix(".o"))]
+    return subprocess.run([NVCC, *arches.gencode(archs), *out, str(cu)], capture_output=True, text=True,
+                          timeout=600)
 
 
 def test_tensor_core_kernels_come_with_their_fma_kernels() -> None:
@@ -132,11 +137,13 @@ FILES = [*(("kernel", p.stem) for p in sorted(KERNELS.glob("*.c"))),
          *(("float", n) for n in ("gemm", "syrk", "jacobi_2d", "atax", "covariance"))]
 
 
-@pytest.mark.sample(8)
 @pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("kind, name", FILES, ids=[f"{k}-{n}" for k, n in FILES])
 def test_default_output_builds_for_every_architecture(tmp_path: Path, kind: str, name: str) -> None:
+    """Every file's device code for the seven targets (issue 41's CI acceptance); every 8th file (and
+    all with TRANSPILE_TESTS=all) as the whole object, host code included."""
+    whole = FILES.index((kind, name)) % 8 == 0 or os.environ.get("TRANSPILE_TESTS") == "all"
     if kind == "example":
         module = frontend.load(EXAMPLES / f"{name}.c")
     elif kind == "float":
@@ -146,5 +153,5 @@ def test_default_output_builds_for_every_architecture(tmp_path: Path, kind: str,
         module = frontend.load(KERNELS / f"{name}.c")
     cu = tmp_path / f"{name}.cu"
     cu.write_text(cuda.emit(pipeline.lower(module), source=f"{name}.c"))
-    r = _compile(cu, arches.ARCHES)
+    r = _compile(cu, arches.ARCHES, device_only=not whole)
     assert r.returncode == 0, r.stderr[-2000:]
