@@ -218,12 +218,14 @@ class _Counter:
             return None
         return _sum(self.host + self.par + self.serial)
 
-    def seconds(self) -> str:
+    def seconds(self, per_launch: str = "TRANSPILE_HOST_LAUNCH_S", par_rate: str = "TRANSPILE_HOST_GPU_STMT_PER_S"
+                ) -> str:
         """The GPU's time for what was counted (launches, parallel and one-thread statements, the
-        one-block loops' choices) as a C expression over the model's macros."""
-        terms = [f"({_sum(self.launches)}) * TRANSPILE_HOST_LAUNCH_S"] if self.launches else []
+        one-block loops' choices) as a C expression over the model's macros; inside a one-block loop
+        a launch costs a barrier and its statements run at one block's rate (``per_launch``, ``par_rate``)."""
+        terms = [f"({_sum(self.launches)}) * {per_launch}"] if self.launches else []
         if self.par:
-            terms.append(f"({_sum(self.par)}) / TRANSPILE_HOST_GPU_STMT_PER_S")
+            terms.append(f"({_sum(self.par)}) / {par_rate}")
         if self.serial:
             terms.append(f"({_sum(self.serial)}) / TRANSPILE_HOST_SERIAL_STMT_PER_S")
         return " + ".join(terms + self.choices) or "0.0"
@@ -282,15 +284,11 @@ class _Counter:
         small = [self._iterations(st, {**mid, s.var: end}) for st in s.body if isinstance(st, ir.Launch)
                  for end in ends]
         once = " * ".join(trips) or "1.0"
-        block = [f"({once}) * TRANSPILE_HOST_LAUNCH_S"]
-        if one.launches:
-            block.append(f"({_sum(one.launches)}) * TRANSPILE_HOST_BARRIER_S")
-        if one.par:
-            block.append(f"({_sum(one.par)}) / TRANSPILE_HOST_BLOCK_STMT_PER_S")
-        if one.serial:
-            block.append(f"({_sum(one.serial)}) / TRANSPILE_HOST_SERIAL_STMT_PER_S")
+        block = f"({once}) * TRANSPILE_HOST_LAUNCH_S"
+        inside = one.seconds("TRANSPILE_HOST_BARRIER_S", "TRANSPILE_HOST_BLOCK_STMT_PER_S")
+        block += f" + {inside}" if inside != "0.0" else ""
         cond = " && ".join(f"({c})" for c in small) or "true"
-        self.choices.append(f"(({cond}) ? ({' + '.join(block)}) : ({apart.seconds()}))")
+        self.choices.append(f"(({cond}) ? ({block}) : ({apart.seconds()}))")
 
 
 class _Uncountable(Exception):
