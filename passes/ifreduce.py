@@ -8,11 +8,16 @@ People write many of those another way (docs/ordinary_c.md); inside a loop body 
   ``-0.0``), and ``if (c) x = x op e1; else x = x op e2;`` as
   ``x = x op (c ? e1 : e2)``: the same value, the term chosen instead of the statement;
 * a maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``, and the ternary
-  ``m = e > m ? e : m``; ``<`` for a minimum), ``m`` a float scalar not read by ``e``, as
-  ``m = fmaxf(m, e)`` (``fminf``; ``fmax``/``fmin`` for double).  This equals C's result unless the
-  accumulator starts out NaN (the comparisons then never hold; ``fmaxf`` skips a NaN operand), which is
-  why it is done only with ``reassociate`` (off with ``--no-reassociate``, like leaving out
-  ``-ffast-math``, under which gcc vectorises this form too);
+  ``m = e > m ? e : m``; ``<`` for a minimum), ``m`` a float scalar not read by ``e``, as a ``fmaxf``
+  reduction (``fminf``; ``fmax``/``fmin`` for double) that keeps C's result when ``m`` starts out NaN
+  (C's comparisons then never hold, so ``m`` stays NaN; ``fmaxf`` would skip it).  Where ``m``'s value at
+  the outermost loop that touches it only through such statements is a non-NaN constant (``m = -INFINITY``
+  just before), the statement becomes ``m = fmaxf(m, e)``; otherwise a fresh ``r`` from ``-inf``
+  accumulates ``r = fmaxf(r, e)`` in that loop and ``if (r > m) m = r;`` follows it (the same
+  comparison: a NaN ``m`` fails it, and NaN elements are skipped by both).  A statement whose ``m`` is
+  read elsewhere in its own loop stays an ``if``.  Only the sign of a zero among equal elements may
+  differ from C, which is why this is done only with ``reassociate`` (off with ``--no-reassociate``,
+  like leaving out ``-ffast-math``, under which gcc vectorises this form too);
 * a temporary: ``T t = e;`` right before the statement that is its only use, when inlining it makes that
   statement one of the above (``float t = a[i] * b[i]; s = s + t;``, a switch's selector).
 
@@ -21,7 +26,7 @@ by the later passes (sequential).  Top-level statements are left alone: only loo
 
 **Precondition**: valid IR without ``Launch`` regions.
 
-**Postcondition**: valid IR computing the same values (the NaN proviso above for max/min).
+**Postcondition**: valid IR computing the same values (for max/min up to the sign of a zero).
 
 Before::
 
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from passes.builders import fresh_name
 from transpile import ir
 from transpile.ir import accum
 
@@ -53,7 +59,16 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
     """``kernel`` with its loop bodies' conditional accumulations in accumulation form."""
     if ir.is_mapped(kernel):
         return kernel
-    return _Rewrite(reassociate).transform(kernel)  # type: ignore[no-any-return]
+    got = _Rewrite(reassociate).transform(kernel)
+    assert isinstance(got, ir.Kernel)
+    if got is kernel or not any(_mark(s) for s in ir.statements(got)):
+        return got
+    return dataclasses.replace(got, body=_Settle(ir.identifiers(got)).block(got.body))
+
+
+#: A max/min by comparison between the two phases: ``m = $if<op>(m, e)`` stands for ``if (e <op> m) m = e;``
+#: until :class:`_Settle` decides its final form.  Never left in the IR.
+_MARK = "$if"
 
 
 class _Rewrite(ir.Transformer):
@@ -142,9 +157,115 @@ class _Rewrite(ir.Transformer):
             return None
         if then.ty != target.ty:
             return None
-        fn = ("fmax" if op == "max" else "fmin") + ("f" if target.ty == ir.F32 else "")
-        value = ir.Call(fn, (target, then), target.ty, loc=loc)  # type: ignore[arg-type]
+        # the comparison as ``e <cmp> m``: what the final ``if (r <cmp> m)`` repeats
+        cmp = cond.op if cond.lhs == then else _FLIP[cond.op]
+        value = ir.Call(_MARK + cmp, (target, then), target.ty, loc=loc)  # type: ignore[arg-type]
         return ir.Assign(target, value, loc=loc)  # type: ignore[arg-type]
+
+
+class _Settle:
+    """The second phase: each marked max/min takes its final form at the outermost loop whose only
+    references to ``m`` are marked statements of the same kind (see the module's docstring)."""
+
+    def __init__(self, used: set[str]) -> None:
+        self.used = used
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for k, s in enumerate(stmts):
+            if not any(_mark(n) for n in ir.statements(s)):
+                out.append(s)
+            elif isinstance(s, ir.For):
+                out.extend(self.loop(s, stmts[:k]))
+            elif isinstance(s, ir.If):
+                out.append(dataclasses.replace(s, then=self.block(s.then), orelse=self.block(s.orelse)))
+            else:  # a mark directly in the body of a loop that reads its ``m`` elsewhere
+                out.append(_revert(s))
+        return tuple(out)
+
+    def loop(self, loop: ir.For, before: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        marks: dict[str, list[ir.Assign]] = {}
+        for n in ir.statements(loop):
+            if _mark(n):
+                assert isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)
+                marks.setdefault(n.target.name, []).append(n)
+        pre: list[ir.Stmt] = []
+        post: list[ir.Stmt] = []
+        table: dict[int, ir.Stmt] = {}
+        for name, ms in marks.items():
+            if len({_MAX[_mark(a)[0]] for a in ms}) != 1 or not _only_marks_touch(loop, name, len(ms)):  # type: ignore[index]
+                continue
+            m = ms[0].target
+            assert isinstance(m, ir.Var)
+            cmp = _mark(ms[0])[0]  # type: ignore[index]
+            op = _MAX[cmp]
+            fn = ("fmax" if op == "max" else "fmin") + ("f" if m.ty == ir.F32 else "")
+            acc = m
+            if not _starts_not_nan(name, before):
+                loc = loop.loc
+                acc = ir.Var(fresh_name(f"{name}_{op}", self.used), m.ty, loc=loc)
+                self.used.add(acc.name)
+                pre.append(ir.Decl(acc.name, m.ty, ir.const(accum.identity(op, m.ty), m.ty, loc=loc), loc=loc))
+                post.append(ir.If(ir.binary(cmp, acc, m, loc=loc), (ir.Assign(m, acc, loc=loc),), (), loc=loc))
+            for a in ms:
+                e = a.value.args[1]  # type: ignore[union-attr]
+                table[id(a)] = ir.Assign(acc, ir.Call(fn, (acc, e), m.ty, loc=a.loc), loc=a.loc)
+        body = _Replace(table).transform(loop) if table else loop
+        assert isinstance(body, ir.For)
+        if any(_mark(n) for n in ir.statements(body)):
+            body = dataclasses.replace(body, body=self.block(body.body))
+        return [*pre, body, *post]
+
+
+class _Replace(ir.Transformer):
+    """Statements replaced by identity (``id``) from a table."""
+
+    def __init__(self, table: dict[int, ir.Stmt]) -> None:
+        self.table = table
+
+    def visit_Assign(self, s: ir.Assign) -> ir.Node:
+        return self.table.get(id(s), s)
+
+
+def _mark(s: ir.Stmt) -> tuple[str, ir.Expr] | None:
+    """``(cmp, e)`` of a marked ``m = $if<cmp>(m, e)``, else None."""
+    if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and s.value.fn.startswith(_MARK):
+        return s.value.fn[len(_MARK):], s.value.args[1]
+    return None
+
+
+def _revert(s: ir.Stmt) -> ir.Stmt:
+    """A mark as the ``if`` it came from."""
+    got = _mark(s)
+    assert got is not None and isinstance(s, ir.Assign)
+    cmp, e = got
+    return ir.If(ir.binary(cmp, e, s.target, loc=s.loc), (ir.Assign(s.target, e, loc=s.loc),), (), loc=s.loc)
+
+
+def _only_marks_touch(loop: ir.For, name: str, count: int) -> bool:
+    """Are ``count`` marks (two ``Var`` nodes each: the target and the first argument) all of ``loop``'s
+    references to the scalar ``name``, which it does not declare?"""
+    refs = sum(1 for n in ir.walk(loop) if isinstance(n, ir.Var) and n.name == name)
+    declared = any(isinstance(n, ir.Decl) and n.name == name for n in ir.statements(loop))
+    return refs == 2 * count and not declared and loop.var != name
+
+
+def _starts_not_nan(name: str, before: tuple[ir.Stmt, ...]) -> bool:
+    """Is ``name``'s value after ``before`` (the statements of the same block) a constant that is not NaN?"""
+    for s in reversed(before):
+        if isinstance(s, ir.Decl) and s.name == name:
+            return s.init is not None and _not_nan_constant(s.init)
+        if isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.name == name:
+            return _not_nan_constant(s.value)
+        if name in ir.scalars_written(s):
+            return False
+    return False
+
+
+def _not_nan_constant(e: ir.Expr) -> bool:
+    while isinstance(e, (ir.Unary, ir.Cast)) and (not isinstance(e, ir.Unary) or e.op == "-"):
+        e = e.operand
+    return isinstance(e, ir.Const) and e.value == e.value
 
 
 def _neutral(a: accum.Accumulation) -> int | float:

@@ -85,3 +85,51 @@ def test_untaken_conditional_sum_keeps_a_negative_zero() -> None:
     from transpile.ir import interp
 
     assert np.signbit(interp.run(got, "k", args)["r"][0])
+
+
+NAN_START = {
+    "max_if": CASES["max_if"],
+    "min_if_flipped": CASES["min_if_flipped"],
+    "max_ternary": CASES["max_ternary"],
+    "max_if_nested": "f32 m = a[0];\nfor j in 0..n { for i in 0..n { if (a[i] > m) { m = a[i]; } } }\n"
+                     "r[0] = m;\nq[0] = 0;",
+    "max_if_parameter_start": "f32 m = c[0] * 2.0f;\nfor i in 0..n { if (a[i] > m) { m = a[i]; } }\n"
+                              "r[0] = m;\nq[0] = 0;",
+}
+
+
+@pytest.mark.parametrize("name", NAN_START)
+@pytest.mark.parametrize("nan_at", ["start", "element", "both"])
+def test_a_nan_start_stays_nan_and_nan_elements_are_skipped_as_in_c(name: str, nan_at: str) -> None:
+    # C's 'if (e > m) m = e' never fires once m is NaN (the verifier's special values draw a[0] = NaN as
+    # the start); a bare fmaxf(m, e) would skip the NaN and return the largest element instead.
+    m = _module(NAN_START[name])
+    got = ir.Module(m.funcs, (ifreduce.run(m.kernels[0]),))
+    ircheck.check(got)
+    assert reductions.analyze(got.kernels[0]), text.show(got)
+    for n in (1, 2, 9):
+        rng = np.random.default_rng(n)
+        a = rng.uniform(-1, 1, n).astype(np.float32)
+        c = rng.uniform(-1, 1, n).astype(np.float32)
+        if nan_at in ("start", "both"):
+            a[0] = c[0] = np.nan
+        if nan_at in ("element", "both") and n > 2:
+            a[n // 2] = np.nan
+        args = {"n": n, "a": a, "c": c, "r": np.zeros(1, np.float32), "q": np.zeros(1, np.int32)}
+        assert_same_results(m, got, "k", args, ["r", "q"], shuffles=(None, 1, 2))
+
+
+def test_a_constant_start_keeps_the_accumulator_in_place() -> None:
+    # m = -inf just before the loop cannot be NaN: fmaxf(m, e) is C's result, no second variable.
+    m = _module("f32 m = -1e999f;\nfor i in 0..n { if (a[i] > m) { m = a[i]; } }\nr[0] = m;\nq[0] = 0;")
+    got = ifreduce.run(m.kernels[0])
+    loop = next(s for s in got.body if isinstance(s, ir.For))
+    assert [text.show_stmt(s).strip() for s in loop.body] == ["m = fmaxf(m, a[i]);"]
+    assert not any(isinstance(s, ir.If) for s in got.body)
+
+
+def test_a_max_read_elsewhere_in_its_loop_stays_an_if() -> None:
+    body = "f32 m = a[0];\nfor i in 0..n { if (a[i] > m) { m = a[i]; }\nr[0] = m; }\nq[0] = 0;"
+    k = _module(body).kernels[0]
+    got = ifreduce.run(k)
+    assert text.show(ir.Module((), (got,))) == text.show(ir.Module((), (k,)))

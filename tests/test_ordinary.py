@@ -91,19 +91,9 @@ def test_results(path: Path) -> None:
 CLI_SAMPLE = ("goto_if_else", "ptr_post_increment", "red_max_if", "red_argmax", "step_runtime_blas")
 
 
-#: A known miscompile (found by CI on 2026-12-07, seed 1904811738; about one seed in six): ifreduce turns
-#: ``if (a[i] > m) m = a[i];`` into ``m = fmaxf(m, a[i])``, which differs from C when ``m`` starts out NaN
-#: (C keeps the NaN: the comparisons never hold), and the verifier's special-values call draws that.  Not
-#: strict: most seeds pass.  To fix: a NaN-sticky first operand (or loop versioning on ``m == m``).
-NAN_START = pytest.mark.xfail(reason="ifreduce's max/min by comparison differs from C for an accumulator "
-                                     "that starts out NaN (the verifier's special values draw it)", strict=False)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("path", [pytest.param(p, marks=NAN_START) if p.stem in ("red_max_if", "red_max_ternary",
-                                                                             "red_min_if", "red_absmax_if") else p
-                                  for p in (FILES if os.environ.get("TRANSPILE_ORDINARY_ALL") == "1"
+@pytest.mark.parametrize("path", [p for p in (FILES if os.environ.get("TRANSPILE_ORDINARY_ALL") == "1"
                                             else [p for p in FILES if p.stem in CLI_SAMPLE])],
                          ids=lambda p: p.stem)
 def test_cli_verified(path: Path, tmp_path: Path) -> None:
