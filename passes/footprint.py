@@ -92,6 +92,7 @@ class Footprint:
     reads_input: bool = True
     box_written: bool = False
     reads_own: bool = False
+    full_when: tuple[tuple[Affine, str], ...] | None = None
 
     @property
     def copy_in(self) -> bool:
@@ -221,7 +222,8 @@ def analyze(kernel: ir.Kernel, only: frozenset[str] | set[str] | None = None, *,
                     box=_box(mine, dims, params, inside), write_box=write_box, must_write=must,
                     reads_input=bool(reads) and not (must and covered),
                     box_written=own and not returns and _box_written(writes, write_box, dims, params, inside),
-                    reads_own=own and covered)
+                    reads_own=own and covered,
+                    full_when=None if must or returns else _full_when(writes, reads, dims, params, inside))
         except isl.Error:  # past MAX_OPERATIONS: the whole extent, copied in
             whole = tuple((None, None) for _ in dims)
             out[p.name] = Footprint(p.name, read=bool(reads), written=bool(writes),
@@ -401,6 +403,42 @@ def _must_write(writes: list[Site], dims: list[Affine | None], params: frozenset
     if not exact or any(d is None for d in dims):
         return False
     return bool(_extent(dims, params).is_subset(_union(exact, params)))
+
+
+def _full_when(writes: list[Site], reads: list[Site], dims: list[Affine | None], params: frozenset[str],
+               inside: isl.Set | None) -> tuple[tuple[Affine, str], ...] | None:
+    """The parameter values (of correct calls) for which exact unconditional writes cover the whole
+    extent and every read sees a value the kernel wrote, as constraints ``(a, "==")`` (``a == 0``) and
+    ``(a, ">=")`` (``a >= 0``) that all hold there; None when there are none, or when they are not one
+    conjunction of affine constraints.  A kernel over fixed extents (``double corr[M][M]`` written for
+    ``i, j < m``) writes its array in full exactly when ``m == M``: the drop-in then needs no copy-in."""
+    exact = [s for s in writes if s.exact and all(x is not None for x in s.subscripts)]
+    if not exact or any(d is None for d in dims) or not params:
+        return None
+    if not all(_covered(r, writes, params) for r in reads):
+        return None
+    missing = _extent(dims, params).subtract(_union(exact, params))
+    good = missing.params().complement()
+    if inside is not None:
+        good = good.intersect(inside)
+    good = good.coalesce()
+    if good.is_empty():
+        return None
+    pieces = good.get_basic_sets()
+    if len(pieces) != 1:
+        return None
+    piece = pieces[0].remove_redundancies()
+    if piece.dim(isl.dim_type.div) != 0:
+        return None
+    out: list[tuple[Affine, str]] = []
+    for c in piece.get_constraints():
+        coeffs: dict[str, int] = {}
+        for k in range(piece.dim(isl.dim_type.param)):
+            v = int(c.get_coefficient_val(isl.dim_type.param, k).to_python())
+            if v:
+                coeffs[str(piece.get_dim_name(isl.dim_type.param, k)).removeprefix("p_")] = v
+        out.append((Affine.of(coeffs, int(c.get_constant_val().to_python())), "==" if c.is_equality() else ">="))
+    return tuple(out) or None
 
 
 def _covered(read: Site, writes: list[Site], params: frozenset[str]) -> bool:

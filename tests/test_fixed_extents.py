@@ -158,3 +158,75 @@ def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path) -> None:
             os.environ.pop("TRANSPILE_DROPIN_HOST", None)
         else:
             os.environ["TRANSPILE_DROPIN_HOST"] = saved
+
+
+FULL_AT_EXTENT = r"""
+#define M 12
+#define N 14
+void kernel_corr(int m, int n, double data[N][M], double corr[M][M]) {
+  for (int i = 0; i < m - 1; i++) {
+    corr[i][i] = 1.0;
+    for (int j = i + 1; j < m; j++) {
+      corr[i][j] = 0.0;
+      for (int k = 0; k < n; k++)
+        corr[i][j] += data[k][i] * data[k][j];
+      corr[j][i] = corr[i][j];
+    }
+  }
+  corr[m - 1][m - 1] = 1.0;
+}
+"""
+
+
+def test_an_array_written_in_full_only_at_its_extent_knows_when(tmp_path: Path) -> None:
+    """``corr[M][M]`` written for ``i, j < m``: every element is written exactly when ``m == M`` (calls
+    with ``m > M`` leave the extent), the drop-in's condition for skipping its copy-in."""
+    src = tmp_path / "corr.c"
+    src.write_text(FULL_AT_EXTENT)
+    module = frontend.load(src, function="kernel_corr")
+    fp = footprint.analyze(module.kernels[0])
+    assert fp["corr"].copy_in and fp["corr"].full_when == ((Affine.of({"m": 1}, -12), "=="),)
+    assert fp["data"].full_when is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_the_copy_in_is_skipped_exactly_when_the_sizes_write_everything(tmp_path: Path) -> None:
+    """The drop-in in the simulator: at ``m == M`` nothing of ``corr`` crosses to the device (only
+    ``data``'s box), below it ``corr``'s box does and the elements the kernel skips keep their values;
+    both as gcc's build computes them."""
+    from tests.interp_check import sim_library
+
+    src = tmp_path / "corr.c"
+    src.write_text(FULL_AT_EXTENT)
+    module = frontend.load(src, function="kernel_corr")
+    code = cuda.emit(pipeline.lower(module), source="corr.c", host=module)
+    lib = sim_library(code, tmp_path / "sim")
+    ref_so = tmp_path / "ref.so"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-fPIC", "-shared", "-ffp-contract=off", str(src), "-o", str(ref_so)],
+                   check=True)
+    ref = ctypes.CDLL(str(ref_so))
+    ptr = ctypes.POINTER(ctypes.c_double)
+    rng = np.random.default_rng(3)
+    saved = os.environ.get("TRANSPILE_DROPIN_HOST")
+    os.environ["TRANSPILE_DROPIN_HOST"] = "0"
+    try:
+        for m, n in ((12, 14), (7, 9), (12, 5)):
+            data = rng.random((14, 12))
+            corr = np.full((12, 12), -7.25)
+            want = corr.copy()
+            ref.kernel_corr(ctypes.c_int(m), ctypes.c_int(n), data.ctypes.data_as(ptr), want.ctypes.data_as(ptr))
+            before = lib.h2d_bytes()
+            run = lib.run("kernel_corr", m, n, data, corr, restype=None)
+            assert run.ok, run.diagnostics
+            assert run.launches > 0
+            crossed = lib.h2d_bytes() - before
+            data_box = ((n - 1) * 12 + m) * 8
+            corr_box = ((m - 1) * 12 + m) * 8
+            assert crossed == (data_box if m == 12 else data_box + corr_box), (m, n, crossed)
+            np.testing.assert_allclose(corr, want, rtol=1e-12, atol=1e-14, err_msg=f"m={m}, n={n}")
+    finally:
+        if saved is None:
+            os.environ.pop("TRANSPILE_DROPIN_HOST", None)
+        else:
+            os.environ["TRANSPILE_DROPIN_HOST"] = saved

@@ -573,7 +573,7 @@ class _KernelEmitter:
         plan = cuda_host.plan(self.k, {n: bool(a["copy_in"]) for n, a in arrays.items()},
                               {n: bool(a["copy_out"]) for n, a in arrays.items()})
         for n, a in arrays.items():
-            a["in_at"], a["out_after"] = plan.in_at[n], plan.out_after[n]
+            a["in_at"], a["out_after"] = cuda_host.skip_copy_in(plan.in_at[n], str(a["skip_in"])), plan.out_after[n]
         for point, stmt in reversed(list(enumerate(plan.starts, start=1))):  # the drop-in's copies between phases
             steps.insert(first_step[stmt], {"kind": "hook", "point": point})
         scalar_params = [p.name for p in self.k.params if isinstance(p.ty, ir.Scalar)]

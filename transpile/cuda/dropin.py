@@ -174,7 +174,8 @@ def _bytes(a: dict[str, object]) -> str:
     count = f"(long long)({a['size']} / sizeof({a['ctype']}))"
     terms = []
     if a["copy_in"]:
-        terms.append(f"transpile_host_span({a['in_lo']}, {a['in_hi']}, {count})")
+        span = f"transpile_host_span({a['in_lo']}, {a['in_hi']}, {count})"
+        terms.append(f"(({a['skip_in']}) ? 0.0 : {span})" if a["skip_in"] else span)
     if a["copy_out"]:
         terms.append(f"transpile_host_span({a['out_lo']}, {a['out_hi']}, {count})")
     if not terms:

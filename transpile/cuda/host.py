@@ -72,6 +72,7 @@ def arrays(em: _KernelEmitter) -> dict[str, dict[str, object]]:
             "size": em._size(p.ty), "copy_out": copy_out, "copy_in": fp.copy_in,
             "in_lo": in_range[0], "in_hi": in_range[1], "out_lo": out_range[0], "out_hi": out_range[1],
             "why": _why(fp, copy_out),
+            "skip_in": _condition(em, fp.full_when) if fp.copy_in and fp.full_when else "",
         }
     return out
 
@@ -159,6 +160,9 @@ def _why(fp: footprint.Footprint, copy_out: bool) -> str:
     if not fp.copy_in:
         how = ("written in full, every read after a write: no copy-in" if fp.read
                else "written in full, never read: no copy-in")
+    elif fp.written and fp.full_when:
+        how = ("copied in over its bounding box (elements the kernel skips keep their values), unless the "
+               "sizes make the kernel write all of it first")
     elif fp.written:
         how = "copied in over its bounding box (elements the kernel skips keep their values)"
     else:
@@ -200,6 +204,16 @@ def _range(em: _KernelEmitter, ty: ir.ArrayType, bounds: Bounds | None) -> tuple
         hi_terms.append(_times(hi_text, stride))
     lo_text = " + ".join(t for t in lo_terms if t != "0LL") or "0LL"
     return lo_text, " + ".join(hi_terms) + " + 1"
+
+
+def skip_copy_in(in_at: int, skip: str) -> int | str:
+    """The C text of an array's copy-in point: ``in_at``, or -1 (no copy-in) where ``skip`` holds."""
+    return f"({skip}) ? -1 : {in_at}" if skip and in_at >= 0 else in_at
+
+
+def _condition(em: _KernelEmitter, cons: tuple[tuple[Affine, str], ...]) -> str:
+    """C text of the conjunction ``cons`` (:attr:`footprint.Footprint.full_when`) over the parameters."""
+    return " && ".join(f"{_affine_c(em, Affine(a.coeffs, 0))} {op} {-a.const}LL" for a, op in cons)
 
 
 def _plus(a: Affine, k: int) -> Affine:

@@ -83,6 +83,7 @@ _C_API: tuple[tuple[str, Any, list[Any]], ...] = (
     ("live_allocations", ctypes.c_int, []),
     ("launch_count", ctypes.c_ulonglong, []),
     ("pool_allocations", ctypes.c_ulonglong, []),
+    ("h2d_bytes", ctypes.c_ulonglong, []),
     ("reset", None, []),
     ("device_malloc", ctypes.c_void_p, [ctypes.c_ulonglong]),
     ("device_free", ctypes.c_int, [ctypes.c_void_p]),
@@ -184,6 +185,10 @@ class SimLibrary:
     def pool_allocations(self) -> int:
         """``cudaMallocFromPoolAsync`` allocations made so far (freed or not)."""
         return int(self._api["pool_allocations"]())
+
+    def h2d_bytes(self) -> int:
+        """Bytes copied from the host to the device so far (every checked copy, staged pieces included)."""
+        return int(self._api["h2d_bytes"]())
 
     def to_device(self, array: np.ndarray) -> DevicePtr:
         """A new ``cudaMalloc`` buffer holding a copy of ``array``.

@@ -390,6 +390,7 @@ inline unsigned long long g_seed = 0;
 inline unsigned long long g_rng = 0;
 inline unsigned long long g_launches = 0;
 inline unsigned long long g_pool_alloc_count = 0;  // cudaMallocFromPoolAsync calls that allocated
+inline unsigned long long g_h2d_bytes = 0;  // bytes copied from the host to the device (checked copies)
 inline size_t g_guard = 256;
 inline int g_fill = 0xFF;  // poison for fresh allocations and dynamic smem; -1: none
 inline bool g_fill_set = false;  // __sim_set_fill_byte was called: that byte always
@@ -2111,7 +2112,9 @@ inline cudaError_t __sim_check_copy(void* dst, const void* src, size_t n, cudaMe
   switch (kind) {
     case cudaMemcpyHostToDevice:
       if (cudaError_t e = require_device(dst, n, api, "destination")) return e;
-      return require_host(src, n, api, "source");
+      if (cudaError_t e = require_host(src, n, api, "source")) return e;
+      g_h2d_bytes += n;
+      return cudaSuccess;
     case cudaMemcpyDeviceToHost:
       if (cudaError_t e = require_device(src, n, api, "source")) return e;
       return require_host(dst, n, api, "destination");
@@ -2582,6 +2585,7 @@ int __sim_diagnostic_count(void);
 unsigned long long __sim_launch_count(void);
 int __sim_live_allocations(void);
 unsigned long long __sim_pool_allocations(void);
+unsigned long long __sim_h2d_bytes(void);
 void __sim_reset(void);
 void* __sim_device_malloc(unsigned long long n);
 int __sim_device_free(void* p);
@@ -2719,6 +2723,7 @@ const char* __sim_diagnostics(void) { return __sim::g_diag.c_str(); }
 int __sim_diagnostic_count(void) { return __sim::g_diag_count; }
 unsigned long long __sim_launch_count(void) { return __sim::g_launches; }
 unsigned long long __sim_pool_allocations(void) { return __sim::g_pool_alloc_count; }
+unsigned long long __sim_h2d_bytes(void) { return __sim::g_h2d_bytes; }
 int __sim_live_allocations(void) {
   int n = 0;
   for (auto& kv : __sim::g_allocs) n += kv.second.kind != __sim::kSymbol && kv.second.kind != __sim::kRegistered;
