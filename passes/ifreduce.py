@@ -149,13 +149,7 @@ class _Rewrite(ir.Transformer):
             return None
         if orelse != target or _reads(then, target) or not isinstance(cond, ir.Binary) or cond.op not in _MAX:
             return None
-        if cond.lhs == then and cond.rhs == target:
-            op = _MAX[cond.op]
-        elif cond.rhs == then and cond.lhs == target:
-            op = _MAX[_FLIP[cond.op]]
-        else:
-            return None
-        if then.ty != target.ty:
+        if (cond.lhs, cond.rhs) not in ((then, target), (target, then)) or then.ty != target.ty:
             return None
         # the comparison as ``e <cmp> m``: what the final ``if (r <cmp> m)`` repeats
         cmp = cond.op if cond.lhs == then else _FLIP[cond.op]
