@@ -6,7 +6,7 @@
 **Postcondition**: every top-level statement, and every statement of a host
 loop's body, is either
 
-* a *host statement*: a scalar ``Decl``/``Assign``/``If`` that touches no array
+* a *host statement*: a scalar ``Decl``/``Assign``/``If``/``Trap`` that touches no array
   and reads and writes only *host scalars* (scalar params, ``Decl`` statements
   and loop variables of host code never written inside a ``Launch``); or a
   bare top-level ``Decl`` (no initialiser) of a *device scalar*, i.e. a
@@ -273,6 +273,12 @@ class _Planner:
                 if loop is not None:
                     items.append(loop)
                     continue
+            trap = next((n for n in ir.statements(stmt) if isinstance(n, ir.Trap)), None)
+            if trap is not None:  # host code only (ir.Trap): here it reads a scalar computed on the GPU
+                names = sorted(_reads(stmt) & self.device_scalars)
+                raise TranspileError(trap.loc, "a run-time error check reading "
+                                               f"'{names[0] if names else '?'}', a scalar computed on the GPU, "
+                                               "is not supported")
             if items and items[-1].kind == "launch" and not items[-1].par:
                 items[-1].stmts.append(stmt)
             else:
@@ -384,7 +390,7 @@ def _host_shaped(s: ir.Stmt) -> bool:
         return isinstance(s.target, ir.Var) and _scalar_only(s.value)
     if isinstance(s, ir.If):
         return _scalar_only(s.cond) and all(_host_shaped(t) for t in s.then + s.orelse)
-    return False
+    return isinstance(s, ir.Trap)  # the host stops the function
 
 
 def _scalar_only(e: ir.Expr) -> bool:

@@ -422,3 +422,18 @@ def test_random_kernels_match_interpreter(tmp_path: Path) -> None:
                 _close(f"{k_.name}.{name} ({src})", got[name], want[name])
             ran += 1
     assert ran > 100
+
+
+def test_trap_aborts_in_host_code() -> None:
+    """A trap prints as ``transpile_check`` reports: ``transpile: FUNCTION: LOC: message`` on stderr,
+    then ``abort()``, in the host code before the launch (escaped as a C string)."""
+    from transpile.ir import text
+
+    src = ("kernel k(i32 n, i32 s, inout f64 x[n]) {\n  if (0 < n && s <= 0) {\n    trap \"step \\\"s\\\" <= 0\";\n"
+           "  }\n  for i in 0..n {\n    x[i] = x[i] * 2.0;\n  }\n}\n")
+    code = cuda.emit(ir.Module((), (map_gpu.run(text.parse(src, "k.ir").kernels[0]),)), source="k.ir")
+    lines = code.splitlines()
+    at = lines.index('      fputs("transpile: k: k.ir:3:5: step \\"s\\" <= 0\\n", stderr);')
+    assert lines[at - 1].strip() == "if (0 < n && s <= 0) {" and lines[at + 1].strip() == "abort();"
+    device = code[:code.index('extern "C" cudaError_t k_device')]
+    assert "fputs" not in device.split("__global__", 1)[1]

@@ -747,3 +747,15 @@ def test_local_array_is_scratch_and_undefined_until_written() -> None:
     with pytest.raises(interp.InterpError, match="undefined element of local array 'z'") as e:
         interp.run(bad, "k", {"n": 3, "x": np.zeros(3)})
     assert str(e.value).startswith("t.ir:4:9:")
+
+
+def test_trap_stops_with_a_located_error() -> None:
+    """A reached ``trap`` raises at its node, naming the kernel; one not reached changes nothing."""
+    from transpile.ir import text
+
+    m = text.parse("kernel k(i32 n, inout f64 x[n]) {\n  if (n > 2) {\n    trap \"n too large\";\n  }\n"
+                   "  for i in 0..n {\n    x[i] = 1.0;\n  }\n}\n", "t.ir")
+    assert interp.run(m, "k", {"n": 2, "x": np.zeros(2)})["x"].tolist() == [1.0, 1.0]
+    with pytest.raises(InterpError) as e:
+        interp.run(m, "k", {"n": 3, "x": np.zeros(3)})
+    assert str(e.value).startswith("t.ir:3:5: error: 'k' stopped: n too large"), str(e.value)

@@ -80,7 +80,16 @@ BAD_CASES = {
     "par order": (kernel(ir.Launch((ir.For("j", ir.I32, zero, n, 1, (loop(ir.assign(a_at(), ir.Const(1.0, ir.F64)), par="y"),), "x"),), loc=L)),
                   "par dimensions"),
     "shadowing loop": (kernel(loop(dataclasses.replace(loop(), loc=L))), "shadows"),
+    "trap in loop": (kernel(loop(ir.Trap("stop", loc=L))), "'trap' is only allowed in host code"),
+    "trap in launch": (kernel(ir.Launch((ir.If(n, (ir.Trap("stop", loc=L),)),))), "'trap' is only allowed"),
+    "trap in func": (ir.Module((ir.Func("f", (), None, (ir.Trap("stop", loc=L),)),), ()), "'trap' outside a kernel"),
 }
+
+
+def test_trap_in_host_code_passes() -> None:
+    """A trap at the top level or in a top-level ``if`` (an else branch, a nested ``if``) is host code."""
+    stop = ir.Trap("stop")
+    ircheck.check(kernel(stop, ir.If(n, (stop,), (ir.If(n, (stop,)),)), GOOD.kernels[0].body[0]))
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))

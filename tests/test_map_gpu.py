@@ -725,3 +725,21 @@ def test_a_sweep_of_maps_and_row_accumulations_is_launched_as_its_reduction() ->
     loops = [x for x in ir.walk(lowered) if isinstance(x, ir.For)]
     assert [(lp.var, lp.par, lp.reduce) for lp in loops] == [("i", None, ("+",)), ("j", None, ())]
     assert "_fold" in cuda.emit(lowered, source="k.ir")  # the sweep emitter's second launch
+
+
+def test_trap_is_host_code() -> None:
+    """A top-level ``if (c) trap`` stays on the host before the launch; one reading a scalar the GPU
+    computes has no place (host code only) and is a located error."""
+    from transpile.ir import text
+
+    src = ("kernel k(i32 n, i32 s, inout f64 x[n]) {\n  if (0 < n && s <= 0) {\n    trap \"bad step\";\n  }\n"
+           "  for i in 0..n {\n    x[i] = x[i] * 2.0;\n  }\n}\n")
+    k = map_gpu.run(text.parse(src).kernels[0])
+    ircheck.check(ir.Module((), (k,)))
+    assert isinstance(k.body[0], ir.If) and isinstance(k.body[0].then[0], ir.Trap)
+    assert isinstance(k.body[1], ir.Launch) and k.body[1].body[0].par == "x"
+    device = ("kernel k(i32 n, inout f64 x[n]) {\n  i32 m = 0;\n  m = i32(x[0]);\n  if (m < 0) {\n"
+              "    trap \"bad\";\n  }\n}\n")
+    with pytest.raises(TranspileError) as e:
+        map_gpu.run(text.parse(device, "d.ir").kernels[0])
+    assert str(e.value).startswith("d.ir:5:5: error: a run-time error check reading 'm'"), str(e.value)

@@ -57,7 +57,7 @@ def test_corpus_size() -> None:
 
 def _scalars(names: list[str], n: int) -> dict[str, int]:
     """Integer arguments: the size ``n``, run-time steps small and positive, offsets inside the arrays."""
-    small = {"inc": 3, "incx": 2, "m": n // 3, "lo": 1, "hi": n - 1, "t": 2, "flag": 1, "mode": 2}
+    small = {"inc": 3, "incx": 2, "dec": -3, "m": n // 3, "lo": 1, "hi": n - 1, "t": 2, "flag": 1, "mode": 2}
     return {k: n if k == "n" else small.get(k, 1) for k in names}
 
 
@@ -114,7 +114,8 @@ RUNTIME_STEPS = [p for p in FILES if p.stem.startswith("step_runtime_") and not 
 @pytest.mark.parametrize("path", RUNTIME_STEPS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("step", [1, 2, 5, 13])
 def test_runtime_steps(path: Path, step: int) -> None:
-    """A run-time step (``i += inc``) at several values, against gcc, the parallel loops shuffled."""
+    """A run-time step (``i += inc``; ``dec``: one that must be negative) at several values, against gcc,
+    the parallel loops shuffled."""
     from transpile.ir import interp
     from transpile.verify.reference import GccReference
     from transpile.verify.signature import kernel_sig
@@ -127,11 +128,75 @@ def test_runtime_steps(path: Path, step: int) -> None:
     ref = GccReference(sig, path, function=kernel.name)
     ints = [a.name for a in sig.args if a.role in ("size", "int")]
     for n in (1, 7, 16):
-        x = make_inputs(sig, Shape(f"n={n}", {k: n if k == "n" else step for k in ints}), seed_for(41, n),
-                        "signed", "random")
+        x = make_inputs(sig, Shape(f"n={n}", _steps(ints, n, step)), seed_for(41, n), "signed", "random")
         assert x is not None
         want = ref.run(x)
         for shuffle in (None, n):
             have = interp.run(got.lowered, kernel.name, copy_inputs(x), shuffle=shuffle)
             for a in sig.arrays:
                 np.testing.assert_array_equal(have[a.name], want[a.name], err_msg=f"{a.name} at n={n}, step {step}")
+
+
+def _steps(ints: list[str], n: int, step: int) -> dict[str, int]:
+    """The size ``n`` and every other integer the run-time step ``step`` (``-step`` for a ``dec``)."""
+    return {k: n if k == "n" else -step if k == "dec" else step for k in ints}
+
+
+@pytest.mark.parametrize("path", RUNTIME_STEPS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("step", [0, -2])
+def test_runtime_step_errors(path: Path, step: int) -> None:
+    """A run-time step of 0 or of the wrong sign (``-2``; ``+2`` for a ``dec``) where the loop runs is C's
+    endless or overflowing loop: the interpreter stops at the loop with the trap's error.  Where the loop's
+    range is empty (``n == 0`` at step 0), C runs nothing and neither does the IR."""
+    from transpile.ir import interp
+    from transpile.verify.signature import kernel_sig
+    from transpile.verify.synth import Shape, make_inputs, seed_for
+
+    got = outcome(path)
+    assert got.lowered is not None and got.module is not None
+    kernel = got.module.kernels[0]
+    sig = kernel_sig(kernel)
+    ints = [a.name for a in sig.args if a.role in ("size", "int")]
+    for n in (0, 7) if step == 0 else (7,):
+        x = make_inputs(sig, Shape(f"n={n}", _steps(ints, n, step)), seed_for(42, n), "signed", "random")
+        assert x is not None
+        for module in (got.module, got.lowered):
+            if n == 0:
+                interp.run(module, kernel.name, dict(x))
+                continue
+            with pytest.raises(interp.InterpError) as e:
+                interp.run(module, kernel.name, dict(x))
+            assert f"{path.name}:" in str(e.value) and f"'{kernel.name}' stopped: the step '" in str(e.value)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the CUDA simulator")
+def test_runtime_step_zero_drop_in(tmp_path: Path) -> None:
+    """The drop-in at step 0 in the CUDA simulator, on its GPU path and its host path: the message on
+    stderr, as transpile_check reports a failed CUDA call, then abort(); at an empty range it returns."""
+    import signal
+
+    from tests.interp_check import sim_library
+    from transpile import cuda
+    from transpile.sim.runner import SimCrash, run_isolated
+
+    path = CORPUS / "step_runtime_blas.c"
+    got = outcome(path)
+    assert got.module is not None and got.lowered is not None
+    lib = sim_library(cuda.emit(got.lowered, source=path.name, host=got.module), tmp_path / "sim")
+    saved = os.environ.get("TRANSPILE_DROPIN_HOST")
+    try:
+        for host in ("0", "1"):
+            os.environ["TRANSPILE_DROPIN_HOST"] = host
+            x = np.arange(7, dtype=np.float32)
+            with pytest.raises(SimCrash) as e:
+                run_isolated(lib.path, "step_runtime_blas", 7, 0, np.float32(2.0), x, restype=None)
+            assert e.value.exitcode == -signal.SIGABRT, host
+            assert (f"transpile: step_runtime_blas: {path}:5:3: the step 'incx' of the loop over 'i' is zero or "
+                    "negative at run time") in e.value.stderr, e.value.stderr
+            run = run_isolated(lib.path, "step_runtime_blas", 0, 0, np.float32(2.0), x[:0], restype=None)
+            assert run.ok, run.diagnostics
+    finally:
+        if saved is None:
+            os.environ.pop("TRANSPILE_DROPIN_HOST", None)
+        else:
+            os.environ["TRANSPILE_DROPIN_HOST"] = saved

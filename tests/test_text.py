@@ -103,6 +103,17 @@ kernel names(i32 step, in f64 in[step], out f64 out[step]) {
 }
 """,
     """\
+kernel stop(i32 n, i32 inc, inout f64 x[n]) {
+  if (0 < n && inc <= 0) {
+    trap "step 'inc' \\"not\\" > 0 \\\\ C";
+  }
+  for i in 0..n {
+    x[i] = 0.0;
+  }
+  trap "";
+}
+""",
+    """\
 kernel lits(out f64 D[2], out f32 F[2], out u64 U[2], out u32 V[2]) {
   D[0] = 1e-05 + 1e+100 + 0.1 + 1e999 - -1e999 + -0.0;
   F[0] = 0.1f + 1e+10f + 3.4028235e+38f + 1.0f - 1e-45f;
@@ -456,6 +467,8 @@ SEMANTIC_ERRORS = [
     ("kernel k(i32 n) {\n  for i in 0..n { f64 z[n]; }\n}", "e.ir:2:19: error: local array 'z' must be declared"),
     ("kernel k(i32 n) {\n  i32 m = n;\n  f64 z[m];\n}", "e.ir:3:9: error: extent of local array 'z' may only use"),
     ("kernel k(i32 n) {\n  f64 z[n];\n  z = 1.0;\n}", "e.ir:3:3: error: array 'z' used without indices"),
+    ("func f() {\n  trap \"stop\";\n}", "e.ir:2:3: error: 'trap' outside a kernel"),
+    ("kernel k(i32 n) {\n  trap stop;\n}", "e.ir:2:8: error: unexpected"),
 ]
 
 

@@ -102,6 +102,7 @@ class _HostPrinter(StmtPrinter):
     def __init__(self, emitter: _KernelEmitter) -> None:
         super().__init__(emitter.expr, emitter.host_namer, depth=2)
         self.emitter = emitter
+        self.function = emitter.name
         self.steps: list[dict[str, object]] = []
         self.scope: dict[str, ir.Scalar] = {}  # host loop variables and locals visible here
 

@@ -151,6 +151,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
         return None
     body = StmtPrinter(expr, namer, depth=1)
     body.in_kernel = False
+    body.function = em.name
     for a in top:
         assert isinstance(a.ty, ir.ArrayType)
         elem = ctype(a.ty.elem)

@@ -325,6 +325,8 @@ class StmtPrinter(ir.Visitor):
 
     #: Whether ``if`` conditions may be bounds guards (device code; the host printer says no).
     in_kernel = True
+    #: The C function whose host code this prints (a ``Trap`` names it); empty in device code.
+    function = ""
 
     def __init__(self, expr: ExprPrinter, namer: Namer, depth: int = 1) -> None:
         self.expr = expr
@@ -427,6 +429,11 @@ class StmtPrinter(ir.Visitor):
             self.line("} else {")
             self.block(orelse)
         self.line("}")
+
+    def visit_Trap(self, s: ir.Trap) -> None:
+        assert not self.in_kernel and self.function, f"a trap outside host code: {s!r}"
+        for text in trap_lines(self.function, s):
+            self.line(text)
 
     def visit_Return(self, s: ir.Return) -> None:
         self.line("return;" if s.value is None else f"return {self.expr(s.value)};")
@@ -739,6 +746,21 @@ SUCCESS = "cudaSuccess"
 def launch_call(kernel: str, grid: str, block: str, smem: str, stream: str, args: Sequence[str]) -> str:
     """The launch statement ``kernel<<<dim3(grid), dim3(block), smem, stream>>>(args);``."""
     return f"{kernel}<<<dim3({grid}), dim3({block}), {smem}, {stream}>>>({', '.join(args)});"
+
+
+def trap_lines(function: str, s: ir.Trap) -> list[str]:
+    """Host lines of ``s``: as ``transpile_check`` reports a failed CUDA call, the message on stderr
+    (``transpile: FUNCTION: FILE:LINE:COL: MESSAGE``), then ``abort()``."""
+    where = f"{s.loc}: " if s.loc is not None else ""
+    text = f"transpile: {function}: {where}{s.message}\n"
+    return [f"fputs({c_string(text)}, stderr);", "abort();"]
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal."""
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+    return '"' + "".join(escapes.get(c, c) if c in escapes or c.isprintable() else f"\\{ord(c):03o}"
+                         for c in text) + '"'
 
 
 def break_on_error(err: str, pad: str) -> list[str]:

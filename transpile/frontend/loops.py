@@ -16,10 +16,16 @@ by :func:`check_dead_loop_vars` on the finished IR), missing parts.
 
 A step known only at run time (``i += inc``, ``i -= inc``: a signed integer expression the body does
 not change, not reading ``i``) is not a constant of the IR: the loop runs over every ``i`` of its
-range by one, and the body runs where ``i`` is one of C's values (:func:`strided_body`).
+range by one, and the body runs where ``i`` is one of C's values (:func:`strided_body`).  The
+condition gives the direction (``i < n`` up, ``i >= 0`` down), so ``i += inc`` with ``i >= 0`` needs
+``inc < 0``.  A step of the wrong sign (zero included) where the loop runs at all is C's endless or
+overflowing loop: the function stops with a run-time error (:func:`step_check`, an ``ir.Trap`` at the
+top level: :func:`hoist_step_checks`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from pycparser import c_ast
 
@@ -174,23 +180,116 @@ def runtime_step(step: ir.Expr, name: str, cname: str, ty: ir.Scalar, loc: Loc) 
 
 
 def strided_body(body: tuple[ir.Stmt, ...], stride: ir.Expr, name: str, ty: ir.Scalar, lo: ir.Expr,
-                 hi: ir.Expr, sign: int, loc: Loc | None) -> tuple[ir.Stmt, ...]:
-    """The body of ``for (i = ..; ..; i += stride)`` (``sign`` 1) or ``i -= stride`` (``sign`` -1) over the
-    unit-step range ``lo..hi``: run where ``i`` is C's first value plus a multiple of ``stride``.
+                 hi: ir.Expr, sign: int, loc: Loc | None, *, against: bool = False) -> tuple[ir.Stmt, ...]:
+    """The body of an upward (``sign`` 1) or downward (``sign`` -1) loop that C steps by ``stride``
+    (``i += s`` up, ``i -= s`` down; with ``against``, ``s`` must be negative: ``i -= s`` up, ``i += s``
+    down) over the unit-step range ``lo..hi``: run where ``i`` is C's first value plus a multiple of ``s``.
 
-    C visits ``lo, lo + s, ...`` (downward ``hi - 1, hi - 1 - s, ...``) while inside the range.  Every
-    one of those values is in the range, and the guard ``s > 0 && (i - lo) % s == 0`` (``hi - 1 - i``
-    downward) holds exactly there, so the same iterations run in the same order.  The trip count is a
-    run-time value; the dependence test sees the unit-step range, a superset of C's iterations, so a
-    loop it proves parallel is parallel (distinct ``i`` at any step).  ``s <= 0`` with a non-empty range
-    never ends in C (a zero step) or overflows ``i`` (a negative one): undefined behaviour (C11 6.8.5p6,
-    6.5p5); here no iteration runs then."""
+    C visits ``lo, lo + |s|, ...`` (downward ``hi - 1, hi - 1 - |s|, ...``) while inside the range.
+    Every one of those values is in the range, and the guard ``s > 0 && (i - lo) % s == 0`` (``s < 0``
+    with ``against``; ``hi - 1 - i`` downward) holds exactly there, so the same iterations run in the
+    same order.  The trip count is a run-time value; the dependence test sees the unit-step range, a
+    superset of C's iterations, so a loop it proves parallel is parallel (distinct ``i`` at any step).
+    A step of the wrong sign with a non-empty range never ends in C (a zero step) or overflows ``i``
+    (undefined behaviour, C11 6.8.5p6, 6.5p5): :func:`step_check` stops the function first."""
     i = ir.Var(name, ty, loc=loc)
     offset = ir.binary("-", i, lo, loc=loc) if sign > 0 else ir.binary("-", add_const(hi, -1, loc), i, loc=loc)
     zero = ir.const(0, ty, loc=loc)
     on_step = ir.binary("==", ir.binary("%", ir.cast(offset, ty), stride, loc=loc), zero, loc=loc)
-    guard = ir.binary("&&", ir.binary(">", stride, zero, loc=loc), on_step, loc=loc)
+    guard = ir.binary("&&", ir.binary("<" if against else ">", stride, zero, loc=loc), on_step, loc=loc)
     return (ir.If(guard, body, (), loc=loc),)
+
+
+def c_text(node: c_ast.Node) -> str:
+    """The C text of ``node``, for messages."""
+    from pycparser import c_generator
+
+    return str(c_generator.CGenerator().visit(node))
+
+
+def step_check(stride: ir.Expr, lo: ir.Expr, hi: ir.Expr, against: bool, step_text: str, cname: str,
+               loc: Loc | None) -> ir.If:
+    """``if (lo < hi && s <= 0) trap`` (``s >= 0`` with ``against``): the run-time step ``s`` of a loop
+    over ``lo..hi`` (:func:`strided_body`) of the wrong sign where the loop runs at all, on which C's loop
+    never ends or overflows its variable; placed before the loop, moved to the top level by
+    :func:`hoist_step_checks`."""
+    zero = ir.const(0, stride.ty, loc=loc)
+    wrong = ir.binary(">=" if against else "<=", stride, zero, loc=loc)
+    cond = ir.binary("&&", ir.binary("<", lo, hi, loc=loc), wrong, loc=loc)
+    sign = "positive" if against else "negative"
+    message = (f"the step '{step_text}' of the loop over '{cname}' is zero or {sign} at run time: the loop "
+               "would not end (undefined behaviour in C)")
+    return ir.If(cond, (ir.Trap(message, loc=loc),), (), loc=loc)
+
+
+def hoist_step_checks(body: tuple[ir.Stmt, ...], cnames: dict[str, str], *, in_func: bool
+                      ) -> tuple[ir.Stmt, ...]:
+    """``body`` with every :func:`step_check` moved to the top level, before the statement holding it.
+
+    The check of a loop inside other loops and ``if`` statements holds when those reach it: its
+    condition, the enclosing loops' ranges non-empty and the enclosing conditions (negated in an
+    ``else``).  That is exact where all of them read only scalars the statement neither writes nor
+    declares (the loop variables included): they have the same value before the statement as
+    wherever C would reach the check.  What the function wrote before a trap is unspecified
+    (``ir.Trap``), so the check may come first.  Otherwise, and in a helper function (no host code to
+    stop it), a located error."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        if not any(isinstance(n, ir.Trap) for n in ir.statements(s)):
+            out.append(s)
+            continue
+        local = ir.scalars_written(s) | {n.name for n in ir.statements(s) if isinstance(n, ir.Decl)} | {
+            n.var for n in ir.statements(s) if isinstance(n, ir.For)}
+        found: list[ir.Stmt] = []
+        kept = _pull(s, (), local, found, cnames, in_func)
+        out.extend(found)
+        if kept is not None:
+            out.append(kept)
+    return tuple(out)
+
+
+def _is_check(s: ir.Stmt) -> bool:
+    return isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap) and not s.orelse
+
+
+def _unhoistable(check: ir.If, where: str, name: str | None) -> None:
+    trap = check.then[0]
+    assert isinstance(trap, ir.Trap), check
+    what = (f"in {where}" if name is None else
+            f"in a loop whose range, or an enclosing loop's or 'if', reads {name}, which {where}")
+    raise TranspileError(trap.loc, f"a loop step known only at run time {what}, is not supported: the "
+                                   "step is checked (not zero, towards the bound) before the function's loops run")
+
+
+def _pull(s: ir.Stmt, path: tuple[ir.Expr, ...], local: set[str], found: list[ir.Stmt],
+          cnames: dict[str, str], in_func: bool) -> ir.Stmt | None:
+    """``s`` without its checks, which go to ``found`` under the conditions ``path`` that reach them."""
+    if _is_check(s):
+        assert isinstance(s, ir.If)
+        if in_func:
+            _unhoistable(s, "a helper function", None)
+        cond = s.cond
+        for c in reversed(path):
+            cond = ir.binary("&&", c, cond, loc=s.loc)
+        bad = sorted(ir.var_names(cond) & local)
+        if bad:
+            _unhoistable(s, "the function changes or a loop counts", f"'{cnames.get(bad[0], bad[0])}'")
+        arrays = sorted({n.array for n in ir.walk(cond) if isinstance(n, ir.Index)})
+        if arrays:
+            _unhoistable(s, "is an array element, not read before the loops run", f"'{arrays[0]}[...]'")
+        found.append(ir.If(cond, s.then, (), loc=s.loc))
+        return None
+    if isinstance(s, ir.For):
+        inner = (*path, ir.binary("<", s.lo, s.hi, loc=s.loc))
+        body = tuple(k for c in s.body if (k := _pull(c, inner, local, found, cnames, in_func)) is not None)
+        return s if body == s.body else dataclasses.replace(s, body=body)
+    if isinstance(s, ir.If):
+        then = tuple(k for c in s.then if (k := _pull(c, (*path, s.cond), local, found, cnames, in_func))
+                     is not None)
+        orelse = tuple(k for c in s.orelse if (k := _pull(c, (*path, ir.unary("!", s.cond, loc=s.loc)), local,
+                                                             found, cnames, in_func)) is not None)
+        return s if (then, orelse) == (s.then, s.orelse) else dataclasses.replace(s, then=then, orelse=orelse)
+    return s
 
 
 def check_bounds_invariant(lo: ir.Expr, hi: ir.Expr, body: tuple[ir.Stmt, ...],

@@ -246,6 +246,7 @@ class Lowerer(ExprLowerer):
         scalars, arrays, order = self.params(ftype)
         body = tuple(self.block(fdef.body, top=True))
         loops.check_dead_loop_vars(body, self.links, self.cnames)
+        body = loops.hoist_step_checks(body, self.cnames, in_func=self.kind == "func")
         if self.kind == "func":
             return ir.Func(name, tuple(scalars[n] for n in order), self.ret, body, loc=loc)
         assigned = {n.target.name for n in ir.walk(ir.Kernel(name, (), body))
@@ -427,7 +428,7 @@ class Lowerer(ExprLowerer):
             orelse = self.block(node.iffalse) if node.iffalse is not None else []
             return [ir.If(cond, tuple(then), tuple(orelse), loc=self.loc(node))]
         if isinstance(node, c_ast.For):
-            return [self.for_loop(node)]
+            return self.for_loop(node)
         if isinstance(node, c_ast.Return):
             return [self.return_stmt(node)]
         if isinstance(node, c_ast.FuncCall):
@@ -595,8 +596,9 @@ class Lowerer(ExprLowerer):
             raise self.err(node, "'return' without a value in a function returning a value")
         return ir.Return(ir.cast(self.expr(node.expr), self.ret), loc=self.loc(node))
 
-    def for_loop(self, node: c_ast.For) -> ir.For:
-        """A C ``for`` loop, normalised (see :mod:`transpile.frontend.loops`)."""
+    def for_loop(self, node: c_ast.For) -> list[ir.Stmt]:
+        """A C ``for`` loop, normalised (see :mod:`transpile.frontend.loops`); a run-time step's check
+        (:func:`loops.step_check`) comes first."""
         loc = self.loc(node)
         init = node.init
         if init is None:
@@ -670,13 +672,23 @@ class Lowerer(ExprLowerer):
         body = tuple(self.block(node.stmt))
         self.active.pop()
         self.scopes.pop()
+        against = False  # a run-time step that must be negative: 'i += inc' with 'i > b', 'i -= inc' with 'i < b'
+        if stride is not None:
+            if op == "!=":
+                raise self.err(node.cond, f"loop condition '{cname} != ...' with a step known only at run "
+                                          "time is not supported: the loop could step over its bound; use "
+                                          "'<' or '>'")
+            against = (op in ("<", "<=")) != (step > 0)
+            step = -step if against else step
         lo, hi = loops.normalise(op, step, ir.cast(start, ty), bound, cname, ty, self.loc(node.cond))
         loops.check_bounds_invariant(lo, hi, body, self.cnames)
+        check: list[ir.Stmt] = []
         if stride is not None:
             loops.check_bounds_invariant(stride, stride, body, self.cnames)
-            body = loops.strided_body(body, stride, name, ty, lo, hi, step, loc)
+            body = loops.strided_body(body, stride, name, ty, lo, hi, step, loc, against=against)
+            check.append(loops.step_check(stride, lo, hi, against, loops.c_text(step_node), cname, loc))
         f = ir.For(name, ty, lo, hi, step, body, loc=loc)
         if origin is not None and origin.emitted:
             self.links[id(f)] = origin.name
-        return f
+        return [*check, f]
 

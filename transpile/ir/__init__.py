@@ -296,6 +296,20 @@ class Return(Node):
     loc: Loc | None = _loc()
 
 
+# Trap(message): stops the kernel with a run-time error (the drop-in writes the
+# function's name, loc and message to stderr and aborts; the interpreter
+# raises): what C leaves undefined or never finishes, e.g. a run-time loop
+# step of 0 (transpile/frontend/loops.py).  Only in kernels, in host code: at
+# the top level or in the branches of top-level ``If`` statements; what the
+# kernel wrote before it is unspecified.
+@dataclass(frozen=True, slots=True)
+class Trap(Node):
+    """A run-time error: the function stops."""
+
+    message: str
+    loc: Loc | None = _loc()
+
+
 # Launch(body): a top-level region executed on the GPU as one kernel launch.
 # Its leading loops tagged with ``par`` are spread over the grid; everything
 # else in it runs once per thread of that grid (once in all, if none).
@@ -307,7 +321,7 @@ class Launch(Node):
     loc: Loc | None = _loc()
 
 
-Stmt: TypeAlias = Decl | Alloc | Assign | For | If | Return | Launch
+Stmt: TypeAlias = Decl | Alloc | Assign | For | If | Return | Trap | Launch
 
 # --- Functions.
 
@@ -447,7 +461,7 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(kids)
 
 
-_STMTS = (Decl, Alloc, Assign, For, If, Return, Launch)
+_STMTS = (Decl, Alloc, Assign, For, If, Return, Trap, Launch)
 
 
 def statements(node: Node) -> Iterator[Stmt]:

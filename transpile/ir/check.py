@@ -12,7 +12,8 @@ same type, C typing rules hold at every node, loop variables are never
 assigned and loop bounds are not written by their loop, array intents cover
 their uses, ``Launch`` only at the top level or inside host loops (``For``
 statements outside any launch, nested only in such loops) with its ``par``
-loops a leading perfect nest, ``Return`` only in helper functions, and a
+loops a leading perfect nest, ``Return`` only in helper functions, ``Trap``
+only in host code (the top level of a kernel or a top-level ``If``), and a
 ``reduce`` loop's body exactly accumulations that :mod:`passes.reductions`
 proves, or one loop whose body is a sweep (``passes.reduce_gpu.sweep_shape``:
 its accumulations proven over their own loops, one operator each), or a chain
@@ -227,13 +228,15 @@ class _Checker:
     # --- statements
 
     def block(self, body: tuple[ir.Stmt, ...], scope: _Scope, *, in_launch: bool, top: bool,
-              host: bool = False) -> None:
+              host: bool = False, branch: bool = False) -> None:
         inner = _Scope(dict(scope.scalars), set(scope.loop_vars))
         for s in body:
-            self.stmt(s, inner, in_launch=in_launch, top=top, host=host or top)
+            self.stmt(s, inner, in_launch=in_launch, top=top, host=host or top, branch=branch)
 
-    def stmt(self, s: ir.Stmt, scope: _Scope, *, in_launch: bool, top: bool, host: bool = False) -> None:
-        """Check ``s``; ``host``: ``s`` is at the top level or in the body of a host loop."""
+    def stmt(self, s: ir.Stmt, scope: _Scope, *, in_launch: bool, top: bool, host: bool = False,
+             branch: bool = False) -> None:
+        """Check ``s``; ``host``: ``s`` is at the top level or in the body of a host loop; ``branch``: in
+        a branch of a top-level ``if`` (where a ``trap`` may be too)."""
         if isinstance(s, ir.Decl):
             if s.name in self.declared:
                 _fail(s, f"'{s.name}' is declared twice in '{self.owner.name}'")
@@ -261,8 +264,15 @@ class _Checker:
             self._for(s, scope, in_launch=in_launch, host=host and not in_launch)
         elif isinstance(s, ir.If):
             self.expr(s.cond, scope)
-            self.block(s.then, scope, in_launch=in_launch, top=False)
-            self.block(s.orelse, scope, in_launch=in_launch, top=False)
+            inside = (top or branch) and not in_launch
+            self.block(s.then, scope, in_launch=in_launch, top=False, branch=inside)
+            self.block(s.orelse, scope, in_launch=in_launch, top=False, branch=inside)
+        elif isinstance(s, ir.Trap):
+            if not isinstance(self.owner, ir.Kernel):
+                _fail(s, "'trap' outside a kernel")
+            if in_launch or not (top or branch):
+                _fail(s, "'trap' is only allowed in host code: at the top level of a kernel or in a "
+                         "top-level 'if'")
         elif isinstance(s, ir.Return):
             owner = self.owner
             if not isinstance(owner, ir.Func):

@@ -8,7 +8,8 @@ through ctypes, ``par`` and ``reduce`` loops and ``Launch`` regions run sequenti
 (in program order) unless a shuffle seed is given.
 Runtime faults (out-of-bounds access, uninitialised reads, division by zero,
 bad shifts, unrepresentable float->int conversions, a function falling off
-its end) and bad arguments raise :class:`InterpError` at the offending node.
+its end), a ``Trap`` reached and bad arguments raise :class:`InterpError` at
+the offending node.
 Signed overflow wraps, except ``INT_MIN / -1`` and ``INT_MIN % -1``: x86
 ``idiv`` traps on those, so they are faults like division by zero.
 
@@ -681,6 +682,12 @@ class _FnCompiler:
         if self.ret is None:
             raise InterpError(s.loc, f"void function '{self.name}' returns a value")
         return self.converted(s.value, self.ret, scope)
+
+    def _s_Trap(self, s: ir.Trap, scope: dict[str, _Sym]) -> StmtFn:
+        def trap(env: Env) -> Any:
+            raise InterpError(s.loc, f"'{self.name}' stopped: {s.message}")
+
+        return trap
 
     def _s_Launch(self, s: ir.Launch, scope: dict[str, _Sym]) -> StmtFn:
         # Launches (and the par loops inside) run sequentially: the mapping

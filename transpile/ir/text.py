@@ -456,6 +456,12 @@ class _Lowerer:
             raise self.error(tree, f"void func '{self.owner}' cannot return a value")
         return ir.Return(ir.cast(self.expr(value_tree), self.ret), loc=self.loc(tree))
 
+    def stmt_trap(self, tree: Tree) -> ir.Stmt:
+        (text,) = tree.children
+        if self.in_func:
+            raise self.error(tree, "'trap' outside a kernel")
+        return ir.Trap(_unquote(str(text)), loc=self.loc(tree))
+
     def stmt_launch(self, tree: Tree) -> ir.Stmt:
         if self.in_func or self.in_launch or self.in_if:
             raise self.error(tree, "'launch' is only allowed at the top level of a kernel or in a host loop")
@@ -808,9 +814,21 @@ def show_stmt(s: ir.Stmt, indent: int = 0) -> str:
         return pad + _show_if(s, indent)
     if isinstance(s, ir.Return):
         return f"{pad}return {show_expr(s.value)};" if s.value is not None else f"{pad}return;"
+    if isinstance(s, ir.Trap):
+        return f"{pad}trap {_quote(s.message)};"
     if isinstance(s, ir.Launch):
         return f"{pad}launch {_show_block(s.body, indent)}"
     raise TypeError(f"not a statement: {s!r}")
+
+
+def _quote(message: str) -> str:
+    """A trap's message as a string literal of the text form (one line: ``\\"`` and ``\\\\`` escaped)."""
+    assert "\n" not in message, f"a trap's message is one line: {message!r}"
+    return '"' + message.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _unquote(literal: str) -> str:
+    return re.sub(r'\\(["\\])', r"\1", literal[1:-1])
 
 
 def _show_if(s: ir.If, indent: int) -> str:

@@ -1,0 +1,8 @@
+// step_runtime_triangle: stride
+// expect: error: a loop step known only at run time in a loop whose range
+
+void step_runtime_triangle(int n, int inc, float A[n][n]) {
+  for (int j = 0; j < n; j++)
+    for (int i = j; i < n; i += inc)
+      A[j][i] = A[j][i] * 0.5f;
+}
