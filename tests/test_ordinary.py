@@ -142,7 +142,11 @@ def _steps(ints: list[str], n: int, step: int) -> dict[str, int]:
     return {k: n if k == "n" else -step if k == "dec" else step for k in ints}
 
 
-@pytest.mark.parametrize("path", RUNTIME_STEPS, ids=lambda p: p.stem)
+#: Run-time steps whose check cannot come before the loops (a triangular nest): warned, not checked.
+UNCHECKED_STEPS = ("step_runtime_triangle",)
+
+
+@pytest.mark.parametrize("path", [p for p in RUNTIME_STEPS if p.stem not in UNCHECKED_STEPS], ids=lambda p: p.stem)
 @pytest.mark.parametrize("step", [0, -2])
 def test_runtime_step_errors(path: Path, step: int) -> None:
     """A run-time step of 0 or of the wrong sign (``-2``; ``+2`` for a ``dec``) where the loop runs is C's
@@ -167,6 +171,29 @@ def test_runtime_step_errors(path: Path, step: int) -> None:
             with pytest.raises(interp.InterpError) as e:
                 interp.run(module, kernel.name, dict(x))
             assert f"{path.name}:" in str(e.value) and f"'{kernel.name}' stopped: the step '" in str(e.value)
+
+
+@pytest.mark.parametrize("name", UNCHECKED_STEPS)
+def test_an_unchecked_runtime_step_is_warned_and_runs_no_iteration(name: str) -> None:
+    """Where the step's check cannot run before the loops, the compile warns (``-Wunchecked-step``) and a
+    step of 0 runs no iteration of that loop (its guard), as before the check existed."""
+    import warnings
+
+    from transpile import frontend, pipeline
+    from transpile.diagnostics import TranspileWarning
+    from transpile.ir import interp
+
+    path = CORPUS / f"{name}.c"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = frontend.load(path, function=name)
+    assert any(isinstance(w.message, TranspileWarning) and w.message.wid == "unchecked-step" for w in caught)
+    lowered = pipeline.lower(module)
+    n = 6
+    a = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    for m in (module, lowered):
+        got = interp.run(m, name, {"n": n, "inc": 0, "A": a.copy()})
+        np.testing.assert_array_equal(got["A"], a)
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the CUDA simulator")
@@ -200,3 +227,18 @@ def test_runtime_step_zero_drop_in(tmp_path: Path) -> None:
             os.environ.pop("TRANSPILE_DROPIN_HOST", None)
         else:
             os.environ["TRANSPILE_DROPIN_HOST"] = saved
+
+
+@pytest.mark.parametrize("name, want", [("step_runtime_neg_down", -2), ("step_runtime_neg_up", -2),
+                                        ("step_runtime_blas", 2)])
+def test_the_verifier_draws_a_run_time_step_of_the_sign_c_needs(name: str, want: int) -> None:
+    """The verifier's shapes give a non-size integer the sign that passes the front end's step check, so a
+    loop stepping down by a run-time ``dec`` is compared at ``dec = -2`` (at 2, C's loop never ends)."""
+    from transpile.verify.signature import kernel_sig
+    from transpile.verify.synth import other_ints
+
+    got = outcome(CORPUS / f"{name}.c")
+    assert got.module is not None
+    kernel = got.module.kernels[0]
+    (step,) = other_ints(kernel_sig(kernel), kernel).values()
+    assert step == want

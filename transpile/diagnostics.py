@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 #: The warnings' ids (``-W<id>``, ``-Wno-<id>``, ``--silence <id>``).
-WARNINGS = ("out-of-bounds", "uninitialized", "flat-index", "dropped-call")
+WARNINGS = ("out-of-bounds", "uninitialized", "flat-index", "dropped-call", "unchecked-step")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 // step_runtime_triangle: stride
-// expect: error: a loop step known only at run time in a loop whose range
+// expect: parallel j
 
 void step_runtime_triangle(int n, int inc, float A[n][n]) {
   for (int j = 0; j < n; j++)

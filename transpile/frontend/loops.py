@@ -30,7 +30,7 @@ import dataclasses
 from pycparser import c_ast
 
 from transpile import ir
-from transpile.diagnostics import Loc, TranspileError
+from transpile.diagnostics import Loc, TranspileError, warn
 from transpile.ir.cscalars import const_of, fold
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
@@ -232,7 +232,8 @@ def hoist_step_checks(body: tuple[ir.Stmt, ...], cnames: dict[str, str], *, in_f
     declares (the loop variables included): they have the same value before the statement as
     wherever C would reach the check.  What the function wrote before a trap is unspecified
     (``ir.Trap``), so the check may come first.  Otherwise, and in a helper function (no host code to
-    stop it), a located error."""
+    stop it), the check is dropped with a warning (``-Wunchecked-step``): the loop's guard still runs no
+    iteration at a step of the wrong sign."""
     out: list[ir.Stmt] = []
     for s in body:
         if not any(isinstance(n, ir.Trap) for n in ir.statements(s)):
@@ -252,13 +253,16 @@ def _is_check(s: ir.Stmt) -> bool:
     return isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap) and not s.orelse
 
 
-def _unhoistable(check: ir.If, where: str, name: str | None) -> None:
+def _unchecked(check: ir.If, where: str, name: str | None) -> None:
+    """Warn that ``check`` cannot run before the function's loops: the loop then runs no iteration at a
+    step of the wrong sign (its guard, :func:`strided_body`), where C's loop would not end."""
     trap = check.then[0]
     assert isinstance(trap, ir.Trap), check
     what = (f"in {where}" if name is None else
             f"in a loop whose range, or an enclosing loop's or 'if', reads {name}, which {where}")
-    raise TranspileError(trap.loc, f"a loop step known only at run time {what}, is not supported: the "
-                                   "step is checked (not zero, towards the bound) before the function's loops run")
+    warn("unchecked-step", trap.loc, f"a loop step known only at run time {what}, is not checked before the "
+                                     "loops run: a step of zero or the wrong sign runs no iteration here (C's "
+                                     "loop would not end)")
 
 
 def _pull(s: ir.Stmt, path: tuple[ir.Expr, ...], local: set[str], found: list[ir.Stmt],
@@ -267,16 +271,19 @@ def _pull(s: ir.Stmt, path: tuple[ir.Expr, ...], local: set[str], found: list[ir
     if _is_check(s):
         assert isinstance(s, ir.If)
         if in_func:
-            _unhoistable(s, "a helper function", None)
+            _unchecked(s, "a helper function", None)
+            return None
         cond = s.cond
         for c in reversed(path):
             cond = ir.binary("&&", c, cond, loc=s.loc)
         bad = sorted(ir.var_names(cond) & local)
         if bad:
-            _unhoistable(s, "the function changes or a loop counts", f"'{cnames.get(bad[0], bad[0])}'")
+            _unchecked(s, "the function changes or a loop counts", f"'{cnames.get(bad[0], bad[0])}'")
+            return None
         arrays = sorted({n.array for n in ir.walk(cond) if isinstance(n, ir.Index)})
         if arrays:
-            _unhoistable(s, "is an array element, not read before the loops run", f"'{arrays[0]}[...]'")
+            _unchecked(s, "is an array element, not read before the loops run", f"'{arrays[0]}[...]'")
+            return None
         found.append(ir.If(cond, s.then, (), loc=s.loc))
         return None
     if isinstance(s, ir.For):

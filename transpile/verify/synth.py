@@ -89,7 +89,7 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
     extents bound them (:func:`limits`).
     """
     sizes = sig.size_params
-    base = {n: OTHER_INT for n in sig.other_ints}
+    base = other_ints(sig, kernel)
     bound = limits(kernel)
 
     def shape(label: str, values: Mapping[str, int]) -> Shape:
@@ -202,6 +202,40 @@ def drawn_sizes(sig: KernelSig, kernel: ir.Kernel, seed: int, index: int, *, lon
     return values if fits() else None
 
 
+def other_ints(sig: KernelSig, kernel: ir.Kernel) -> dict[str, int]:
+    """The values of the integer parameters that are not sizes: :data:`OTHER_INT`, or where a check
+    the front end put before the loops (``if (lo < hi && dec >= 0) trap``: a run-time loop step of the
+    wrong sign, C's endless loop) would stop the function at every size, the first of ``-2, 1, -1``
+    that passes it (``for (i = n - 1; i >= 0; i += dec)`` is tested at ``dec = -2``)."""
+    return dict(_other_ints(tuple(sig.other_ints), tuple(sig.size_params), kernel))
+
+
+@functools.lru_cache(maxsize=64)
+def _other_ints(names: tuple[str, ...], sizes: tuple[str, ...], kernel: ir.Kernel) -> tuple[tuple[str, int], ...]:
+    from transpile.ir.cscalars import fold
+
+    values = dict.fromkeys(names, OTHER_INT)
+    checks = [s.cond for s in kernel.body
+              if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap) and not s.orelse]
+    if not checks:
+        return tuple(values.items())
+    types = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
+
+    def stops(trial: Mapping[str, int]) -> bool:
+        table: dict[str, ir.Expr] = {n: ir.const(8, types[n]) for n in sizes if n in types}
+        table.update({n: ir.const(v, types[n]) for n, v in trial.items() if n in types})
+        return any(fold(ir.substitute(c, table)) not in (0, None) for c in checks)
+
+    for n in names:
+        if not stops(values) or not any(n in ir.var_names(c) for c in checks):
+            continue
+        for v in (-OTHER_INT, 1, -1):
+            if not stops({**values, n: v}):
+                values[n] = v
+                break
+    return tuple(values.items())
+
+
 def limits(kernel: ir.Kernel) -> dict[str, int]:
     """The largest value of each size parameter that fixed extents allow (``ni <= 1000`` for
     ``double C[NI][NJ]`` with ``NI`` 1000, :func:`passes.bounds.extent_limits`); none for others."""
@@ -288,13 +322,13 @@ def default_full_sizes(sig: KernelSig, kernel: ir.Kernel, *, work_budget: float 
     power of two (at most 8192) for every size parameter that fits the budgets."""
     bound = limits(kernel)
     if bound and set(bound) >= set(sig.size_params):  # fixed extents: the sizes they were declared for
-        env = {**bound, **dict.fromkeys(sig.other_ints, OTHER_INT)}
+        env = {**bound, **other_ints(sig, kernel)}
         if estimate_work(kernel, env) <= work_budget and sum(sig.nbytes(env).values()) <= byte_budget:
             return {n: bound[n] for n in sig.size_params}
     best = 1
     for e in range(4, 14):
         v = 2 ** e
-        env = {**{n: min(v, bound.get(n, v)) for n in sig.size_params}, **dict.fromkeys(sig.other_ints, OTHER_INT)}
+        env = {**{n: min(v, bound.get(n, v)) for n in sig.size_params}, **other_ints(sig, kernel)}
         if estimate_work(kernel, env) > work_budget or sum(sig.nbytes(env).values()) > byte_budget:
             break
         best = v
