@@ -208,9 +208,10 @@ def main() -> None:
                    "and, when timing on a GPU, for an edit of the best candidate's CUDA (verified like any "
                    "candidate).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="HTML", help="Also write a self-contained HTML page of the static facts: kernels, "
-                                   "launch sites, ptxas registers/shared memory/spills (timing needs a GPU: "
-                                   "bench/gpu.py).")
+              metavar="HTML", help="Also write a self-contained HTML page: each source loop and the kernel, "
+                                   "host loop or sequential code it became (launch form, block, grid), the "
+                                   "transfers per array, ptxas registers/shared memory/spills and occupancy, "
+                                   "and the verifier's verdict (docs/cli.md; timing needs a GPU: bench/gpu.py).")
 def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function: str | None,
                 include_dirs: tuple[str, ...], defines: tuple[str, ...], dump_ir: Path | None,
                 verify_each: bool, silence_ids: tuple[str, ...], no_verify: bool, naive: bool,
@@ -373,6 +374,8 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
 
     if header is not None and emit != "cuda":
         raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
+    if report is not None and emit != "cuda":
+        raise TranspileError(None, "--report goes with the CUDA output (not --emit ir)")
     opts = driver.Options(function=function, include_dirs=include_dirs, defines=defines, naive=naive,
                           reassociate=reassociate, tiling=tiling, budget=budget, verify_each=verify_each,  # type: ignore[arg-type]
                           dump_ir=dump_ir, verify=verify_policy if verify else "off")
@@ -384,6 +387,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         suffix = ".ir"
     else:
         suffix = ".cu"
+        outcome = None
         if evolving is not None:
             outcome = _evolve(module, file, evolving, function, include_dirs, defines)
             lowered, result = outcome.lowered, outcome.text
@@ -393,12 +397,12 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
             lowered = driver.lower(module, opts)
             result = driver.emit(module, lowered, file.name, opts)
         # our own output must pass the verifier before it is written
-        _report(driver.verify(module, lowered, result, file, opts), verbose=verbose, quiet=quiet,
-                policy=opts.verify, replay=f"replay: transpile verify OUT.cu --against {file.name}")
+        reports = driver.verify(module, lowered, result, file, opts)
+        _report(reports, verbose=verbose, quiet=quiet, policy=opts.verify,
+                replay=f"replay: transpile verify OUT.cu --against {file.name}")
         if report is not None:
-            from transpile.cli import report as static_report
-
-            write_atomic(report, static_report.render(static_report.analyse(result, file.name)))
+            _write_page(report, file, module, lowered, result, opts, reports, verified=verify, outcome=outcome,
+                        measure=evolving.measure if evolving is not None else "")
         if header is not None:
             from transpile.frontend import header as c_header
 
@@ -414,6 +418,30 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
     write_atomic(dest, result)
     if verbose:
         click.echo(f"transpile: wrote {dest}" + (f" and {header}" if header is not None else ""), err=True)
+
+
+def _write_page(path: Path, file: Path, module: Any, lowered: Any, text: str, opts: Any, reports: list[Any], *,
+                verified: bool, outcome: Any, measure: str) -> None:
+    """``--report``: the HTML page of this compile (:mod:`transpile.cli.report`), written atomically."""
+    from transpile.cli import report as page
+
+    tiling = opts.tiling
+    evolve = None
+    note = ""
+    if outcome is not None:
+        from transpile.search.evolve import resolve_measure
+
+        tiling = outcome.schedule.options()
+        evolve = {"measure": resolve_measure(measure), "summary": outcome.summary, "table": outcome.table,
+                  "cache_hit": outcome.cache_hit, "edited": outcome.edited}
+        if outcome.verified:
+            note = "Verified during the --evolve search: the chosen candidate passed the verifier's stages there."
+    if not verified:
+        note = "Not verified (--no-verify)."
+    facts = page.gather(source=file, module=module, lowered=lowered, text=text, tiling=tiling,
+                        reports=[(verdict_line(r), r) for r in reports], verify_note=note,
+                        arch=getattr(tiling, "arch", 0), evolve=evolve)
+    write_atomic(path, page.render(facts))
 
 
 class _Bars:

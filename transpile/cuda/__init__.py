@@ -176,6 +176,7 @@ class _HostPrinter(StmtPrinter):
         self.line("  break;")
         self.line("}")
         if not (one or fused):
+            e.loop_log.append(HostLoopInfo(planned))
             return
         self.flush()
         loop_steps, self.steps = self.steps, outer_steps
@@ -183,12 +184,16 @@ class _HostPrinter(StmtPrinter):
         built = cuda_oneblock.build(e, s, launches, e.kernels[first_kernel:], "  " * self.depth) if one else None
         assert built is not None or not one, f"one-block loop not built: {s!r}"
         if built is None and fused is None:
+            e.loop_log.append(HostLoopInfo(planned))
             self.steps += loop_steps
             return
         depth = 0  # else branches opened around the launch-by-launch loop
+        info = HostLoopInfo(planned)
         if built is not None:
             kernel, args, setup, ok = built
             e.kernels.append(kernel)
+            info = dataclasses.replace(info, oneblock=str(kernel["name"]),
+                                       oneblock_threads=int(kernel["threads"]))  # type: ignore[call-overload]
             launch = launch_call(str(kernel["name"]), "1u", f"{kernel['threads']}u", "0", e.names["stream"], args)
             self.lines += setup
             # NOTE: the emitted comment keeps the module's path before issue 42's move (output byte-identical)
@@ -200,6 +205,7 @@ class _HostPrinter(StmtPrinter):
             pad = "  " * (self.depth + depth)
             kernel, setup, fused_lines, ok = cuda_steps.build(e, s, fused, dict(self.scope), pad)
             e.kernels.append(kernel)
+            info = dataclasses.replace(info, steps=str(kernel["name"]))
             self.lines += setup
             self.lines.append(f"{pad}if ({ok}) {{")
             self.lines += fused_lines
@@ -209,6 +215,7 @@ class _HostPrinter(StmtPrinter):
         for _ in range(depth):
             loop_steps = [_indent(st) for st in loop_steps]
         self.steps += loop_steps
+        e.loop_log.append(info)
         for k in reversed(range(depth)):
             self.lines.append("  " * (self.depth + k) + "}")
 
@@ -345,6 +352,8 @@ class _KernelEmitter:
         self.launches = host_launches(kernel.body)
         self.kernels: list[dict[str, object]] = []
         self.launch_log: list[LaunchInfo] = []  # what each Launch became (launches())
+        self.loop_log: list[HostLoopInfo] = []  # what each host loop became (emit_with_facts())
+        self.copies: dict[str, dict[str, object]] = {}  # the drop-in's copies per array (cuda/host.py: arrays)
         self.scratch: list[tuple[str, str]] = []  # (declaration, name) of launch scratch (cuda_sweep)
         self.folds: dict[str, list[dict[str, object]]] = {}  # launch kernel name -> the kernels after it (its fold)
         # Launches repeated by a host loop: a scalar they write must persist
@@ -571,6 +580,7 @@ class _KernelEmitter:
         from transpile.cuda import host as cuda_host
 
         arrays = cuda_host.arrays(self)
+        self.copies = arrays
         plan = cuda_host.plan(self.k, {n: bool(a["copy_in"]) for n, a in arrays.items()},
                               {n: bool(a["copy_out"]) for n, a in arrays.items()})
         for n, a in arrays.items():
@@ -674,6 +684,46 @@ class LaunchInfo:
     plan: forms.LaunchPlan | None = field(default=None, compare=False, repr=False)
 
 
+@dataclass(frozen=True)
+class HostLoopInfo:
+    """What the emitter made of one host loop (a ``For`` outside launches that holds launches):
+    ``plan`` as decided before printing (:class:`transpile.cuda.forms.HostLoopPlan`); ``oneblock``,
+    the kernel that runs the whole loop in one block of ``oneblock_threads`` threads when the sizes
+    allow; ``steps``, the kernel that runs several time steps a launch; both None: the host loops over
+    the launches one by one."""
+
+    plan: forms.HostLoopPlan
+    oneblock: str | None = None
+    oneblock_threads: int = 0
+    steps: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the emitter made of one IR kernel (a C function): each launch and each host loop, as
+    printed (program order for launches; a host loop after the loops inside it), the other
+    ``__global__`` functions a launch brought (a fold, an FMA kernel beside a tensor-core one:
+    ``folds``, by launch kernel name), and the drop-in's copies per array parameter
+    (``copies``: :func:`transpile.cuda.host.arrays`, with ``in_at`` and ``out_after``)."""
+
+    launches: tuple[LaunchInfo, ...]
+    loops: tuple[HostLoopInfo, ...]
+    folds: Mapping[str, tuple[str, ...]]
+    copies: Mapping[str, Mapping[str, object]]
+
+
+def emit_with_facts(module: ir.Module, *, source: str, tiling: tile.Options | None = None,
+                    host: ir.Module | None = None) -> tuple[str, dict[str, KernelFacts]]:
+    """:func:`emit`'s text and, per kernel name, what the emitter made of it (:class:`KernelFacts`;
+    one rendering, the text byte for byte :func:`emit`'s)."""
+    text, emitted = _render_emitters(module, source=source, tiling=tiling, host=host)
+    facts = {k.name: KernelFacts(tuple(e.launch_log), tuple(e.loop_log),
+                                 {name: tuple(str(f["name"]) for f in fs) for name, fs in e.folds.items()},
+                                 dict(e.copies))
+             for k, (e, _) in zip(module.kernels, emitted)}
+    return regions.clean(text), facts
+
+
 def launches(module: ir.Module, *, tiling: tile.Options | None = None) -> list[LaunchInfo]:
     """Every launch of the mapped ``module`` as :func:`emit` would emit it, in emission order."""
     return [li for infos in launches_by_kernel(module, tiling=tiling).values() for li in infos]
@@ -699,11 +749,18 @@ def _render(module: ir.Module, *, source: str, tiling: tile.Options | None, host
 def _render_logged(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None = None
                    ) -> tuple[str, dict[str, list[LaunchInfo]]]:
     """:func:`_render`, and each kernel's launches as its emitter logged them."""
+    text, emitted = _render_emitters(module, source=source, tiling=tiling, host=host)
+    return text, {k.name: e.launch_log for k, (e, _) in zip(module.kernels, emitted)}
+
+
+def _render_emitters(module: ir.Module, *, source: str, tiling: tile.Options | None, host: ir.Module | None
+                     ) -> tuple[str, list[tuple[_KernelEmitter, dict[str, object]]]]:
+    """The translation unit with region markers, and each kernel's emitter and template context."""
     assert "\n" not in source, f"bad source name {source!r}"
     emitted = _emitted(module, tiling, host)
     funcs = [_func(f) for f in module.funcs]
     text = environment().get_template(TEMPLATE).render(source=source, funcs=funcs, kernels=[c for _, c in emitted])
-    return text, {k.name: e.launch_log for k, (e, _) in zip(module.kernels, emitted)}
+    return text, emitted
 
 
 def _emitted(module: ir.Module, tiling: tile.Options | None, host: ir.Module | None = None

@@ -20,6 +20,7 @@ sm_80 and sm_100/120 the same as sm_90.  The full list is compiled in CI
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from transpile.diagnostics import TranspileError
 
@@ -51,3 +52,69 @@ def parse(value: str) -> int:
         known = ", ".join(f"sm_{a}" for a in ARCHES)
         raise TranspileError(None, f"--arch {value}: not a target of this compiler (one of {known})")
     return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one streaming multiprocessor of an architecture holds at once (the resident limits that
+    bound occupancy): threads, blocks, 32-bit registers, shared memory (bytes, at the largest
+    carveout), and the shared memory the driver reserves per block."""
+
+    threads: int
+    blocks: int
+    smem: int
+    reserved_smem: int = 1024
+    registers: int = 65536
+
+
+# The CUDA C++ Programming Guide, "Compute Capabilities", table "Technical Specifications per Compute
+# Capability" (and the Turing, Ampere, Ada, Hopper and Blackwell tuning guides, "Occupancy"): resident
+# threads (warps x 32), resident blocks, shared memory per SM and per-block reservation by compute
+# capability.  64K registers per SM everywhere from 7.5 on.  Reserved shared memory per block: 1 KB
+# from 8.0 on (cudaDevAttrReservedSharedMemoryPerBlock), none on 7.5.
+LIMITS: dict[int, Limits] = {
+    75: Limits(threads=1024, blocks=16, smem=64 * 1024, reserved_smem=0),
+    80: Limits(threads=2048, blocks=32, smem=164 * 1024),
+    86: Limits(threads=1536, blocks=16, smem=100 * 1024),
+    89: Limits(threads=1536, blocks=24, smem=100 * 1024),
+    90: Limits(threads=2048, blocks=32, smem=228 * 1024),
+    100: Limits(threads=2048, blocks=32, smem=228 * 1024),
+    120: Limits(threads=1536, blocks=32, smem=100 * 1024),
+}
+WARP = 32
+#: Registers are allocated per warp in units of 256 (the occupancy calculator's "register allocation
+#: unit size", warp granularity); ptxas never reports fewer than it allocates.
+REGISTER_UNIT = 256
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Theoretical occupancy of one kernel: resident ``blocks`` per SM, the resident warps over the
+    SM's maximum (``fraction``), and what bounds it (``limiter``: ``threads``, ``blocks``,
+    ``registers`` or ``shared memory``; the first of them when several bind equally)."""
+
+    blocks: int
+    fraction: float
+    limiter: str
+
+    @property
+    def percent(self) -> str:
+        return f"{100 * self.fraction:.0f}%"
+
+
+def occupancy(arch: int, *, threads: int, registers: int, smem: int = 0) -> Occupancy:
+    """Theoretical occupancy of a kernel of ``threads`` threads a block, ``registers`` registers a
+    thread and ``smem`` bytes of shared memory a block (static and dynamic) on ``arch``
+    (:data:`LIMITS`), as the CUDA occupancy calculator computes it: each limit gives a number of
+    resident blocks and the smallest wins.  A block that cannot fit at all (too many registers or
+    too much shared memory) gives 0 blocks."""
+    lim = LIMITS[arch]
+    warps = -(-threads // WARP)
+    per_warp = -(-max(registers, 1) * WARP // REGISTER_UNIT) * REGISTER_UNIT
+    bounds = {"threads": lim.threads // WARP // warps, "blocks": lim.blocks,
+              "registers": lim.registers // per_warp // warps}
+    if smem > 0:
+        bounds["shared memory"] = lim.smem // (smem + lim.reserved_smem)
+    limiter = min(bounds, key=lambda k: bounds[k])
+    blocks = max(bounds[limiter], 0)
+    return Occupancy(blocks, blocks * warps * WARP / lim.threads, limiter)
