@@ -266,7 +266,9 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         '    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");',
     ]
     dev_args = []
-    for p in params:
+    # NAME_device's own parameter types (it may spell a C 'char' array 'const signed char *'): casts.
+    dev_types = [re.sub(r"\w+$", "", t.strip()).strip() for t in device.split(",")][:-1]
+    for i, p in enumerate(params):
         if p["pointer"]:
             t, name = p["type"], p["name"]
             lines += [
@@ -274,7 +276,7 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
                 f'    check(cudaMalloc((void **)&{name}_d, {name}_n * sizeof({t}) + 1), "cudaMalloc");',
                 f'    check(cudaMemcpy({name}_d, {name}, {name}_n * sizeof({t}), cudaMemcpyHostToDevice), "copy");',
             ]
-            dev_args.append(f"{name}_d")
+            dev_args.append(f"({dev_types[i]}){name}_d" if len(dev_types) == len(params) else f"{name}_d")
         else:
             dev_args.append(p["name"])
     lines += [
