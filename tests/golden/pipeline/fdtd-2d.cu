@@ -108,12 +108,11 @@ struct transpile_plain_scratch {
   return cudaMallocFromPoolAsync(p, bytes, pool, stream);
 }
 
-// A drop-in call on this thread starts: its scratch from cudaMalloc if `first` (a state's first call),
-// unless TRANSPILE_DROPIN_FIRST=full (the pool, as later calls).
-[[maybe_unused]] static void transpile_plain_begin(bool first)
+// A drop-in call on this thread starts: its scratch from cudaMalloc if `plain` (the drop-in runtime's
+// transpile_dropin_plain: a state's first call), else from the pool.
+[[maybe_unused]] static void transpile_plain_begin(bool plain)
 {
-  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
-  transpile_plain.on = first && !(env != NULL && strcmp(env, "full") == 0);
+  transpile_plain.on = plain;
   transpile_plain.count = 0;
 }
 
@@ -1222,17 +1221,25 @@ struct transpile_call {
   }
 }
 
-// A device buffer for `a`: from the pool, except in a state's first call, whose buffers come from
-// cudaMalloc and go back at its end: a pool's first allocation maps its memory (6.4-6.7 ms on an
-// H100, run 69), a plain one 0.06 ms, and a process may call the function only once.
+// Whether a call of state `s` takes its device memory (buffers and scratch) from cudaMalloc rather
+// than the pool: a state's first call, unless TRANSPILE_DROPIN_FIRST=full (the pool, as later calls).
+// A pool's first allocation maps its memory (6.4-6.7 ms on an H100, run 69), a plain one 0.06 ms, and
+// a process may call the function only once.
+[[maybe_unused]] static bool transpile_dropin_plain(const transpile_dropin *s)
+{
+  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
+  return s->calls == 0 && !(env != NULL && strcmp(env, "full") == 0);
+}
+
+// A device buffer for `a`: from the pool, except where transpile_dropin_plain says cudaMalloc (freed at
+// the call's end).
 [[maybe_unused]] static void transpile_dropin_alloc(transpile_dropin *s, transpile_array *a, const char *kernel,
                                                     const char *what)
 {
   if (a->bytes == 0) {
     return;
   }
-  const char *env = getenv("TRANSPILE_DROPIN_FIRST");
-  a->plain = s->calls == 0 && !(env != NULL && strcmp(env, "full") == 0);
+  a->plain = transpile_dropin_plain(s);
   if (a->plain) {
     transpile_check(cudaMalloc((void **)&a->dev, a->bytes), kernel, what);
   } else {
@@ -1815,7 +1822,7 @@ extern "C" void kernel_fdtd_2d(int tmax, int nx, int ny, double *ex, double *ey,
   // _fict_: copied in over its bounding box.
   transpile_dropin_alloc(&transpile_kernel_fdtd_2d_dropin, &arrays[3], "kernel_fdtd_2d", "allocate _fict_ on the device");
   // A state's first call takes its scratch from cudaMalloc, as its buffers (transpile_plain_begin).
-  transpile_plain_begin(transpile_kernel_fdtd_2d_dropin.calls == 0);
+  transpile_plain_begin(transpile_dropin_plain(&transpile_kernel_fdtd_2d_dropin));
   transpile_dropin_begin(&call);
   double *ex_dev = (double *)arrays[0].dev;
   double *ey_dev = (double *)arrays[1].dev;
