@@ -11,6 +11,7 @@ Each file's header says what it is (docs/verify.md, "The adversaries"):
     // expect: reject|accept    a cheat must be rejected, a control accepted
     // gpu-only: <why>          optional: only a GPU can expose it (the CPU tests leave it out)
     // function: NAME           optional: the reference function, when the file has several
+    // mode: full|quick ...     optional: the verifier mode this file needs (over --mode)
 
 Each file is verified in its own process (``verify_file`` with one full-size seed; compute-sanitizer
 only with ``--sanitizer``, it is slow), ``-j`` at a time.  The children get ``TRANSPILE_VERIFY_BENCH=1``
@@ -35,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ADVERSARY = ROOT / "tests" / "adversary"
-FIELDS = ("class", "wrong for", "against", "expect", "gpu-only", "function")
+FIELDS = ("class", "wrong for", "against", "expect", "gpu-only", "function", "mode")
 
 
 def header(path: Path) -> dict[str, str]:
@@ -52,6 +53,12 @@ def header(path: Path) -> dict[str, str]:
         elif last and line.startswith("//  "):
             out[last] += " " + line[2:].strip()
     return out
+
+
+def _mode(asked: str, default: str) -> str:
+    """A file's own ``mode:`` (its first word: a cheat only full mode can catch says so) over ``--mode``."""
+    word = asked.split()[0] if asked.split() else ""
+    return word if word in ("full", "quick") else default
 
 
 def reference(cu: Path, name: str) -> Path | None:
@@ -79,7 +86,7 @@ def run(cu: Path, args: argparse.Namespace) -> dict:
         return {**row, "verdict": "bad-header", "where": "", "seconds": 0.0,
                 "reason": f"no reference '{info.get('against')}'" if ref is None else "expect: reject|accept"}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(cu), str(ref), info.get("function", ""),
-           args.stages, args.mode, "1" if args.sanitizer else "0"]
+           args.stages, _mode(info.get("mode", ""), args.mode), "1" if args.sanitizer else "0"]
     env = {**os.environ, "TRANSPILE_VERIFY_BENCH": "1"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT, env=env)
