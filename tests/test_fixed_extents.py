@@ -230,3 +230,16 @@ def test_the_copy_in_is_skipped_exactly_when_the_sizes_write_everything(tmp_path
             os.environ.pop("TRANSPILE_DROPIN_HOST", None)
         else:
             os.environ["TRANSPILE_DROPIN_HOST"] = saved
+
+
+def test_a_condition_on_a_local_keeps_the_copy_in() -> None:
+    """``full_when`` over a top-level local (a parameter of the analysis) cannot be tested where the
+    drop-in decides its copies, before the body runs: the copy-in stays; over parameters it is used."""
+    from transpile.cuda import host
+
+    def fp(names: dict[str, int]) -> footprint.Footprint:
+        return footprint.Footprint("corr", read=True, written=True, box=((None, None),), write_box=((None, None),),
+                                   must_write=False, full_when=((Affine.of(names, -12), "=="),))
+
+    assert host.skip_copy_in_when(fp({"mm": 1}), {"m", "n"}) is None
+    assert host.skip_copy_in_when(fp({"m": 1}), {"m", "n"}) == ((Affine.of({"m": 1}, -12), "=="),)

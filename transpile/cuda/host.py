@@ -72,7 +72,7 @@ def arrays(em: _KernelEmitter) -> dict[str, dict[str, object]]:
             "size": em._size(p.ty), "copy_out": copy_out, "copy_in": fp.copy_in,
             "in_lo": in_range[0], "in_hi": in_range[1], "out_lo": out_range[0], "out_hi": out_range[1],
             "why": _why(fp, copy_out),
-            "skip_in": _condition(em, fp.full_when) if fp.copy_in and fp.full_when else "",
+            "skip_in": _condition(em, cond) if (cond := skip_copy_in_when(fp, scalars)) else "",
         }
     return out
 
@@ -204,6 +204,16 @@ def _range(em: _KernelEmitter, ty: ir.ArrayType, bounds: Bounds | None) -> tuple
         hi_terms.append(_times(hi_text, stride))
     lo_text = " + ".join(t for t in lo_terms if t != "0LL") or "0LL"
     return lo_text, " + ".join(hi_terms) + " + 1"
+
+
+def skip_copy_in_when(fp: footprint.Footprint, scalars: set[str]) -> tuple[tuple[Affine, str], ...] | None:
+    """The sizes at which the drop-in copies nothing of ``fp``'s array in (its ``full_when``), when the
+    array is copied in otherwise and the condition reads only the function's scalar parameters
+    ``scalars`` (the analysis also counts top-level locals, which do not exist yet where the drop-in
+    decides its copies)."""
+    if not fp.copy_in or not fp.full_when or any(not a.names <= scalars for a, _ in fp.full_when):
+        return None
+    return fp.full_when
 
 
 def skip_copy_in(in_at: int, skip: str) -> int | str:
