@@ -59,3 +59,22 @@ def test_a_kernel_keyed_on_the_old_size_list_is_rejected() -> None:
     report = verify_file(cheat, GEMM, options=Options(seed=7, stages="abc", gpu=False))
     assert report.verdict == "fail", report.summary()
     assert report.failure.key == "c" and report.failure.check == "unwritten-output", report.summary()  # type: ignore[union-attr]
+
+
+def test_a_skipped_shape_is_tried_the_other_way_round(tmp_path: Path) -> None:
+    """A shape the reference cannot be tested at (a QR of a wide matrix is rank-deficient: gramschmidt
+    at ``m < n`` is skipped as ill-conditioned) is tried with its sizes reversed, within the extents;
+    a square shape, or one whose reversal leaves the extents' limits unchanged, has none."""
+    from transpile.verify.synth import Shape, reversed_shape
+
+    src = tmp_path / "fixed.c"
+    src.write_text("void k(int m, int n, double A[40][100]) {\n  for (int i = 0; i < m; i++)\n"
+                   "    for (int j = 0; j < n; j++)\n      A[i][j] *= 2.0;\n}\n")
+    k = frontend.load(src).kernels[0]
+    sig = kernel_sig(k)
+    got = reversed_shape(sig, k, Shape("non-square", {"m": 17, "n": 33}), work_budget=2e5)
+    assert got is not None and dict(got.scalars) == {"m": 33, "n": 17} and got.label == "non-square-reversed"
+    assert dict(reversed_shape(sig, k, Shape("drawn", {"m": 2, "n": 58}), work_budget=2e5).scalars) == \
+        {"m": 40, "n": 2}  # m stays within its extent
+    assert reversed_shape(sig, k, Shape("n=3", {"m": 3, "n": 3}), work_budget=2e5) is None
+    assert reversed_shape(sig, k, Shape("big", {"m": 17, "n": 33}), work_budget=10) is None

@@ -149,6 +149,25 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
     return out or [shape("n=1", dict.fromkeys(sizes, 1))] if sizes else out
 
 
+def reversed_shape(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: float,
+                   byte_budget: float = 64e6) -> Shape | None:
+    """``shape`` with its sizes' values in the reverse order of the size parameters (``m=17, n=33`` ->
+    ``m=33, n=17``), within the declared extents, when they differ and the result is defined and fits
+    the budgets; else None.  A shape the reference cannot be tested at (QR of a wide matrix, ``m < n``:
+    rank-deficient, its output ill-conditioned or not finite) is then tried the other way round."""
+    sizes = sig.size_params
+    values = [shape.scalars[n] for n in sizes if n in shape.scalars]
+    if len(values) != len(sizes) or len(set(values)) < 2:
+        return None
+    bound = limits(kernel)
+    new = {**shape.scalars, **{n: min(v, bound.get(n, v)) for n, v in zip(sizes, reversed(values))}}
+    if new == dict(shape.scalars) or undefined_at(kernel, new) is not None:
+        return None
+    if estimate_work(kernel, new) > work_budget or sum(sig.nbytes(new).values()) > byte_budget:
+        return None
+    return Shape(f"{shape.label}-reversed", new)
+
+
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101,
           103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193, 197, 199)
 LONG_RANGE = (1025, 4096)
