@@ -78,3 +78,23 @@ def test_a_skipped_shape_is_tried_the_other_way_round(tmp_path: Path) -> None:
         {"m": 40, "n": 2}  # m stays within its extent
     assert reversed_shape(sig, k, Shape("n=3", {"m": 3, "n": 3}), work_budget=2e5) is None
     assert reversed_shape(sig, k, Shape("big", {"m": 17, "n": 33}), work_budget=10) is None
+
+
+def test_a_shape_that_tests_nothing_has_alternates(tmp_path: Path) -> None:
+    """``if (!flag)`` around the loop at the shapes' ``flag = 2`` leaves every output unchanged (a ghost shape):
+    the alternates give the integers that are not sizes 0 and 1, and reverse the sizes; an integer the
+    front end checks before the loops (a run-time step) keeps its value."""
+    from transpile.verify.synth import Shape, alternates
+
+    src = tmp_path / "skip.c"
+    src.write_text("void k(int n, int m, int flag, float a[n], float b[n]) {\n  if (!flag)\n"
+                   "    for (int i = 0; i + m < n; i++)\n      a[i] = b[i];\n}\n")
+    k = frontend.load(src).kernels[0]
+    sig = kernel_sig(k)
+    got = alternates(sig, k, Shape("non-square", {"n": 17, "m": 33, "flag": 2}), work_budget=2e5)
+    assert [dict(s.scalars) for s in got] == [{"n": 33, "m": 17, "flag": 2}, {"n": 17, "m": 33, "flag": 0},
+                                            {"n": 17, "m": 33, "flag": 1}]
+    step = tmp_path / "step.c"
+    step.write_text("void k(int n, int inc, float a[n]) {\n  for (int i = 0; i < n; i += inc)\n    a[i] = 1.0f;\n}\n")
+    k = frontend.load(step).kernels[0]
+    assert alternates(kernel_sig(k), k, Shape("n=3", {"n": 3, "inc": 2}), work_budget=2e5) == []

@@ -69,7 +69,7 @@ from transpile.verify.proc import fork_stream
 from transpile.verify.reference import cache_dir, call_dropin, ctype_args
 from transpile.verify.report import FAIL, INCONCLUSIVE, NA, PASS, Report, Stage
 from transpile.verify.signature import KernelSig, check_dropin, find_dropin
-from transpile.verify.synth import Inputs, reversed_shape, seed_for, shapes
+from transpile.verify.synth import Inputs, Shape, alternates, seed_for, shapes
 
 AUDIT_HEADER = Path(__file__).resolve().parent / "include" / "verify_audit.h"
 WORK_BUDGET = {"quick": 2e5, "full": 3e6}
@@ -444,6 +444,14 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
     tested = 0
     prev: Prepared | None = None
     ncalls = 0
+    originals = len(todo)
+
+    def try_others(index: int, shape: Shape) -> None:
+        """Queue :func:`alternates` of a shape of the first list that tested nothing (not of an alternate)."""
+        if index < originals:
+            todo.extend(o for o in alternates(sig, kernel, shape, work_budget=budget)
+                        if all(t.scalars != o.scalars for t in todo))
+
     for index, shape in enumerate(todo):
         dists = ("signed", "uniform") if mode == "quick" else \
             [("signed", "uniform"), ("uniform", "large"), ("integers", "signed"), ("tiny", "signed")][index % 4]
@@ -454,11 +462,10 @@ def run_stage(stage: Stage, report: Report, *, cu: Path, sig: KernelSig, kernel:
                            extra=tested < 2)
         except Skip as e:
             report.note(f"stage (c): shape {shape} skipped: {e}")
-            other = None if shape.label.endswith("-reversed") else \
-                reversed_shape(sig, kernel, shape, work_budget=budget)
-            if other is not None and all(o.scalars != other.scalars for o in todo):
-                todo.append(other)  # tried after the others (this loop reaches it)
+            try_others(index, shape)  # tried after the others (this loop reaches them)
             continue
+        if prep.ghost:
+            try_others(index, shape)
         for n in prep.notes:
             report.note(n)
         report.shapes.append({"stage": "c", "shape": shape.label, "sizes": dict(shape.scalars),

@@ -168,6 +168,24 @@ def reversed_shape(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budg
     return Shape(f"{shape.label}-reversed", new)
 
 
+def alternates(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: float,
+               byte_budget: float = 64e6) -> list[Shape]:
+    """Shapes to try when ``shape`` tests nothing (the reference cannot be tested there, or it leaves
+    every output unchanged: ``for (i = 0; i + m < n; i++)`` at ``m > n``, ``if (flag) return;`` at
+    ``flag = 2``): its sizes reversed (:func:`reversed_shape`), then the integers that are not sizes at
+    0 and at 1 (``flag = 0``), where the front end's run-time checks allow those values."""
+    out = [r] if (r := reversed_shape(sig, kernel, shape, work_budget=work_budget, byte_budget=byte_budget)) else []
+    checked = {n for s in kernel.body if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap)
+               for n in ir.var_names(s.cond)}
+    free = [n for n in sig.other_ints if n not in checked]
+    for v in (0, 1):
+        new = {**shape.scalars, **dict.fromkeys(free, v)}
+        if free and new != dict(shape.scalars) and undefined_at(kernel, new) is None \
+                and estimate_work(kernel, new) <= work_budget and sum(sig.nbytes(new).values()) <= byte_budget:
+            out.append(Shape(f"{shape.label}-{'-'.join(free)}={v}", new))
+    return out
+
+
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101,
           103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193, 197, 199)
 LONG_RANGE = (1025, 4096)
