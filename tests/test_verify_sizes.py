@@ -65,19 +65,26 @@ def test_a_skipped_shape_is_tried_the_other_way_round(tmp_path: Path) -> None:
     """A shape the reference cannot be tested at (a QR of a wide matrix is rank-deficient: gramschmidt
     at ``m < n`` is skipped as ill-conditioned) is tried with its sizes reversed, within the extents;
     a square shape, or one whose reversal leaves the extents' limits unchanged, has none."""
-    from transpile.verify.synth import Shape, reversed_shape
+    from transpile.verify.synth import Shape, reordered_shapes
 
     src = tmp_path / "fixed.c"
     src.write_text("void k(int m, int n, double A[40][100]) {\n  for (int i = 0; i < m; i++)\n"
                    "    for (int j = 0; j < n; j++)\n      A[i][j] *= 2.0;\n}\n")
     k = frontend.load(src).kernels[0]
     sig = kernel_sig(k)
-    got = reversed_shape(sig, k, Shape("non-square", {"m": 17, "n": 33}), work_budget=2e5)
-    assert got is not None and dict(got.scalars) == {"m": 33, "n": 17} and got.label == "non-square-reversed"
-    assert dict(reversed_shape(sig, k, Shape("drawn", {"m": 2, "n": 58}), work_budget=2e5).scalars) == \
-        {"m": 40, "n": 2}  # m stays within its extent
-    assert reversed_shape(sig, k, Shape("n=3", {"m": 3, "n": 3}), work_budget=2e5) is None
-    assert reversed_shape(sig, k, Shape("big", {"m": 17, "n": 33}), work_budget=10) is None
+    (got,) = reordered_shapes(sig, k, Shape("non-square", {"m": 17, "n": 33}), work_budget=2e5)
+    assert dict(got.scalars) == {"m": 33, "n": 17} and got.label == "non-square-reversed"
+    (got,) = reordered_shapes(sig, k, Shape("drawn", {"m": 2, "n": 58}), work_budget=2e5)
+    assert dict(got.scalars) == {"m": 40, "n": 2}  # m stays within its extent
+    assert reordered_shapes(sig, k, Shape("n=3", {"m": 3, "n": 3}), work_budget=2e5) == []
+    assert reordered_shapes(sig, k, Shape("big", {"m": 17, "n": 33}), work_budget=10) == []
+    three = tmp_path / "range.c"
+    three.write_text("void k(int n, int lo, int hi, float a[n], float b[n]) {\n"
+                     "  for (int i = lo; i < hi && i < n; i++)\n    a[i] = b[i];\n}\n")
+    k = frontend.load(three).kernels[0]
+    got = reordered_shapes(kernel_sig(k), k, Shape("non-square", {"n": 17, "lo": 33, "hi": 9}), work_budget=2e5)
+    assert [dict(s.scalars) for s in got] == [{"n": 9, "lo": 33, "hi": 17}, {"n": 9, "lo": 17, "hi": 33},
+                                            {"n": 33, "lo": 9, "hi": 17}]  # the last runs i = 9..16
 
 
 def test_a_shape_that_tests_nothing_has_alternates(tmp_path: Path) -> None:

@@ -149,32 +149,39 @@ def shapes(sig: KernelSig, kernel: ir.Kernel, *, mode: str, requested: Mapping[s
     return out or [shape("n=1", dict.fromkeys(sizes, 1))] if sizes else out
 
 
-def reversed_shape(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: float,
-                   byte_budget: float = 64e6) -> Shape | None:
-    """``shape`` with its sizes' values in the reverse order of the size parameters (``m=17, n=33`` ->
-    ``m=33, n=17``), within the declared extents, when they differ and the result is defined and fits
-    the budgets; else None.  A shape the reference cannot be tested at (QR of a wide matrix, ``m < n``:
-    rank-deficient, its output ill-conditioned or not finite) is then tried the other way round."""
+def reordered_shapes(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: float,
+                     byte_budget: float = 64e6, most: int = 4) -> list[Shape]:
+    """``shape`` with its sizes' values reordered among the size parameters: reversed (``m=17, n=33`` ->
+    ``m=33, n=17``), then rotated by one place at a time (``n, lo, hi = 17, 33, 9`` -> ``33, 9, 17``: a
+    loop from ``lo`` to ``hi`` runs); within the declared extents, defined, within the budgets, each
+    distinct, at most ``most``.  A shape the reference cannot be tested at (QR of a wide matrix, ``m < n``:
+    rank-deficient) or that runs nothing is then tried other ways round."""
     sizes = sig.size_params
     values = [shape.scalars[n] for n in sizes if n in shape.scalars]
     if len(values) != len(sizes) or len(set(values)) < 2:
-        return None
+        return []
     bound = limits(kernel)
-    new = {**shape.scalars, **{n: min(v, bound.get(n, v)) for n, v in zip(sizes, reversed(values))}}
-    if new == dict(shape.scalars) or undefined_at(kernel, new) is not None:
-        return None
-    if estimate_work(kernel, new) > work_budget or sum(sig.nbytes(new).values()) > byte_budget:
-        return None
-    return Shape(f"{shape.label}-reversed", new)
+    orders = [("reversed", values[::-1])] + [(f"rotated{k}", values[-k:] + values[:-k]) for k in range(1, len(values))]
+    out: list[Shape] = []
+    seen = [dict(shape.scalars)]
+    for label, order in orders:
+        new = {**shape.scalars, **{n: min(v, bound.get(n, v)) for n, v in zip(sizes, order)}}
+        if new in seen or undefined_at(kernel, new) is not None:
+            continue
+        if estimate_work(kernel, new) > work_budget or sum(sig.nbytes(new).values()) > byte_budget:
+            continue
+        seen.append(new)
+        out.append(Shape(f"{shape.label}-{label}", new))
+    return out[:most]
 
 
 def alternates(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: float,
                byte_budget: float = 64e6) -> list[Shape]:
     """Shapes to try when ``shape`` tests nothing (the reference cannot be tested there, or it leaves
     every output unchanged: ``for (i = 0; i + m < n; i++)`` at ``m > n``, ``if (flag) return;`` at
-    ``flag = 2``): its sizes reversed (:func:`reversed_shape`), then the integers that are not sizes at
+    ``flag = 2``): its sizes reordered (:func:`reordered_shapes`), then the integers that are not sizes at
     0 and at 1 (``flag = 0``), where the front end's run-time checks allow those values."""
-    out = [r] if (r := reversed_shape(sig, kernel, shape, work_budget=work_budget, byte_budget=byte_budget)) else []
+    out = reordered_shapes(sig, kernel, shape, work_budget=work_budget, byte_budget=byte_budget)
     checked = {n for s in kernel.body if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap)
                for n in ir.var_names(s.cond)}
     free = [n for n in sig.other_ints if n not in checked]
