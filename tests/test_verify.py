@@ -296,7 +296,9 @@ def test_a_defined_shape_is_found_when_the_usual_ones_are_undefined(tmp_path: Pa
     text = cuda.emit(pipeline.lower(module), source=src.name)
     (report,) = verify_module(module, text, source=src, options=_opts(mode="quick", seed=0))  # as above
     assert report.verdict == "pass", report.reason
-    assert [sh["shape"] for sh in report.shapes if sh["stage"] == "c"] == ["defined"]
+    tested = [sh["shape"] for sh in report.shapes if sh["stage"] == "c"]
+    # the defined shape, and alternates of undefined ones that their reordered sizes made defined
+    assert "defined" in tested and all(t == "defined" or "-reversed" in t or "-rotated" in t for t in tested), tested
 
 
 @needs_gxx
