@@ -8,7 +8,6 @@ kernel is there for must fire in both forms."""
 from __future__ import annotations
 
 import ctypes
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -127,7 +126,7 @@ def _reference(name: str, tmp: Path) -> ctypes.CDLL:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path) -> None:
+def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fixed form's drop-in, with sizes below the extents (nb < NB, nt < NT, nk < NK): the expanded
     scratch, its copy back over acc[0..nk), the copies over the loops' box, and the host path leave every
     element (those outside the loops' box included) as gcc's build of the file does."""
@@ -143,21 +142,14 @@ def test_scratch_below_its_extents_in_the_simulator(tmp_path: Path) -> None:
     want = [a.copy() for a in (x, w, acc)]
     ptr = ctypes.POINTER(ctypes.c_double)
     ref.kernel_scratch(*[ctypes.c_int(s) for s in sizes], *[a.ctypes.data_as(ptr) for a in want])
-    saved = os.environ.get("TRANSPILE_DROPIN_HOST")
-    try:
-        for path in ("0", "1"):
-            os.environ["TRANSPILE_DROPIN_HOST"] = path
-            got = [a.copy() for a in (x, w, acc)]
-            run = lib.run("kernel_scratch", *sizes, *got, restype=None)
-            assert run.ok, run.diagnostics
-            assert (run.launches == 0) == (path == "1")
-            for g, r, label in zip(got, want, ("x", "w", "acc")):
-                np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14, err_msg=f"{label}, host path {path}")
-    finally:
-        if saved is None:
-            os.environ.pop("TRANSPILE_DROPIN_HOST", None)
-        else:
-            os.environ["TRANSPILE_DROPIN_HOST"] = saved
+    for path in ("0", "1"):
+        monkeypatch.setenv("TRANSPILE_DROPIN_HOST", path)
+        got = [a.copy() for a in (x, w, acc)]
+        run = lib.run("kernel_scratch", *sizes, *got, restype=None)
+        assert run.ok, run.diagnostics
+        assert (run.launches == 0) == (path == "1")
+        for g, r, label in zip(got, want, ("x", "w", "acc")):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-14, err_msg=f"{label}, host path {path}")
 
 
 FULL_AT_EXTENT = r"""
@@ -191,7 +183,8 @@ def test_an_array_written_in_full_only_at_its_extent_knows_when(tmp_path: Path) 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_the_copy_in_is_skipped_exactly_when_the_sizes_write_everything(tmp_path: Path) -> None:
+def test_the_copy_in_is_skipped_exactly_when_the_sizes_write_everything(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The drop-in in the simulator: at ``m == M`` nothing of ``corr`` crosses to the device (only
     ``data``'s box), below it ``corr``'s box does and the elements the kernel skips keep their values;
     both as gcc's build computes them."""
@@ -208,28 +201,21 @@ def test_the_copy_in_is_skipped_exactly_when_the_sizes_write_everything(tmp_path
     ref = ctypes.CDLL(str(ref_so))
     ptr = ctypes.POINTER(ctypes.c_double)
     rng = np.random.default_rng(3)
-    saved = os.environ.get("TRANSPILE_DROPIN_HOST")
-    os.environ["TRANSPILE_DROPIN_HOST"] = "0"
-    try:
-        for m, n in ((12, 14), (7, 9), (12, 5)):
-            data = rng.random((14, 12))
-            corr = np.full((12, 12), -7.25)
-            want = corr.copy()
-            ref.kernel_corr(ctypes.c_int(m), ctypes.c_int(n), data.ctypes.data_as(ptr), want.ctypes.data_as(ptr))
-            before = lib.h2d_bytes()
-            run = lib.run("kernel_corr", m, n, data, corr, restype=None)
-            assert run.ok, run.diagnostics
-            assert run.launches > 0
-            crossed = lib.h2d_bytes() - before
-            data_box = ((n - 1) * 12 + m) * 8
-            corr_box = ((m - 1) * 12 + m) * 8
-            assert crossed == (data_box if m == 12 else data_box + corr_box), (m, n, crossed)
-            np.testing.assert_allclose(corr, want, rtol=1e-12, atol=1e-14, err_msg=f"m={m}, n={n}")
-    finally:
-        if saved is None:
-            os.environ.pop("TRANSPILE_DROPIN_HOST", None)
-        else:
-            os.environ["TRANSPILE_DROPIN_HOST"] = saved
+    monkeypatch.setenv("TRANSPILE_DROPIN_HOST", "0")
+    for m, n in ((12, 14), (7, 9), (12, 5)):
+        data = rng.random((14, 12))
+        corr = np.full((12, 12), -7.25)
+        want = corr.copy()
+        ref.kernel_corr(ctypes.c_int(m), ctypes.c_int(n), data.ctypes.data_as(ptr), want.ctypes.data_as(ptr))
+        before = lib.h2d_bytes()
+        run = lib.run("kernel_corr", m, n, data, corr, restype=None)
+        assert run.ok, run.diagnostics
+        assert run.launches > 0
+        crossed = lib.h2d_bytes() - before
+        data_box = ((n - 1) * 12 + m) * 8
+        corr_box = ((m - 1) * 12 + m) * 8
+        assert crossed == (data_box if m == 12 else data_box + corr_box), (m, n, crossed)
+        np.testing.assert_allclose(corr, want, rtol=1e-12, atol=1e-14, err_msg=f"m={m}, n={n}")
 
 
 def test_a_condition_on_a_local_keeps_the_copy_in() -> None:
