@@ -182,8 +182,7 @@ def alternates(sig: KernelSig, kernel: ir.Kernel, shape: Shape, *, work_budget: 
     ``flag = 2``): its sizes reordered (:func:`reordered_shapes`), then the integers that are not sizes at
     0 and at 1 (``flag = 0``), where the front end's run-time checks allow those values."""
     out = reordered_shapes(sig, kernel, shape, work_budget=work_budget, byte_budget=byte_budget)
-    checked = {n for s in kernel.body if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap)
-               for n in ir.var_names(s.cond)}
+    checked = {n for c in step_checks(kernel) for n in ir.var_names(c)}
     free = [n for n in sig.other_ints if n not in checked]
     for v in (0, 1):
         new = {**shape.scalars, **dict.fromkeys(free, v)}
@@ -246,6 +245,13 @@ def drawn_sizes(sig: KernelSig, kernel: ir.Kernel, seed: int, index: int, *, lon
     return values if fits() else None
 
 
+def step_checks(kernel: ir.Kernel) -> list[ir.Expr]:
+    """The conditions of the checks the front end put before the loops, ``if (cond) trap`` at the top
+    level (a run-time loop step of the wrong sign)."""
+    return [s.cond for s in kernel.body
+            if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap) and not s.orelse]
+
+
 def other_ints(sig: KernelSig, kernel: ir.Kernel) -> dict[str, int]:
     """The values of the integer parameters that are not sizes: :data:`OTHER_INT`, or where a check
     the front end put before the loops (``if (lo < hi && dec >= 0) trap``: a run-time loop step of the
@@ -259,8 +265,7 @@ def _other_ints(names: tuple[str, ...], sizes: tuple[str, ...], kernel: ir.Kerne
     from transpile.ir.cscalars import fold
 
     values = dict.fromkeys(names, OTHER_INT)
-    checks = [s.cond for s in kernel.body
-              if isinstance(s, ir.If) and len(s.then) == 1 and isinstance(s.then[0], ir.Trap) and not s.orelse]
+    checks = step_checks(kernel)
     if not checks:
         return tuple(values.items())
     types = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
