@@ -125,8 +125,10 @@ def main() -> None:
 @llm_options
 @click.option("-o", "--output", type=str, default=None,
               help="Output file ('-' for stdout). Default: FILE with the suffix .cu (or .ir).")
-@click.option("--emit", type=click.Choice(["cuda", "ir"]), default="cuda", show_default=True,
-              help="What to write: CUDA source, or the front end's IR in text form.")
+@click.option("--emit", type=click.Choice(["cuda", "ir", "program"]), default="cuda", show_default=True,
+              help="What to write: CUDA source (the drop-in), the front end's IR in text form, or the whole "
+                   "C program in one .cu (`nvcc prog.cu -o prog` builds it; FILEs after the first are the "
+                   "program's other C files, e.g. polybench.c; docs/program.md).")
 @click.option("--function", "function", metavar="NAME", default=None,
               help="The C function to offload. Default: those holding '#pragma scop', "
                    "else every function with loops except main.")
@@ -232,6 +234,9 @@ def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function:
     Also takes the C compiler's -O0..-O3, -std=, -x c, -w, -W..., -Werror, -v and -q (docs/cli.md)."""
     from transpile import diagnostics
 
+    others: tuple[Path, ...] = ()
+    if emit == "program" and len(file) > 1:  # one program of several files
+        file, others = file[:1], file[1:]
     if len(file) > 1:
         params = click.get_current_context().params
         return batch.compile_many(compile_cmd.callback, params, file, output, emit, jobs)  # type: ignore[arg-type]
@@ -288,7 +293,7 @@ def compile_cmd(file: tuple[Path, ...], output: str | None, emit: str, function:
     _guard(lambda: progress.tracked(file.name, lambda: _compile(
         file, output, emit, function, include_dirs, defines, dump_ir, verify_each, not no_verify, naive=naive,
         tiling=tiling, report=report, reassociate=not no_reassociate, evolving=evolving, header=header,
-        verbose=verbose, quiet=quiet, budget=budget, verify_policy=verify_policy)))
+        verbose=verbose, quiet=quiet, budget=budget, verify_policy=verify_policy, others=others)))
 
 
 def _stdin_file() -> Path:
@@ -369,13 +374,15 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
              tiling: object = None, report: Path | None = None, reassociate: bool = True,
              evolving: _EvolveArgs | None = None, header: Path | None = None, verbose: bool = False,
              quiet: bool = False, budget: object = None,
-             verify_policy: str = "error") -> None:
+             verify_policy: str = "error", others: tuple[Path, ...] = ()) -> None:
     from transpile import driver
 
     if header is not None and emit != "cuda":
-        raise TranspileError(None, "--header goes with the CUDA output (not --emit ir)")
-    if report is not None and emit != "cuda":
+        raise TranspileError(None, f"--header goes with the drop-in CUDA output (not --emit {emit})")
+    if report is not None and emit == "ir":
         raise TranspileError(None, "--report goes with the CUDA output (not --emit ir)")
+    if emit == "program" and file.suffix == ".ir":
+        raise TranspileError(None, "--emit program needs a C file: an .ir input has no program around it")
     opts = driver.Options(function=function, include_dirs=include_dirs, defines=defines, naive=naive,
                           reassociate=reassociate, tiling=tiling, budget=budget, verify_each=verify_each,  # type: ignore[arg-type]
                           dump_ir=dump_ir, verify=verify_policy if verify else "off")
@@ -407,6 +414,10 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
             from transpile.frontend import header as c_header
 
             write_atomic(header, c_header.render(result, source=file.name, guard=header.name))
+        if emit == "program":
+            from transpile.cuda import program
+
+            result = program.render(result, module, file, others, include_dirs=include_dirs, defines=defines)
     if output == "-":
         sys.stdout.write(result)
         return
