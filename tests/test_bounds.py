@@ -42,7 +42,14 @@ def test_no_findings_on_the_bundled_kernels(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TranspileWarning)
         module = frontend.load(path)
-    assert [f.message for k in module.kernels for f in bounds.check(k)] == []
+    # fixed extents (examples/heat.c's u[N][N] with an int n bound): findings only past them are the
+    # one "assumes n <= N" note (driver.check_bounds), never a warning
+    warned = []
+    for k in module.kernels:
+        found = bounds.check(k)
+        limits = bounds.extent_limits(k, found)
+        warned += [f.message for f in found if not limits or f.holds_within(limits)]
+    assert warned == []
 
 
 SHIFT = """void f(int n, double A[n]) {
