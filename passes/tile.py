@@ -189,6 +189,7 @@ class Options:
     chain: int = DEFAULT_CHAIN  # chain launches: threads per block
     steps: bool = True  # host loops of stencil launches: one fused kernel a step (transpile/cuda/steps.py)
     arch: int = 0  # the one target (10 * major + minor; --arch), or 0: every architecture (docs/architectures.md)
+    reassociate: bool = True  # float sums in another order (off: --no-reassociate); the host path's sums too
 
     def problem(self) -> str | None:
         """Why these options are impossible (a message), or None when they are valid."""

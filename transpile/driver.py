@@ -19,7 +19,7 @@ call the pieces below instead of repeating them:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +114,12 @@ def emit(module: ir.Module, lowered: ir.Module, source: str, options: Options = 
     from transpile import cuda, progress
 
     progress.stage("emitting CUDA")
-    return cuda.emit(lowered, source=source, tiling=options.tiling, host=module if options.host_path else None)
+    tiling = options.tiling
+    if not options.reassociate:
+        from passes.tile import Options as Tiling
+
+        tiling = replace(tiling or Tiling(), reassociate=False)
+    return cuda.emit(lowered, source=source, tiling=tiling, host=module if options.host_path else None)
 
 
 def verify(module: ir.Module, lowered: ir.Module, text: str, reference: Path, options: Options = Options()

@@ -152,6 +152,8 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
     body = StmtPrinter(expr, namer, depth=1)
     body.in_kernel = False
     body.function = em.name
+    if getattr(em.tiling, "reassociate", True):
+        body.split_sums = sum_loops(original)
     for a in top:
         assert isinstance(a.ty, ir.ArrayType)
         elem = ctype(a.ty.elem)
@@ -168,6 +170,28 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
         "bytes": " + ".join(_bytes(a) for a in arrays) or "0.0",
         "footprint": " + ".join(f"(double)({a['size']})" for a in arrays) or "0.0",
     }
+
+
+def sum_loops(kernel: ir.Kernel) -> frozenset[int]:
+    """Ids of ``kernel``'s loops the host path prints as partial sums (``StmtPrinter.split_sums``):
+    a float ``+``/``-`` reduction (:func:`passes.reductions.analyze`: the only carried dependence is
+    the accumulation, no one reads the partial sums) that is the loop's one statement, step 1, with
+    a loop variable whose range a ``long long`` difference holds."""
+    from passes import deps, reductions
+    from transpile.ir import accum
+
+    found = {r.loop for r in reductions.analyze(kernel) if r.op == "+"}
+    if not found:
+        return frozenset()
+    ids = deps.loop_ids(kernel)
+    out = set()
+    for n in ir.walk(kernel):
+        if not (isinstance(n, ir.For) and ids.get(id(n)) in found and n.step == 1 and len(n.body) == 1):
+            continue
+        a = accum.accumulation(n.body[0])
+        if a is not None and a.op == "+" and a.target.ty.is_float and (n.ty.is_signed or n.ty.bits <= 32):
+            out.add(id(n))
+    return frozenset(out)
 
 
 def _bytes(a: dict[str, object]) -> str:

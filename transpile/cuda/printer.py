@@ -314,6 +314,11 @@ class Namer:
         return Namer(self.taken)
 
 
+#: Partial sums a host sum loop is split into (:meth:`StmtPrinter._split_sum`): a power of two, as many
+#: as an x86 core's two adders keep busy at four cycles' latency, one AVX-512 vector of doubles.
+SPLIT_SUMS = 8
+
+
 class StmtPrinter(ir.Visitor):
     """Renders statements as indented C lines (two spaces per level) into ``lines``.
 
@@ -327,6 +332,8 @@ class StmtPrinter(ir.Visitor):
     in_kernel = True
     #: The C function whose host code this prints (a ``Trap`` names it); empty in device code.
     function = ""
+    #: Host code: ids of the loops printed as partial sums (:meth:`_split_sum`).
+    split_sums: frozenset[int] = frozenset()
 
     def __init__(self, expr: ExprPrinter, namer: Namer, depth: int = 1) -> None:
         self.expr = expr
@@ -449,12 +456,47 @@ class StmtPrinter(ir.Visitor):
     def visit_For(self, s: ir.For) -> None:
         if s.par is not None:
             self._grid_stride(s)
+        elif id(s) in self.split_sums:
+            self._split_sum(s)
         elif s.reduce and self.atomic and all(
                 isinstance(c, ir.Assign) and isinstance(c.target, ir.Index) and c.target.array in self.atomic
                 for c in s.body):
             self._atomic_reduction(s)
         else:
             self._sequential(s)
+
+    def _split_sum(self, s: ir.For) -> None:
+        """Host code: a float sum loop (one statement ``x = x + e``, step 1; :data:`split_sums`) as
+        :data:`SPLIT_SUMS` partial sums over consecutive iterations, added in a fixed tree and then
+        to ``x``: the reassociation the ``reduce`` marks allow on the GPU, here breaking the one
+        chain of dependent additions that bounds the C loop (4 cycles an element; durbin, trisolv)
+        into independent ones the compiler may also put in vectors."""
+        from transpile.ir import accum
+
+        (stmt,) = s.body
+        a = accum.accumulation(stmt)
+        assert a is not None and a.op == "+" and s.step == 1, f"not a sum loop: {s!r}"
+        ty, zero = a.target.ty, self.expr(ir.Const(0, a.target.ty))
+        sums = [ir.Var(self.namer.fresh(f"{a.name}_part"), ty) for _ in range(SPLIT_SUMS)]
+        v, blocks = self.expr.ident(s.var), self.namer.fresh(f"{s.var}_blocks")
+        self.line("{")
+        self.depth += 1
+        self.line(f"{ctype(ty)} {', '.join(f'{x.name} = {zero}' for x in sums)};")
+        hi = self.bound(s.hi, f"{s.var}_hi")
+        self.line(f"{ctype(s.ty)} {v} = {self.expr(s.lo)};")
+        self.line(f"for (long long {blocks} = ((long long){hi} - (long long){v}) / {SPLIT_SUMS}; {blocks} > 0; "
+                  f"--{blocks}, {v} += {SPLIT_SUMS}) {{")
+        for u, x in enumerate(sums):
+            at = ir.Binary("+", ir.Var(s.var, s.ty), ir.Const(u, s.ty), s.ty) if u else ir.Var(s.var, s.ty)
+            self.line(f"  {x.name} += {self.expr(ir.substitute(a.term, {s.var: at}))};")
+        self.line("}")
+        self.line(f"for (; {v} < {hi}; ++{v}) {sums[0].name} += {self.expr(a.term)};")
+        level: list[ir.Expr] = list(sums)
+        while len(level) > 1:
+            level = [ir.Binary("+", level[k], level[k + 1], ty) for k in range(0, len(level), 2)]
+        self.visit_Assign(accum.apply(a, level[0]))
+        self.depth -= 1
+        self.line("}")
 
     def _atomic_reduction(self, s: ir.For) -> None:
         """A ``reduce`` loop of updates of atomic arrays (``for j reduce(+) { H[B[i]] += X[i][j] }`` in an

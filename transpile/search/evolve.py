@@ -138,7 +138,8 @@ class Schedule:
         return tiles.Options(tile=self.tile, coarsen=self.coarsen, shared=self.shared,
                             mma=None if self.mma and self.reassociate else False, mma_shape=self.mma_shape,
                             mma_inst=self.mma_inst, mma_edge=self.mma_edge, blocks=(self.block1, self.block2, self.block3), rows=self.rows,
-                            stream=self.stream, sweep=self.sweep, chain=self.chain, steps=self.steps)
+                            stream=self.stream, sweep=self.sweep, chain=self.chain, steps=self.steps,
+                            reassociate=self.reassociate)
 
     def problem(self) -> str | None:
         """Why this schedule is not valid (a message), or None."""
