@@ -79,7 +79,7 @@ REAL = [("linear-algebra/kernels/2mm/2mm.c", "kernel_2mm"), ("stencils/jacobi-2d
 @pytest.mark.parametrize(("rel", "function"), REAL, ids=[Path(r).stem for r, _ in REAL])
 def test_polybench_program(tmp_path: Path, rel: str, function: str) -> None:
     """A real PolyBench program and utilities/polybench.c in one .cu: nvcc builds it, and its array
-    dump is the C program's, byte for byte."""
+    dump is the C program's (:func:`same_dump`)."""
     assert PB is not None
     src, util = PB / rel, PB / "utilities"
     flags = ["-I", str(util), "-D", "SMALL_DATASET", "-D", "POLYBENCH_DUMP_ARRAYS"]
@@ -96,7 +96,28 @@ def test_polybench_program(tmp_path: Path, rel: str, function: str) -> None:
     ref = run_gcc([src, util / "polybench.c"], tmp_path, flags)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "begin dump" in ref.stderr
-    assert ran.stderr == ref.stderr
+    same_dump(ran.stderr, ref.stderr)
+
+
+def same_dump(got: str, want: str) -> None:
+    """PolyBench dumps (``%0.2lf`` numbers between the arrays' names) equal but for the last printed
+    digit: the GPU sums in another order (2mm's 530.175 printed 530.18 by one build, 530.17 by the
+    other), within |x - ref| <= 1e-6 max|ref| + 0.0100001, the side-by-side harness's tolerance."""
+    a, b = got.split(), want.split()
+    assert len(a) == len(b), (len(a), len(b))
+    nums = [(float(x), float(y)) for x, y in zip(a, b) if _number(y)]
+    assert [x for x in a if not _number(x)] == [y for y in b if not _number(y)]
+    scale = max((abs(y) for _, y in nums), default=0.0)
+    bad = [(x, y) for x, y in nums if abs(x - y) > 1e-6 * scale + 0.0100001]
+    assert not bad, bad[:5]
+
+
+def _number(t: str) -> bool:
+    try:
+        float(t)
+    except ValueError:
+        return False
+    return True
 
 
 SAXPY = r"""
