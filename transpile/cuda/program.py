@@ -95,10 +95,10 @@ def body_span(text: str, name: str, line: int, file: str) -> tuple[int, int]:
         raise TranspileError(Loc(file, line, 1), f"--emit program: cannot find the definition of '{name}' on this "
                                                  "line of the source (is it written through a macro?)")
     pos = _balanced(masked, m.end() - 1, "(", ")")
-    brace = pos
+    brace = len(masked) if pos is None else pos
     while brace < len(masked) and masked[brace] in " \t\r\n":
         brace += 1
-    if pos is None or brace >= len(masked) or masked[brace] != "{":
+    if brace >= len(masked) or masked[brace] != "{":
         raise TranspileError(Loc(file, line, 1), f"--emit program: the body of '{name}' does not follow its "
                                                  "parameter list in the source (K&R parameters or a macro?)")
     end = _balanced(masked, brace, "{", "}")
@@ -129,10 +129,13 @@ def _balanced(text: str, pos: int, open_: str, close: str) -> int | None:
 def shim_body(kernel: ir.Kernel, entry: Entry, names: Sequence[str]) -> str:
     """The body that calls the drop-in with the program's arguments ``names`` (the C parameters
     in order), each pointer cast to the drop-in's parameter type."""
+    if len(entry.params) != len(names):
+        raise TranspileError(kernel.loc, f"internal error: the drop-in '{kernel.name}' takes {len(entry.params)} "
+                                         f"arguments, the C function {len(names)}")
     args = [f"({_cast_type(t)}){n}" if "*" in t else n for t, n in zip(entry.params, names)]
     call = f"{PREFIX}{kernel.name}({', '.join(args)})"
     ret = "return " if entry.ret != "void" else ""
-    return f"{{ {ret}{call}; /* runs on the GPU: the drop-in above (transpile --emit program) */ }}"
+    return f"{{ {ret}{call}; /* the verified drop-in above (transpile --emit program) */ }}"
 
 
 def _cast_type(ty: str) -> str:
