@@ -38,6 +38,13 @@ class Loc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+def line_directive(line: int, file: str) -> str:
+    """``#line LINE "FILE"`` (no newline): text after it is ``file``'s from ``line`` on, in the
+    compiler's messages (the file name as a C string literal)."""
+    quoted = file.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line {line} "{quoted}"'
+
+
 class TranspileError(Exception):
     """A diagnostic for the user: bad input or an unsupported construct.
 

@@ -62,7 +62,7 @@ from pycparser import c_ast, c_parser
 
 from transpile import ir
 from transpile.cuda import names as cuda_names
-from transpile.diagnostics import Loc, TranspileError
+from transpile.diagnostics import Loc, TranspileError, line_directive
 from transpile.frontend.lower import Unit, c_nodes, lower_function
 from transpile.frontend.srcmap import SourceMap
 
@@ -109,7 +109,7 @@ def _decode(data: bytes, path: str) -> str:
         pass
     # Other bytes (Latin-1, ...) in comments and string literals, as gcc takes them; elsewhere an error.
     text = data.decode("latin-1")
-    inside = [m.span() for m in _COMMENT_OR_STRING.finditer(text)]
+    inside = [m.span() for m in COMMENT_OR_STRING.finditer(text)]
     stray = next((i for i, ch in enumerate(text) if ord(ch) > 127 and not any(a <= i < b for a, b in inside)), None)
     if stray is None:
         return text
@@ -118,7 +118,8 @@ def _decode(data: bytes, path: str) -> str:
                                                 "(other encodings only in comments and string literals)", source=text)
 
 
-_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+#: A comment (an unclosed one runs to the end) or a string or character literal.
+COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
 def _line_col(data: bytes, pos: int) -> tuple[int, int]:
@@ -205,8 +206,7 @@ def _gcc(mode: list[str], text: str, filename: str, on_disk: bool, include_dirs:
         stdin = None
     else:
         args += ["-iquote", os.path.dirname(filename) or ".", "-"]
-        quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
-        stdin = f'#line 1 "{quoted}"\n{text}'
+        stdin = f"{line_directive(1, filename)}\n{text}"
     return args, stdin
 
 

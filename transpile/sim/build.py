@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from transpile.diagnostics import Loc
+from transpile.diagnostics import Loc, line_directive
 from transpile.sim.errors import SimBuildError, SimUnsupported
 from transpile.sim.rewrite import kernel_names, rewrite, unsupported
 
@@ -171,8 +171,7 @@ def build(cu_path: Path | str, out_dir: Path | str, *, extra_flags: tuple[str, .
     except ValueError as e:
         line = int(m.group(1)) if (m := re.match(r"line (\d+)", str(e))) else 1
         raise SimBuildError(Loc(filename, line), str(e), source=text) from None
-    quoted = filename.replace("\\", "\\\\").replace('"', '\\"')
-    cpp_text = f'#line 1 "{quoted}"\n{body}'
+    cpp_text = f"{line_directive(1, filename)}\n{body}"
     # The rewritten file lives in out_dir: quoted includes still resolve beside the source.
     flags = [*BASE_FLAGS, f"-I{INCLUDE_DIR}", "-iquote", str(src.resolve().parent), "-include", "cuda_sim.h",
              *extra_flags, "-include", "cuda_sim_end.h"]
