@@ -152,7 +152,7 @@ def host_path(em: _KernelEmitter, original: ir.Kernel | None, arrays: list[dict[
     body = StmtPrinter(expr, namer, depth=1)
     body.in_kernel = False
     body.function = em.name
-    if getattr(em.tiling, "reassociate", True):
+    if em.tiling is None or em.tiling.reassociate:
         body.split_sums = sum_loops(original)
     for a in top:
         assert isinstance(a.ty, ir.ArrayType)

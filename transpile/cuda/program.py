@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transpile import ir
-from transpile.diagnostics import Loc, TranspileError
+from transpile.diagnostics import Loc, TranspileError, line_directive
+from transpile.frontend.c import COMMENT_OR_STRING
 
 PREFIX = "transpile_gpu_"
 """The drop-in entry ``NAME`` is ``transpile_gpu_NAME`` inside a program file."""
@@ -57,7 +58,6 @@ _MAX_MENDS = 4  # rounds of casts put in for g++'s void* conversions
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?P<open>["<])(?P<name>[^">\n]+)[">][^\n]*$', re.M)
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.M)
-_SKIP = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 _VOID_CONVERSION = re.compile(r"invalid conversion from '(?:const )?void\*' to '(?P<to>[^']+)'"
                               r"(?: \{aka '(?P<aka>[^']+)'\})?")
 
@@ -110,7 +110,7 @@ def body_span(text: str, name: str, line: int, file: str) -> tuple[int, int]:
 
 def _mask(text: str) -> str:
     """``text`` with comments and literals blanked (same length, newlines kept)."""
-    return _SKIP.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    return COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
 
 
 def _balanced(text: str, pos: int, open_: str, close: str) -> int | None:
@@ -141,19 +141,17 @@ def shim_body(kernel: ir.Kernel, entry: Entry, names: Sequence[str]) -> str:
 def _cast_type(ty: str) -> str:
     """A parameter type as a cast's: no qualifiers of the pointer itself (``T *__restrict__`` and
     ``T *const`` cast as ``T *``, which nvcc would warn are meaningless)."""
-    head, star, tail = ty.rpartition("*")
+    head, star, _ = ty.rpartition("*")
     return f"{head}{star}".rstrip() if star else ty
-
-
-def _param_names(kernel: ir.Kernel) -> list[str]:
-    return [p.name for p in kernel.c_params]
 
 
 @dataclass
 class _Unit:
-    """The program text being assembled, and where each file's text came from."""
+    """The program text being assembled: the user's directories, the files' texts as read (by
+    resolved path: the offsets of ``edits`` are into them), and the ``#pragma once`` files seen."""
 
     include_dirs: tuple[Path, ...]
+    texts: dict[Path, str]
     edits: dict[Path, list[tuple[int, int, str]]]
     once: set[Path]
     parts: list[str]
@@ -177,16 +175,13 @@ def _inline(path: Path, unit: _Unit, depth: int, loc: Loc) -> None:
     real = path.resolve()
     if real in unit.once:
         return
-    try:
-        text = real.read_bytes().decode("utf-8", "surrogateescape")
-    except OSError as e:
-        raise TranspileError(loc, f"cannot read '{path}': {e.strerror}") from None
+    text = _read(real, unit.texts, loc)
     if _PRAGMA_ONCE.search(text):
         unit.once.add(real)
     for start, end, new in sorted(unit.edits.get(real, ()), reverse=True):
         text = text[:start] + new + text[end:]
-    shown = os.path.normpath(path).replace("\\", "\\\\").replace('"', '\\"')
-    unit.parts.append(f'#line 1 "{shown}"\n')
+    shown = os.path.normpath(path)
+    unit.parts.append(line_directive(1, shown) + "\n")
     masked = _mask(text)
     pos = 0
     for m in _INCLUDE.finditer(text):
@@ -198,11 +193,21 @@ def _inline(path: Path, unit: _Unit, depth: int, loc: Loc) -> None:
             continue  # a standard header: nvcc finds it
         unit.parts.append(text[pos:m.start()])
         _inline(found, unit, depth + 1, Loc(str(path), line, 1))
-        unit.parts.append(f'\n#line {line + 1} "{shown}"\n')
+        unit.parts.append(f"\n{line_directive(line + 1, shown)}\n")
         pos = m.end() + 1
     unit.parts.append(text[pos:])
     if not text.endswith("\n"):
         unit.parts.append("\n")
+
+
+def _read(path: Path, texts: dict[Path, str], loc: Loc) -> str:
+    """``path``'s text, read once (undecodable bytes kept as they are)."""
+    if path not in texts:
+        try:
+            texts[path] = path.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError as e:
+            raise TranspileError(loc, f"cannot read '{path}': {e.strerror}") from None
+    return texts[path]
 
 
 def _defines(defines: Sequence[str]) -> list[str]:
@@ -214,8 +219,8 @@ def _defines(defines: Sequence[str]) -> list[str]:
 
 
 def _program_text(main: Path, others: Sequence[Path], include_dirs: Sequence[str], defines: Sequence[str],
-                  edits: dict[Path, list[tuple[int, int, str]]]) -> str:
-    unit = _Unit(tuple(Path(d) for d in include_dirs), edits, set(), [])
+                  texts: dict[Path, str], edits: dict[Path, list[tuple[int, int, str]]]) -> str:
+    unit = _Unit(tuple(Path(d) for d in include_dirs), texts, edits, set(), [])
     head = [PROGRAM_MARK,
             "#ifndef restrict", "#define restrict __restrict__ /* C's keyword; C++ has none */", "#endif",
             *_defines(defines)]
@@ -232,21 +237,18 @@ def render(cu_text: str, module: ir.Module, main: Path, others: Sequence[Path] =
     names = [k.name for k in module.kernels]
     found = entries(cu_text, names)
     edits: dict[Path, list[tuple[int, int, str]]] = {}
-    sources: dict[Path, str] = {}
+    texts: dict[Path, str] = {}
     for k in module.kernels:
         if k.loc is None:
             raise TranspileError(None, f"--emit program: '{k.name}' has no source location (an .ir input has no "
                                        "C program around it)")
         path = Path(k.loc.file).resolve()
-        if path not in sources:
-            try:
-                sources[path] = path.read_bytes().decode("utf-8", "surrogateescape")
-            except OSError as e:
-                raise TranspileError(k.loc, f"cannot read '{k.loc.file}': {e.strerror}") from None
-        start, end = body_span(sources[path], k.name, k.loc.line, k.loc.file)
-        keep_lines = "\n" * sources[path].count("\n", start, end)  # the lines after it keep their numbers
-        edits.setdefault(path, []).append((start, end, shim_body(k, found[k.name], _param_names(k)) + keep_lines))
-    program = _program_text(main, others, include_dirs, defines, edits)
+        text = _read(path, texts, k.loc)
+        start, end = body_span(text, k.name, k.loc.line, k.loc.file)
+        keep_lines = "\n" * text.count("\n", start, end)  # the lines after it keep their numbers
+        shim = shim_body(k, found[k.name], [p.name for p in k.c_params])
+        edits.setdefault(path, []).append((start, end, shim + keep_lines))
+    program = _program_text(main, others, include_dirs, defines, texts, edits)
     program = _as_cxx(program, found, main)
     renames = "\n".join(f"#define {n} {PREFIX}{n}" for n in names)
     undo = "\n".join(f"#undef {n}" for n in names)
