@@ -190,3 +190,16 @@ def test_split_sums_give_the_reference_results(tmp_path: Path, env: dict[str, st
         assert run.ok and run.launches == 0, run.diagnostics
         for k, v in want.items():
             np.testing.assert_allclose(got[k], v, rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+def test_no_reassociate_reaches_the_host_path_through_the_driver() -> None:
+    """``driver.Options(reassociate=False)`` (the CLI's ``--no-reassociate``) keeps the host path's
+    sums as written even when the tiling options say nothing of it; the default splits them."""
+    from transpile import driver
+
+    module = frontend.load(polybench.spec("durbin").path)
+    head = f"static void {polybench.spec('durbin').function}_host("
+    for reassociate in (True, False):
+        opts = driver.Options(reassociate=reassociate)
+        code = driver.emit(module, driver.lower(module, opts), "durbin.c", opts)
+        assert ("_part7 += " in code[code.index(head):]) == reassociate, reassociate
