@@ -32,6 +32,7 @@ _NAMES = {
     "normalize": "normalize",
     "reduce-gpu": "reduce_gpu",
     "map-gpu": "map_gpu",
+    "launch-forms": "launch_forms",
 }
 
 

@@ -131,7 +131,7 @@ def collapse(launch: ir.Launch, arrays: Mapping[str, ir.ArrayType], used: set[st
                          ir.Binary(">", q.hi, ir.Const(0, q.hi.ty), ir.I32), ir.I32)
     hi = ir.Select(positive, ir.Binary("*", wide[0], wide[1], ir.I64), ir.Const(0, ir.I64), ir.I64)
     loop = ir.For(var, ir.I64, ir.Const(0, ir.I64), hi, 1, (body,), par="y", loc=r.loc)
-    return Collapsed(ir.Launch((loop,), loc=launch.loc), var, frozenset(merged), (r, q))
+    return Collapsed(ir.Launch((loop,), launch.form, loc=launch.loc), var, frozenset(merged), (r, q))
 
 
 class _Merge(ir.Transformer):

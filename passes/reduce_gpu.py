@@ -331,7 +331,9 @@ def column_shape(par: ir.For) -> ir.For | None:
     return loop if hot else None
 
 
-_SHUFFLED = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})  # __shfl_down_sync's types
+#: The scalar types `__shfl_sync` and `__shfl_down_sync` move (a warp reduction's accumulators, a row
+#: program's broadcast scalars).
+SHUFFLED = frozenset({ir.I32, ir.I64, ir.U32, ir.U64, ir.F32, ir.F64})
 
 
 @dataclass(frozen=True)
@@ -396,7 +398,7 @@ def sweep_shape(loop: ir.For) -> Sweep | None:
             continue
         a = accum.accumulation(s)
         if a is None or not isinstance(a.target, ir.Index) or len(a.target.indices) != 1 or \
-                a.target.ty not in _SHUFFLED:
+                a.target.ty not in SHUFFLED:
             return None
         sub = a.target.indices[0]
         if not isinstance(sub, ir.Var) or sub.name not in (loop.var, inner.var) or \
@@ -495,7 +497,7 @@ def chain_shape(loop: ir.For) -> Chain | None:
         for st in lp.body:
             a = accum.accumulation(st)
             if a is None or not isinstance(a.target, ir.Index) or len(a.target.indices) != 1 or \
-                    a.target.ty not in _SHUFFLED or not isinstance(a.target.indices[0], ir.Var) or \
+                    a.target.ty not in SHUFFLED or not isinstance(a.target.indices[0], ir.Var) or \
                     a.target.indices[0].name != sub:
                 return None
             out.append(a)

@@ -186,9 +186,9 @@ def test_reduce_gpu_marks_exactly_the_profitable_loops() -> None:
 
 
 def cuda_reduce_shape(launch: ir.Launch) -> str | None:
-    from transpile.cuda import reduce as cuda_reduce
+    from passes import launch_forms
 
-    return cuda_reduce.shape(launch)
+    return launch_forms.reduction_shape(launch)
 
 
 def test_durbin_lone_reductions_launch_inside_a_host_loop() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from passes import launch_forms
 from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
 from transpile import cuda, ir, pipeline
@@ -143,7 +144,7 @@ def _host_loop(body: str) -> tuple[cuda._KernelEmitter, ir.For]:
 {body}
   }}
 }}"""
-    kernel = text.parse(src).kernels[0]
+    kernel = launch_forms.run(text.parse(src).kernels[0])
     (loop,) = kernel.body
     assert isinstance(loop, ir.For)
     return cuda._KernelEmitter(kernel, set()), loop

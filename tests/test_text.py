@@ -413,7 +413,7 @@ SYNTAX_ERRORS = [
     ("kernel k(i32 n) n = 1;", "e.ir:1:17: error: unexpected 'n', expected one of: '->', '{'"),
     ("kernal k() {}", "e.ir:1:1: error: unexpected 'kernal', expected one of: 'func', 'kernel', end of input"),
     ("kernel k(i32 n) {\n  n = 1.0L;\n}", "e.ir:2:10: error: unexpected 'L', expected one of: ';', an operator"),
-    ("kernel k(i32 n) { launch = 1; }", "e.ir:1:26: error: unexpected '=', expected '{'"),
+    ("kernel k(i32 n) { launch = 1; }", "e.ir:1:26: error: unexpected '=', expected one of: '[', '{'"),
 ]
 
 

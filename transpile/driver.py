@@ -105,7 +105,17 @@ def lower(module: ir.Module, options: Options = Options()) -> ir.Module:
     from transpile import pipeline
 
     return pipeline.lower(module, verify_each=options.verify_each, dump_ir=options.dump_ir, naive=options.naive,
-                          reassociate=options.reassociate, fuse=options.fuse, budget=options.budget)
+                          reassociate=options.reassociate, fuse=options.fuse, budget=options.budget,
+                          tiling=tiling(options))
+
+
+def tiling(options: Options) -> Tiling | None:
+    """The back end's options of ``options`` (``--no-reassociate`` reaches the tiled kernels too)."""
+    if options.reassociate:
+        return options.tiling
+    from passes.tile import Options as Tiling
+
+    return replace(options.tiling or Tiling(), reassociate=False)
 
 
 def emit(module: ir.Module, lowered: ir.Module, source: str, options: Options = Options()) -> str:
@@ -114,12 +124,7 @@ def emit(module: ir.Module, lowered: ir.Module, source: str, options: Options = 
     from transpile import cuda, progress
 
     progress.stage("emitting CUDA")
-    tiling = options.tiling
-    if not options.reassociate:
-        from passes.tile import Options as Tiling
-
-        tiling = replace(tiling or Tiling(), reassociate=False)
-    return cuda.emit(lowered, source=source, tiling=tiling, host=module if options.host_path else None)
+    return cuda.emit(lowered, source=source, tiling=tiling(options), host=module if options.host_path else None)
 
 
 def verify(module: ir.Module, lowered: ir.Module, text: str, reference: Path, options: Options = Options()

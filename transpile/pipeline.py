@@ -20,12 +20,13 @@ from transpile import ir, progress
 from transpile.ir import check as ircheck
 
 if TYPE_CHECKING:
+    from passes import tile
     from passes.budget import Budget
 
 
 def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None = None,
           naive: bool = False, reassociate: bool = True, fuse: bool = True,
-          budget: Budget | None = None) -> ir.Module:
+          budget: Budget | None = None, tiling: tile.Options | None = None) -> ir.Module:
     """Run the default pipeline over every kernel of ``module``.
 
     ``naive`` keeps the foundation's mapping only: map-gpu alone, one thread per
@@ -36,7 +37,8 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     ``reassociate=False`` (``--no-reassociate``) keeps float ``+``/``*``
     reductions sequential (reduce-gpu does not mark them).  ``fuse=False`` skips
     the fusion pass (a schedule knob of ``--evolve``: fewer launches are not
-    always faster).
+    always faster).  ``tiling``: the back end's options, under which launch-forms decides each
+    launch's form (the options the module will be emitted with).
     """
     from passes import (
         argreduce,
@@ -50,6 +52,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         ifreduce,
         induction,
         interchange,
+        launch_forms,
         map_gpu,
         normalize,
         peel,
@@ -153,6 +156,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: map-gpu must run last: it wraps top-level statements in Launch
     # regions, after which only launch-aware passes may run.
     module = step("map-gpu", module, lambda k: map_gpu.run(k, reassociate=reassociate), required=True)
+    # NOTE: launch-forms after map-gpu, last: a form describes a launch, and no pass changes a launch
+    # after it (the back end reads the forms; emission under other options decides them again).
+    module = step("launch-forms", module, lambda k: launch_forms.run(k, options=tiling), required=True)
     return module
 
 

@@ -37,7 +37,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from passes import tile
+from passes import launch_forms, tile
 from transpile import ir
 from transpile.cuda import chain as cuda_chain
 from transpile.cuda import cols as cuda_cols
@@ -74,7 +74,6 @@ from transpile.cuda.printer import (
     ctype,
     environment,
     host_launches,
-    host_loops,
     is_zero,
     launch_call,
     par_chain,
@@ -356,18 +355,10 @@ class _KernelEmitter:
         self.copies: dict[str, dict[str, object]] = {}  # the drop-in's copies per array (cuda/host.py: arrays)
         self.scratch: list[tuple[str, str]] = []  # (declaration, name) of launch scratch (cuda_sweep)
         self.folds: dict[str, list[dict[str, object]]] = {}  # launch kernel name -> the kernels after it (its fold)
-        # Launches repeated by a host loop: a scalar they write must persist
-        # across iterations, so it lives on the device even if only they use it.
-        looped = set().union(*(assigned(x) for x in host_loops(kernel.body)))
         self.host_decls = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Decl)}
         scalars = {p.name: p.ty for p in kernel.params if isinstance(p.ty, ir.Scalar)}
         self.scalars: dict[str, ir.Scalar] = {**scalars, **self.host_decls}  # type: ignore[dict-item]
-        # A scalar param that only one launch references is passed by value and
-        # modified in place there; bare host Decls are always shared (map_gpu).
-        written = set().union(*(assigned(x) for x in self.launches)) if self.launches else set()
-        refs = [var_names(x) for x in self.launches]
-        self.device_scalars = [n for n in self.scalars if n in written
-                               and (n in self.host_decls or n in looped or sum(n in r for r in refs) > 1)]
+        self.device_scalars = launch_forms.device_scalars(kernel)
         self.arrays: dict[str, ir.ArrayType] = {p.name: p.ty for p in kernel.params
                                                 if isinstance(p.ty, ir.ArrayType)}
         self.allocs = {s.name: s.ty for s in kernel.body if isinstance(s, ir.Alloc)}
@@ -773,7 +764,11 @@ def _emitted(module: ir.Module, tiling: tile.Options | None, host: ir.Module | N
     generated |= {f"{k.name}_kernel{n}" for k in module.kernels
                   for n in range(sum(isinstance(x, ir.Launch) for x in ir.walk(k)))}
     assert not generated & module_names, f"generated names clash: {sorted(generated & module_names)}"
-    emitters = [_KernelEmitter(k, module_names | generated, tiling) for k in module.kernels]
+    # The forms under this emission's options (passes/launch_forms.py: the pipeline's last step made
+    # them under the same options, and then this returns each kernel as it is; the schedule search
+    # emits one lowered module under many).
+    emitters = [_KernelEmitter(launch_forms.run(k, options=tiling), module_names | generated, tiling)
+                for k in module.kernels]
     originals = {k.name: k for k in host.kernels} if host is not None else {}
     for e in emitters:
         e.original = originals.get(e.name)

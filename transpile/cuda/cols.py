@@ -19,6 +19,7 @@ loop, so every thread of a block reaches every barrier.
 
 from __future__ import annotations
 
+from passes.launch_forms import accumulations
 from transpile import ir
 from transpile.cuda.printer import (
     BARRIER,
@@ -36,7 +37,7 @@ from transpile.cuda.printer import (
     Namer,
     ctype,
 )
-from transpile.cuda.reduce import _accumulations, _ReducePrinter
+from transpile.cuda.reduce import _ReducePrinter
 from transpile.ir import accum
 
 COLS, ROWS = 32, 32
@@ -77,7 +78,7 @@ class _ColsPrinter(_ReducePrinter):
         x, y = self.namer.fresh("col"), self.namer.fresh("row")
         self.shared.append("  " + self.mark("index", f"const int {x} = (int){THREAD_IDX}.x;"))
         self.shared.append("  " + self.mark("index", f"const int {y} = (int){THREAD_IDX}.y;"))
-        accs = list(zip(loop.reduce, _accumulations(loop)))
+        accs = list(zip(loop.reduce, accumulations(loop)))
         bufs = []
         for _op, a in accs:
             buf = self.namer.fresh(f"{a.name}_rows")

@@ -1,19 +1,19 @@
-"""Launch forms, decided before printing: what each ``Launch`` and each host loop of a mapped kernel becomes.
+"""Launch forms' parameters, decided before printing: what each ``Launch`` and each host loop of a mapped kernel becomes.
 
-:func:`plan_kernel` reads a mapped kernel (``passes.map_gpu``) and the emitter's facts about it
-(arrays, extents, device scalars, options: what :class:`transpile.cuda._KernelEmitter` knows before it
-prints anything) and records, for every ``Launch`` in program order, a :class:`LaunchPlan`: its
-:class:`Form` and that form's parameters (the tiling plan and the collapsed nest of a matmul-like
-launch, the tensor-core fit, the sweep or chain nest and its shape, a plain launch's rows, planes,
-block, register promotion and shared bins); and for every host loop a :class:`HostLoopPlan` (one
-block runs the loop; the fused time steps).  The emitter then dispatches on ``LaunchPlan.form``
-through one interface (:data:`Emit`: ``(plan, ctx) -> (kernel, step)``, one function per form) and
-the cost model reads the same records (``transpile.cuda.LaunchInfo.plan``) instead of asking the
-form modules again.
+Each launch's form is the IR's (``Launch.form``, decided by :mod:`passes.launch_forms`).
+:func:`plan_kernel` reads a mapped kernel and the emitter's facts about it (arrays, extents, device
+scalars, options: what :class:`transpile.cuda._KernelEmitter` knows before it prints anything) and
+records, for every ``Launch`` in program order, a :class:`LaunchPlan`: its :class:`Form` (the IR's;
+``mma`` for a ``tiled`` launch whose update the target's tensor cores run, :func:`transpile.cuda.mma.fit`)
+and that form's parameters (the tiling plan and the collapsed nest of a tiled launch, the
+tensor-core fit, the sweep or chain nest and its shape, a plain launch's rows, planes, block,
+register promotion and shared bins); and for every host loop a :class:`HostLoopPlan` (one block runs
+the loop; the fused time steps).  The emitter then dispatches on ``LaunchPlan.form`` through one
+interface (:data:`Emit`: ``(plan, ctx) -> (kernel, step)``, one function per form) and the cost
+model reads the same records (``transpile.cuda.LaunchInfo.plan``) instead of asking the form modules again.
 
-The plans sit beside the IR, not on it: the IR's text form and its dumps after every pass stay as
-they are (``bench/same_output.py``).  Names are the printer's business, with two exceptions: the
-variable of a collapsed nest (:func:`passes.collapse.collapse`) and the registers of promotion
+The parameters sit beside the IR, not on it.  Names are the printer's business, with two exceptions:
+the variable of a collapsed nest (:func:`passes.collapse.collapse`) and the registers of promotion
 (:func:`passes.promote.run_launch`) are chosen here, each launch's against the names the emitter
 has taken when it starts, and the emitter reserves them before it names anything else, so no later
 name takes them.
@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from passes import collapse, promote, tile
+from passes.launch_forms import row_space
 from passes.reduce_gpu import chain_shape, sweep_shape
 from transpile import ir
 from transpile.cuda import atomics as cuda_atomics
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 
 
 class Form(enum.Enum):
-    """What a launch becomes; the value is ``LaunchInfo.shape`` (docs/parallelism.md)."""
+    """What a launch becomes: the IR's :class:`transpile.ir.LaunchForm`, and ``mma`` (a tiled launch on
+    the tensor cores); the value is ``LaunchInfo.shape`` (docs/parallelism.md)."""
 
     SERIAL = "serial"  # no par loops: one thread
     PLAIN = "plain"  # one thread per iteration of the par loops (grid-stride loops)
@@ -204,45 +206,45 @@ def _plan_loop(emitter: _KernelEmitter, loop: ir.For, inner: list[LaunchPlan]) -
 
 def plan_launch(emitter: _KernelEmitter, launch: ir.Launch, host_locals: tuple[tuple[str, ir.Scalar], ...],
                 taken: set[str]) -> LaunchPlan:
-    """The form of one launch and its parameters (:class:`LaunchPlan`); ``taken``: names a collapsed
-    nest's variable and promoted registers must avoid (each launch is its own kernel function: one
-    launch's choices do not constrain another's)."""
+    """The parameters of ``launch``'s form (:class:`LaunchPlan`), decided by :mod:`passes.launch_forms`
+    and read from ``launch.form``; ``taken``: names a collapsed nest's variable and promoted registers
+    must avoid (each launch is its own kernel function: one launch's choices do not constrain another's)."""
     tiling = emitter.tiling
-    arrays = {**emitter.arrays, **emitter.allocs}
-    chain = par_chain(launch)
+    form = launch.form
+    assert form is not None, f"launch without a form (run passes.launch_forms): {launch!r}"
     stores = bool(set(emitter.device_scalars) & assigned(launch))
-    base = LaunchPlan(launch, Form.PLAIN, host_locals, stores)
-    # A launch with atomic updates (passes/atomics.py) is printed plainly: no tiled, reduction or
-    # promoted form knows them.
-    atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
-    # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
-    # of every array they index (passes/collapse.py: doitgen's batched product).
-    planned = collapse.plan(launch, tiling, arrays, taken) if chain and not stores and not atomic else None
-    red = cuda_reduce.shape(launch) if planned is None and not atomic else None
-    if red == "sweep":
+    base = LaunchPlan(launch, Form(form.value), host_locals, stores)
+    if form is ir.LaunchForm.SWEEP:
         (outer,) = launch.body
         sw = sweep_shape(outer)  # type: ignore[arg-type]
-        return _replace(base, form=Form.SWEEP, nest=sw, shape=cuda_sweep.shape_for(tiling, sw))
-    if red == "chain":
+        return _replace(base, nest=sw, shape=cuda_sweep.shape_for(tiling, sw))
+    if form is ir.LaunchForm.CHAIN:
         (outer,) = launch.body
-        return _replace(base, form=Form.CHAIN, nest=chain_shape(outer),  # type: ignore[arg-type]
-                        shape=cuda_chain.threads_of(tiling))
-    if red == "block" and not host_locals and cuda_reduce.grid_ready(launch):
-        # a reduction outside host loops: the whole GPU, partials and a fold (one block in host loops)
-        return _replace(base, form=Form.GRID)
-    if planned is not None:
+        return _replace(base, nest=chain_shape(outer), shape=cuda_chain.threads_of(tiling))  # type: ignore[arg-type]
+    if form is ir.LaunchForm.GRID:
+        return base
+    if form is ir.LaunchForm.TILED:
+        # A matmul-like launch, as it is or with two outer par loops merged over the leading subscripts
+        # of every array they index (passes/collapse.py: doitgen's batched product); on the tensor
+        # cores where the target has the instruction and the update fits them (instruction selection).
+        planned = collapse.plan(launch, tiling, {**emitter.arrays, **emitter.allocs}, taken)
+        assert planned is not None, f"a tiled launch with no tiling plan: {launch!r}"
         plan, flat = planned
         fit = cuda_mma.fit(plan)
         return _plain_config(emitter, _replace(base, form=Form.MMA if fit is not None else Form.TILED,
                                                tile=plan, collapsed=flat, mma=fit))
-    if red in ("rows", "rowprog"):  # thread 0 writes what the row's other threads read: no __restrict__ there
-        shared = frozenset(cuda_reduce.thread0_shared(cuda_reduce.row_space(launch)[1]))
-        return _plain_config(emitter, _replace(base, form=Form(red), unrestricted=shared))
-    if red is not None:
-        return _plain_config(emitter, _replace(base, form=Form(red)))
-    p = _plain_config(emitter, _replace(base, form=Form.PLAIN if chain else Form.SERIAL))
+    if form in (ir.LaunchForm.ROWS, ir.LaunchForm.ROWPROG):
+        # thread 0 writes what the row's other threads read: no __restrict__ there
+        shared = frozenset(cuda_reduce.thread0_shared(row_space(launch)[1]))
+        return _plain_config(emitter, _replace(base, unrestricted=shared))
+    if form not in (ir.LaunchForm.PLAIN, ir.LaunchForm.SERIAL):
+        return _plain_config(emitter, base)
+    chain = par_chain(launch)
+    p = _plain_config(emitter, base)
+    atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(launch))
     private = None
     if atomic:
+        arrays = {**emitter.arrays, **emitter.allocs}
         private = cuda_atomics.private_array(launch, chain, {a: t.dims for a, t in arrays.items()},
                                              emitter.fixed_scalars)
     # Array elements a sequential loop keeps re-reading live in registers (passes/promote.py);

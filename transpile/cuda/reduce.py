@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from passes.launch_forms import accumulations, row_space
+from passes.launch_forms import stores as _stores
 from transpile import ir
 from transpile.cuda import regions
 from transpile.cuda.printer import (
@@ -76,13 +78,16 @@ SYNCWARP = "__syncwarp();"
 SHFL_DOWN = "__shfl_down_sync"
 SHFL_XOR = "__shfl_xor_sync"
 SHFL = "__shfl_sync"
-#: Scalar types ``__shfl_sync`` moves (a ``rowprog`` row broadcasts lane 0's scalars of these types).
-SHUFFLED = (ir.I32, ir.U32, ir.I64, ir.U64, ir.F32, ir.F64)
 
 
-def _stores(stmt: ir.Stmt) -> bool:
-    """Whether ``stmt`` writes memory (an array element): in a ``rowprog`` row, lane 0 runs it."""
-    return any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) for n in ir.walk(stmt))
+def combine_shuffled(a: accum.Accumulation, op: str, p: ir.Var, shuffled: ir.Call, namer: Namer) -> list[ir.Stmt]:
+    """``p = p op shuffled``, the shuffle evaluated once by every lane: an integer maximum or minimum
+    is a conditional (:func:`transpile.ir.accum.combine`) that would name the shuffle in both its
+    condition and a branch, and a lane that skips the branch's shuffle leaves the others' waiting on it."""
+    if op in ("+", "*") or not p.ty.is_int:
+        return [ir.Assign(p, accum.combine(a, op, p, shuffled))]
+    other = namer.fresh(f"{p.name}_lane")
+    return [ir.Decl(other, p.ty, shuffled), ir.Assign(p, accum.combine(a, op, p, ir.Var(other, p.ty)))]
 
 
 def thread0_shared(row: ir.For) -> set[str]:
@@ -99,7 +104,7 @@ def thread0_shared(row: ir.For) -> set[str]:
     read: set[str] = set()  # (and for maps, what they write: every array they name)
     for c in row.body:
         if isinstance(c, ir.For) and c.reduce:
-            accs = _accumulations(c)
+            accs = accumulations(c)
             written |= {a.target.array for a in accs if isinstance(a.target, ir.Index)}
             read |= set(ir.array_uses((c.lo, c.hi, *(a.term for a in accs))))  # type: ignore[arg-type]
         elif (isinstance(c, ir.For) and c.par == "lane") or not _stores(c):
@@ -107,57 +112,6 @@ def thread0_shared(row: ir.For) -> set[str]:
         else:
             written |= {a for a, (_r, w) in ir.array_uses(c).items() if w}
     return written & read
-
-
-def shape(launch: ir.Launch) -> str | None:
-    """``'block'``, ``'rows'`` or None (not a reduction launch) for ``launch``."""
-    if len(launch.body) != 1 or not isinstance(launch.body[0], ir.For):
-        # A one-block reduction with thread 0's statements around it (passes/map_gpu._join_serial).
-        from passes.map_gpu import block_reduction
-        return "block" if len(launch.body) > 1 and block_reduction(launch) is not None else None
-    f = launch.body[0]
-    if f.reduce and f.par is None:
-        from passes.reduce_gpu import chain_shape, sweep_shape
-        if sweep_shape(f) is not None:
-            return "sweep"  # transpile.cuda.sweep
-        return "chain" if chain_shape(f) is not None else "block"  # chain: transpile.cuda.chain
-    batch, f = row_space(launch)
-    if f.par != "x" or not any(isinstance(c, ir.For) and c.reduce for c in f.body):
-        return None
-    from passes.reduce_gpu import column_shape
-    if column_shape(f) is not None:
-        return None if batch else "cols"  # transpile.cuda.cols
-    # rows: lane 0 owns the scalars the body writes, so no reduction may read one, and there are no
-    # par(lane) loops; else rowprog, which keeps every scalar the same in all lanes (lane 0's
-    # statements' scalars broadcast: of the types __shfl_sync moves).
-    written = {n.target.name for n in ir.walk(f) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
-    written |= {n.name for n in ir.walk(f) if isinstance(n, ir.Decl)}
-    program = any(isinstance(c, ir.For) and c.par == "lane" for c in f.body)
-    for c in f.body:
-        if isinstance(c, ir.For) and c.reduce:
-            terms = [a.term for a in _accumulations(c)]
-            if any(isinstance(n, ir.Var) and n.name in written for e in (c.lo, c.hi, *terms) for n in ir.walk(e)):
-                program = True
-    if not program:
-        return "rows"
-    lane0 = [c for c in f.body if not (isinstance(c, ir.For) and (c.reduce or c.par == "lane")) and _stores(c)]
-    if any(ty not in SHUFFLED for c in lane0 for _n, ty in ir.outer_scalars_written(c).items()):
-        return None  # a plain launch: one thread a row
-    return "rowprog"
-
-
-def row_space(launch: ir.Launch) -> tuple[tuple[ir.For, ...], ir.For]:
-    """(batch loops, row loop) of a launch whose body is one ``For``: the ``par(z)``/``par(y)`` loops
-    of a perfect nest around its ``par(x)`` loop (reduce-gpu's :func:`passes.reduce_gpu.row_batch`),
-    and that loop; no batch loops and the ``For`` itself otherwise.  A ``rows``/``rowprog`` launch
-    runs the batch loops and the row loop as one space of rows, ``(b, i)`` from one row number."""
-    f = launch.body[0]
-    assert isinstance(f, ir.For), f
-    batch: list[ir.For] = []
-    while f.par in ("z", "y") and len(f.body) == 1 and isinstance(f.body[0], ir.For) and ir.grid_par(f.body[0]):
-        batch.append(f)
-        f = f.body[0]
-    return tuple(batch), f
 
 
 def row_length(row: ir.For, host_names: frozenset[str]) -> ir.For | None:
@@ -264,21 +218,6 @@ def grid_blocks(n: float) -> int:
     return int(min(max(1, math.ceil(n / GRID_CHUNK)), GRID_MAX_BLOCKS))
 
 
-def grid_ready(lp: ir.Launch) -> bool:
-    """Whether a ``block`` launch may run as a grid reduction (:func:`grid_launch`): its loop's bounds
-    and terms read nothing that thread 0's statements before it write, so the partials can be
-    computed before those statements run (in the fold)."""
-    (loop,) = [s for s in lp.body if isinstance(s, ir.For)]
-    before = lp.body[:lp.body.index(loop)]
-    written = set()
-    for st in before:
-        written |= ir.scalars_written(st) | {name for name, (_r, w) in ir.array_uses(st).items() if w}
-    reads = {n.name if isinstance(n, ir.Var) else n.array
-             for e in (loop.lo, loop.hi, *(a.term for a in _accumulations(loop)))
-             for n in ir.walk(e) if isinstance(n, (ir.Var, ir.Index))}
-    return not (reads & written)
-
-
 def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     """A top-level ``block`` launch over the whole GPU: the partials kernel ``name`` (blocks of 256
     threads, block ``b`` taking iterations ``b * 256 + t`` with stride ``blocks * 256``, each block's
@@ -294,7 +233,7 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     threads = THREADS["block"]
     nblocks = namer.fresh("blocks")
     parts = []
-    for a in _accumulations(loop):
+    for a in accumulations(loop):
         ptr = e.namer.fresh(f"{a.name}_part")  # type: ignore[attr-defined]
         e.scratch.append((f"{ctype(a.target.ty)} *{ptr}", ptr))  # type: ignore[attr-defined]
         namer.taken.add(ptr)
@@ -347,15 +286,6 @@ def grid_launch(plan: LaunchPlan, ctx: LaunchContext) -> Emitted:
     return kernel, step
 
 
-def _accumulations(loop: ir.For) -> list[accum.Accumulation]:
-    out = []
-    for s in loop.body:
-        a = accum.accumulation(s)
-        assert a is not None, f"reduce loop body is not accumulations: {s!r}"
-        out.append(a)
-    return out
-
-
 @dataclass(frozen=True)
 class MapReduce:
     """A row program's ``par(lane)`` loop ``map`` and the reduction ``reduce`` after it, run as one
@@ -392,7 +322,7 @@ def map_reduce(m: ir.For, decls: tuple[ir.Stmt, ...], r: ir.For, fresh: Callable
         return None  # a declaration moved before the map must not read what the map writes
     if m.var != r.var and m.var in ir.identifiers(r):
         return None
-    accs = _accumulations(r)
+    accs = accumulations(r)
     if any(not isinstance(a.target, ir.Var) or a.target.name in ir.identifiers(m) for a in accs):
         return None
     rename = {r.var: ir.Var(m.var, m.ty)}
@@ -731,7 +661,7 @@ class _ReducePrinter(StmtPrinter):
     def _declare_partials(self, s: ir.For) -> list[tuple[accum.Accumulation, str, ir.Var]]:
         """One partial per accumulation of ``s``, declared here and set to its operator's identity."""
         parts = []
-        for op, a in zip(s.reduce, _accumulations(s)):
+        for op, a in zip(s.reduce, accumulations(s)):
             ty = a.target.ty
             p = ir.Var(self.namer.fresh(f"{a.name}_part"), ty)
             self.line(self.mark("reduce", f"{ctype(ty)} {p.name} = {literal(accum.identity(op, ty), ty)[0]};"))
@@ -766,8 +696,8 @@ class _ReducePrinter(StmtPrinter):
         off = ir.Var(self.namer.fresh("off"), ir.I32)
         with self.region("reduce"):
             self.line(f"for (int {off.name} = {WARP // 2}; {off.name} > 0; {off.name} >>= 1) {{")
-            self.block([ir.Assign(p, accum.combine(a, op, p, ir.Call(shuffle, (FULL_MASK, p, off), p.ty)))
-                        for a, op, p in parts])
+            self.block([st for a, op, p in parts
+                        for st in combine_shuffled(a, op, p, ir.Call(shuffle, (FULL_MASK, p, off), p.ty), self.namer)])
             self.line("}")
 
     def _warp_slots(self, parts: list[tuple[accum.Accumulation, str, ir.Var]]) -> list[str]:

@@ -20,6 +20,7 @@ Design (see docs/ir.md):
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
@@ -310,14 +311,34 @@ class Trap(Node):
     loc: Loc | None = _loc()
 
 
-# Launch(body): a top-level region executed on the GPU as one kernel launch.
+# LaunchForm: how a launch's iterations are laid out on the GPU, decided before any CUDA is
+# printed (passes/launch_forms.py) and read by the back end, its cost model and fusion; the text
+# form writes it as ``launch[rows] { ... }``.  docs/parallelism.md describes each form.
+class LaunchForm(enum.Enum):
+    """A launch's form: the value is its name in the text form."""
+
+    SERIAL = "serial"  # no grid par loops: one thread runs the body
+    PLAIN = "plain"  # one thread per iteration of the par loops (grid-stride loops)
+    TILED = "tiled"  # a matmul-like nest: block tiles in shared memory (tensor cores where the target has them)
+    BLOCK = "block"  # one reduction (with thread 0's statements around it): one block
+    GRID = "grid"  # one reduction outside host loops: partial sums over the whole GPU, then a fold
+    ROWS = "rows"  # a par(x) loop whose body holds reductions: a warp per row
+    ROWPROG = "rowprog"  # row programs: a warp or a block a row, every scalar the same in all its lanes
+    COLS = "cols"  # column reductions: column tiles
+    SWEEP = "sweep"  # row and column reductions in one pass over a matrix, then a fold
+    CHAIN = "chain"  # a row's reductions, then its column terms, then a fold
+
+
+# Launch(body, form): a top-level region executed on the GPU as one kernel launch.
 # Its leading loops tagged with ``par`` are spread over the grid; everything
 # else in it runs once per thread of that grid (once in all, if none).
+# ``form``: its LaunchForm once passes/launch_forms.py has run, else None.
 @dataclass(frozen=True, slots=True)
 class Launch(Node):
     """A GPU kernel launch region (produced by the mapping pass)."""
 
     body: tuple[Stmt, ...]
+    form: LaunchForm | None = None
     loc: Loc | None = _loc()
 
 

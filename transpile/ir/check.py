@@ -363,6 +363,10 @@ class _Checker:
                 self._for(c, scope, in_launch=True, par_ok=True)
             else:
                 self.stmt(c, scope, in_launch=True, top=False)
+        if s.form is not None:
+            why = _form_problem(s, bool(dims), looped=bool(scope.loop_vars))
+            if why is not None:
+                _fail(s, f"launch form '{s.form.value}' does not fit this launch: {why}")
 
     # --- expressions
 
@@ -479,3 +483,32 @@ def _written(body: tuple[ir.Stmt, ...]) -> tuple[set[str], set[str]]:
                     arrays.add(n.target.array)
     return scalars, arrays
 
+
+
+def _form_problem(s: ir.Launch, grid: bool, *, looped: bool) -> str | None:
+    """Why ``s``'s form cannot run it (the structure each form needs, passes/launch_forms.py), or None.
+    ``grid``: it has grid par loops; ``looped``: it sits in a host loop."""
+    from passes import launch_forms
+
+    form = s.form
+    if form is ir.LaunchForm.SERIAL:
+        return "it has 'par' loops (a serial launch has none)" if grid else None
+    if not grid and form in (ir.LaunchForm.PLAIN, ir.LaunchForm.TILED):
+        return "it has no 'par' loop"
+    if form is ir.LaunchForm.PLAIN:
+        return None
+    atomic = any(isinstance(n, ir.For) and n.atomic for n in ir.walk(s))
+    if atomic:
+        return "it has atomic updates, which only the plain and serial forms make"
+    if form is ir.LaunchForm.TILED:
+        return None if len(s.body) == 1 else "a tiled launch is one loop nest"
+    shape = launch_forms.reduction_shape(s)
+    want = "block" if form is ir.LaunchForm.GRID else form.value
+    if shape != want:
+        return f"its reductions are of the {shape} form" if shape is not None else "it has no reduction of that form"
+    if form is ir.LaunchForm.GRID:
+        if looped:
+            return "a grid reduction runs outside host loops (in a host loop: 'block')"
+        if not launch_forms.grid_ready(s):
+            return "its terms read what the statements before the reduction write (a 'block' launch)"
+    return None

@@ -465,12 +465,20 @@ class _Lowerer:
     def stmt_launch(self, tree: Tree) -> ir.Stmt:
         if self.in_func or self.in_launch or self.in_if:
             raise self.error(tree, "'launch' is only allowed at the top level of a kernel or in a host loop")
+        name, block = tree.children
+        form = None
+        if name is not None:
+            try:
+                form = ir.LaunchForm(str(name))
+            except ValueError:
+                known = ", ".join(f.value for f in ir.LaunchForm)
+                raise self.error(name, f"unknown launch form '{name}' (one of {known})") from None
         self.in_launch = True
         try:
-            body = self.block(tree.children[0])
+            body = self.block(block)
         finally:
             self.in_launch = False
-        return ir.Launch(body, loc=self.loc(tree))
+        return ir.Launch(body, form, loc=self.loc(tree))
 
     # --- expressions
 
@@ -817,7 +825,8 @@ def show_stmt(s: ir.Stmt, indent: int = 0) -> str:
     if isinstance(s, ir.Trap):
         return f"{pad}trap {_quote(s.message)};"
     if isinstance(s, ir.Launch):
-        return f"{pad}launch {_show_block(s.body, indent)}"
+        form = f"[{s.form.value}]" if s.form is not None else ""
+        return f"{pad}launch{form} {_show_block(s.body, indent)}"
     raise TypeError(f"not a statement: {s!r}")
 
 
