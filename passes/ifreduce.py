@@ -7,7 +7,10 @@ People write many of those another way (docs/ordinary_c.md); inside a loop body 
   ``x = x op (c ? e : 0)`` (``1`` for ``*``; ``-0.0`` for a float ``+``, so a ``-0.0`` left alone stays
   ``-0.0``), and ``if (c) x = x op e1; else x = x op e2;`` as
   ``x = x op (c ? e1 : e2)``: the same value, the term chosen instead of the statement;
-* a maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``, and the ternary
+* an integer maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``; ``<`` for a
+  minimum; ``m`` a scalar or an element not read by ``e``), as the conditional ``m = e > m ? e : m``, which
+  :mod:`transpile.ir.accum` reads as an exact ``max`` (``min``) accumulation, with or without ``reassociate``;
+* a floating-point maximum or minimum by comparison, ``if (e > m) m = e;`` (also ``m < e``, ``>=``, and the ternary
   ``m = e > m ? e : m``; ``<`` for a minimum), ``m`` a float scalar not read by ``e``, as a ``fmaxf``
   reduction (``fminf``; ``fmax``/``fmin`` for double) that keeps C's result when ``m`` starts out NaN
   (C's comparisons then never hold, so ``m`` stays NaN; ``fmaxf`` would skip it).  Where ``m``'s value at
@@ -140,6 +143,14 @@ class _Rewrite(ir.Transformer):
         if s.orelse or len(s.then) != 1 or not isinstance(s.then[0], ir.Assign):
             return None
         a = s.then[0]
+        if a.target.ty.is_int:
+            # ``if (e > m) m = e;`` on integers: the conditional ``m = e > m ? e : m``, exactly a maximum
+            # (no NaN; equal values are the same value), for a scalar or an element alike.
+            if _reads(a.value, a.target) or a.value.ty != a.target.ty:
+                return None
+            got = ir.Assign(a.target, ir.Select(s.cond, a.value, a.target, a.target.ty), loc=s.loc)
+            found = accum.accumulation(got)
+            return got if found is not None and found.op in ("min", "max") else None
         return self._minmax(a.target, s.cond, a.value, a.target, s.loc)
 
     def _minmax(self, target: ir.LValue, cond: ir.Expr, then: ir.Expr, orelse: ir.Expr,

@@ -133,3 +133,85 @@ def test_a_max_read_elsewhere_in_its_loop_stays_an_if() -> None:
     k = _module(body).kernels[0]
     got = ifreduce.run(k)
     assert text.show(ir.Module((), (got,))) == text.show(ir.Module((), (k,)))
+
+
+@pytest.mark.parametrize(("value", "op"), [
+    ("m >= e ? m : e", "max"), ("m > e ? m : e", "max"), ("e <= m ? m : e", "max"), ("e < m ? m : e", "max"),
+    ("m <= e ? e : m", "max"), ("e > m ? e : m", "max"), ("m < e ? e : m", "max"), ("e >= m ? e : m", "max"),
+    ("m <= e ? m : e", "min"), ("m < e ? m : e", "min"), ("e >= m ? m : e", "min"), ("e > m ? m : e", "min"),
+    ("m >= e ? e : m", "min"), ("e < m ? e : m", "min"), ("m > e ? e : m", "min"), ("e <= m ? e : m", "min"),
+])
+def test_an_integer_conditional_is_an_exact_max_or_min(value: str, op: str) -> None:
+    term = value.replace("e", "(a[i] * 3)")
+    (k,) = text.parse(f"""kernel k(i32 n, in i32 a[n], out i32 out[1]) {{
+  i32 m = a[0];
+  for i in 1..n {{
+    m = {term};
+  }}
+  out[0] = m;
+}}
+""").kernels
+    loop = next(s for s in k.body if isinstance(s, ir.For))
+    a = accum.accumulation(loop.body[0])
+    assert a is not None and a.op == op and text.show_expr(a.term) == "a[i] * 3"
+    # the statement rebuilt around another term, and two partials combined, compute the same op
+    ten = ir.const(10, ir.I32)
+    applied = accum.apply(a, ten)
+    assert accum.accumulation(applied) is not None and accum.accumulation(applied).term == ten  # type: ignore[union-attr]
+    assert [r.op for r in reductions.analyze(k)] == [op]
+
+
+@pytest.mark.parametrize("src", [
+    "m = m >= a[i] ? a[i] : a[i];",  # both branches the term
+    "m = m + 1 >= a[i] ? m : a[i];",  # the condition compares something else
+    "m = m >= a[i] ? m : a[i] + 1;",  # the branch is not the compared term
+])
+def test_other_integer_conditionals_are_not_accumulations(src: str) -> None:
+    (k,) = text.parse(f"""kernel k(i32 n, in i32 a[n], out i32 out[1]) {{
+  i32 m = a[0];
+  for i in 1..n {{
+    {src}
+  }}
+  out[0] = m;
+}}
+""").kernels
+    loop = next(s for s in k.body if isinstance(s, ir.For))
+    assert accum.accumulation(loop.body[0]) is None
+
+
+def test_an_integer_max_by_if_becomes_a_reduction_without_reassociate() -> None:
+    (k,) = text.parse("""kernel k(i32 n, in i64 a[n], inout i64 best[4]) {
+  for i in 0..n {
+    if (a[i] > best[2]) {
+      best[2] = a[i];
+    }
+  }
+}
+""").kernels
+    got = ifreduce.run(k, reassociate=False)
+    assert "best[2] = a[i] > best[2] ? a[i] : best[2];" in text.show(ir.Module((), (got,)))
+    assert [r.op for r in reductions.analyze(got)] == ["max"]
+    rng = np.random.default_rng(5)
+    args = {"n": 40, "a": rng.integers(-1000, 1000, 40, dtype=np.int64), "best": np.array([0, 0, -5, 0], np.int64)}
+    lowered = ir.Module((), (REGISTRY["map-gpu"].run(REGISTRY["reduce-gpu"].run(got)),))
+    assert_same_results(ir.Module((), (k,)), lowered, "k", args, ["best"], shuffles=(None, 1, 2, 3))
+
+
+def test_a_warp_shuffles_an_integer_max_once_per_step() -> None:
+    """The combined conditional names its operand twice; a shuffle there would run in one branch only,
+    and the lanes that skip it leave the others waiting (the simulator died with 'unspecified launch
+    failure' before the shuffled value went into a local)."""
+    from transpile import cuda, pipeline
+
+    module = text.parse("""kernel k(i32 n, i32 m, in i32 a[n][m], inout i32 best[n]) {
+  for i in 0..n {
+    best[i] = a[i][0];
+    for j in 1..m {
+      best[i] = best[i] >= a[i][j] ? best[i] : a[i][j];
+    }
+  }
+}
+""")
+    code = cuda.emit(pipeline.lower(module), source="k.ir")
+    steps = [ln for ln in code.splitlines() if "__shfl_down_sync" in ln]
+    assert steps and all(ln.count("__shfl_down_sync") == 1 and "?" not in ln for ln in steps), steps

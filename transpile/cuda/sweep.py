@@ -84,7 +84,7 @@ from transpile.cuda.printer import (
     launch_call,
     literal,
 )
-from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter
+from transpile.cuda.reduce import FULL_MASK, SHFL_DOWN, WARP, _ReducePrinter, combine_shuffled
 from transpile.ir import accum
 
 if TYPE_CHECKING:
@@ -372,8 +372,9 @@ class _SweepPrinter(_ReducePrinter):
                 for a, op, along, _p in parts:
                     if along == "r":
                         p = x[a.name]
-                        self.visit(ir.Assign(p, accum.combine(
-                            a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, ir.Var(off, ir.I32)), p.ty))))
+                        for st in combine_shuffled(a, op, p, ir.Call(SHFL_DOWN, (FULL_MASK, p, ir.Var(off, ir.I32)),
+                                                                     p.ty), self.namer):
+                            self.visit(st)
             self.depth -= 1
             self.line("}")
         self.line(f"if ({lane} == 0) {{")
