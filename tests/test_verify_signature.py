@@ -84,3 +84,24 @@ def test_wrong_signatures_fail_stage_a(tmp_path: Path, name: str) -> None:
     if name == "float-pointer":  # located at the definition
         line = text[:text.index('extern "C" void dot(')].count("\n") + 1
         assert f"dot_{name}.cu:{line}:" in failure.message, failure.message
+
+
+def test_a_long_array_is_the_reference_s_64_bit_integer_array(tmp_path: Path) -> None:
+    """C's ``long`` is the IR's i64 (LP64), printed ``long long`` by the back end but kept ``long`` in the
+    drop-in's signature, as the C source has it: the same width and signedness is the same array (it
+    was refused as "must be a pointer to long long"); an unsigned or narrower element is not."""
+    from transpile import driver
+
+    src = tmp_path / "lmap.c"
+    src.write_text("void lmap(int n, long a[n], unsigned long b[n]) {\n"
+                   "  for (int i = 0; i < n; i++) b[i] = a[i] + 1;\n}\n")
+    result = driver.compile(src, driver.Options(function="lmap"))
+    assert [r.verdict for r in result.reports] == ["pass"]
+    cu = tmp_path / "lmap.cu"
+    for wrong in ("unsigned long", "int"):
+        cu.write_text(f'extern "C" void lmap(int n, const {wrong} *a, unsigned long *b) {{\n'
+                      "  for (int i = 0; i < n; i++) b[i] = a[i] + 1;\n}\n")
+        report = verify_file(cu, src, options=Options(seed=1, stages="a", gpu=False))
+        failure = report.failure  # type: ignore[attr-defined]
+        assert failure is not None and "parameter 2 ('a') must be a pointer to long long" in failure.message, \
+            report.summary()

@@ -92,9 +92,14 @@ template <class transpile_sig_t> struct transpile_sig_pointee<transpile_sig_t *>
 template <class transpile_sig_e, class transpile_sig_p> constexpr bool transpile_sig_array_ok =
     transpile_sig_pointee<transpile_sig_p>::is_ptr &&
     (std::is_same_v<typename transpile_sig_pointee<transpile_sig_p>::type, transpile_sig_e> ||
-     (std::is_same_v<typename transpile_sig_pointee<transpile_sig_p>::type, char> &&
-      sizeof(transpile_sig_e) == 1 && std::is_integral_v<transpile_sig_e> &&
-      std::is_signed_v<transpile_sig_e> == std::is_signed_v<char>) ||
+     (std::is_integral_v<typename transpile_sig_pointee<transpile_sig_p>::type> &&
+      !std::is_same_v<typename transpile_sig_pointee<transpile_sig_p>::type, bool> &&
+      std::is_integral_v<transpile_sig_e> &&
+      sizeof(std::conditional_t<std::is_integral_v<typename transpile_sig_pointee<transpile_sig_p>::type>,
+                                typename transpile_sig_pointee<transpile_sig_p>::type, char>) ==
+          sizeof(transpile_sig_e) &&
+      std::is_signed_v<typename transpile_sig_pointee<transpile_sig_p>::type> ==
+          std::is_signed_v<transpile_sig_e>) ||
      std::is_void_v<typename transpile_sig_pointee<transpile_sig_p>::type>);
 template <class transpile_sig_e, class transpile_sig_p> constexpr bool transpile_sig_scalar_ok =
     std::is_arithmetic_v<transpile_sig_p> && !std::is_same_v<transpile_sig_p, bool> &&
