@@ -359,12 +359,76 @@ def _skew(loops: tuple[ir.For, ...], h: tuple[int, ...], w: str, bounds: list[tu
     assert all(v.ty == big_z.ty for st in z.body for v in ir.walk(st) if isinstance(v, ir.Var) and v.name == z.var), \
         f"type mismatch substituting {z.var}"
     body = tuple(ir.substitute(st, {z.var: big_z}) for st in z.body)
+    w_lo, w_hi = _expr(lo_w, ty, types), _expr(_add(hi_w, one), ty, types)
+    if len(outer) == 1:
+        (a,) = outer
+        z_aff = Affine.of({w: sz, a.var: -sz * cs[0]}, 0)
+        tight = _bounds_from_guard(a.var, bounds[0], (_add(z_aff, zlo, -1), _add(_add(zhi, z_aff, -1), one, -1)),
+                                   (lo_w, hi_w), w)
+        if tight is not None:
+            lo, hi = tight
+            known = {**types, w: ty}
+            inner_loop = ir.For(a.var, ty, _expr(lo, ty, known), _expr(hi, ty, known), 1, body, loc=a.loc)
+            return ir.For(w, ty, w_lo, w_hi, 1, (inner_loop,), loc=loops[0].loc)
     guard = ir.binary("&&", ir.binary("<=", z.lo, big_z), ir.binary("<", big_z, z.hi))
     inner: ir.Stmt = ir.If(guard, body, loc=z.loc)
     for lp in reversed(_coalesced_order(outer, body)):
         inner = ir.For(lp.var, ty, lp.lo, lp.hi, 1, (inner,), loc=lp.loc)
-    return ir.For(w, ty, _expr(lo_w, ty, types), _expr(_add(hi_w, one), ty, types), 1, (inner,),
-                  loc=loops[0].loc)
+    return ir.For(w, ty, w_lo, w_hi, 1, (inner,), loc=loops[0].loc)
+
+
+def _bounds_from_guard(a: str, a_bounds: tuple[Affine, Affine], conds: tuple[Affine, ...],
+                       w_range: tuple[Affine, Affine], w: str) -> tuple[Affine, Affine] | None:
+    """The bounds ``(lo, hi)`` of the parallel loop ``a`` of a 2-deep wavefront under which the guard
+    ``conds`` (each ``c >= 0``, affine in ``w``, ``a``, parameters and enclosing loops) holds for
+    every iteration, so the guard can go; None where that needs more than one affine bound a side.
+
+    A condition free of ``a`` must hold on the whole range ``w_range`` (``lo <= w <= hi``, isl proves
+    it for every parameter value); one with ``a``'s coefficient +-1 is a lower (upper) bound of ``a``,
+    kept only where isl proves that it, or ``a``'s own bound, is the tighter over that range.  The
+    loop then runs exactly the iterations the guard let through: nussinov's ``i + 1 <= w + i && w + i
+    < n`` over ``0 <= i < n`` and ``1 <= w < n`` is ``for i in 0..n - w`` (``w >= 1`` holds throughout)."""
+    wlo, whi = w_range
+    lows, highs = [a_bounds[0]], [_add(a_bounds[1], Affine.of({}, 1), -1)]  # a >= low, a <= high
+    for c in conds:
+        k = c.coeff(a)
+        rest = Affine.of({v: cv for v, cv in c.coeffs if v != a}, c.const)
+        if k == 0:
+            if not _always(rest, wlo, whi, w):
+                return None
+        elif k == 1:
+            lows.append(_scale(rest, -1))  # a + rest >= 0
+        elif k == -1:
+            highs.append(rest)  # rest - a >= 0
+        else:
+            return None
+    lo = _tightest(lows, wlo, whi, w, 1)
+    hi = _tightest(highs, wlo, whi, w, -1)
+    if lo is None or hi is None:
+        return None
+    return lo, _add(hi, Affine.of({}, 1))
+
+
+def _tightest(cands: list[Affine], wlo: Affine, whi: Affine, w: str, sign: int) -> Affine | None:
+    """The candidate that is the largest (``sign`` 1) or smallest (-1) of ``cands`` for every ``w`` in
+    ``wlo..whi`` and every parameter value, or None if none is."""
+    for x in cands:
+        if all(y is x or _always(_scale(_add(x, y, -1), sign), wlo, whi, w) for y in cands):
+            return x
+    return None
+
+
+def _always(c: Affine, wlo: Affine, whi: Affine, w: str) -> bool:
+    """``c >= 0`` for every ``w`` with ``wlo <= w <= whi``, whatever the parameters (isl)."""
+    names = {v: v if v == w else f"p_{v}" for x in (c, wlo, whi) for v, _ in x.coeffs}
+    names[w] = w
+    params = sorted(v for k, v in names.items() if k != w)
+    try:
+        bad = deps._parse(f"[{', '.join(params)}] -> {{ [{w}] : {w} >= {_render(wlo, names)} and "
+                          f"{w} <= {_render(whi, names)} and {_render(c, names)} < 0 }}")
+        return bool(bad.is_empty())
+    except isl.Error:
+        return False
 
 
 def _coalesced_order(outer: list[ir.For], body: tuple[ir.Stmt, ...]) -> list[ir.For]:

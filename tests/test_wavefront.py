@@ -374,3 +374,38 @@ def test_random_stencil_nests_are_often_skewed() -> None:
 @given(affine_nests.kernels(), st.integers(1, 4), st.integers(0, 2**16))
 def test_random_affine_nests_through_the_pipeline(k: ir.Kernel, size: int, seed: int) -> None:
     check_case(k, size, seed)  # the default pipeline, wavefront included, shuffled vs sequential
+
+
+def test_a_unit_slope_guard_becomes_the_parallel_loop_s_bounds() -> None:
+    """nussinov's triangle ``j in i + 1..n`` under ``w = j - i``: the guard ``i + 1 <= w + i && w + i < n``
+    is ``w >= 1``, true on ``w``'s whole range, and ``i < n - w``: the loop runs ``0..n - w`` and the
+    guard goes (a warp per cell then reads whole rows: reduce-gpu's wavefront rows)."""
+    k = text.parse("""
+        kernel tri(i32 n, inout i32 T[n + 1][n + 1]) {
+          for i in 0..n step -1 {
+            for j in i + 1..n {
+              T[i][j] = T[i][j - 1] + T[i + 1][j];
+            }
+          }
+        }""", "tri.ir").kernels[0]
+    out = wavefront.run(k)
+    shown = text.show(ir.Module((), (out,)))
+    assert "for w in 1..n {" in shown and "for i in 0..n - w {" in shown, shown
+    assert " if (" not in shown, shown
+    _check_shuffled(k, out, sizes=(0, 1, 2, 3, 6))
+
+
+def test_a_steeper_slope_keeps_its_guard() -> None:
+    # w = 2 * i + j: the guard bounds 2 * i, which one affine bound of i does not express exactly
+    k = text.parse("""
+        kernel steep(i32 n, inout f64 A[n + 2][n + 2]) {
+          for i in 1..n {
+            for j in 1..n {
+              A[i][j] = A[i - 1][j + 1] + A[i][j - 1];
+            }
+          }
+        }""", "steep.ir").kernels[0]
+    out = wavefront.run(k)
+    shown = text.show(ir.Module((), (out,)))
+    assert "w - 2 * i" in shown and " if (" in shown, shown
+    _check_shuffled(k, out, sizes=(0, 1, 2, 3, 6))
