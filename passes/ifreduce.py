@@ -21,6 +21,9 @@ People write many of those another way (docs/ordinary_c.md); inside a loop body 
   read elsewhere in its own loop stays an ``if``.  Only the sign of a zero among equal elements may
   differ from C, which is why this is done only with ``reassociate`` (off with ``--no-reassociate``,
   like leaving out ``-ffast-math``, under which gcc vectorises this form too);
+* a call of a helper that returns one expression (``max_score(table[i][j], e)``, PolyBench's nussinov
+  written with a function instead of its macro), inlined where that makes the statement one of the
+  above or an accumulation;
 * a temporary: ``T t = e;`` right before the statement that is its only use, when inlining it makes that
   statement one of the above (``float t = a[i] * b[i]; s = s + t;``, a switch's selector).
 
@@ -58,11 +61,13 @@ _MAX = {">": "max", ">=": "max", "<": "min", "<=": "min"}
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 
-def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
-    """``kernel`` with its loop bodies' conditional accumulations in accumulation form."""
+def run(kernel: ir.Kernel, *, reassociate: bool = True, funcs: tuple[ir.Func, ...] = ()) -> ir.Kernel:
+    """``kernel`` with its loop bodies' conditional accumulations in accumulation form; ``funcs``: the
+    module's helper functions (a call of one that returns one expression is inlined where that makes
+    the statement an accumulation)."""
     if ir.is_mapped(kernel):
         return kernel
-    got = _Rewrite(reassociate).transform(kernel)
+    got = _Rewrite(reassociate, _expression_helpers(funcs)).transform(kernel)
     assert isinstance(got, ir.Kernel)
     if got is kernel or not any(_mark(s) for s in ir.statements(got)):
         return got
@@ -74,9 +79,16 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True) -> ir.Kernel:
 _MARK = "$if"
 
 
+def _expression_helpers(funcs: tuple[ir.Func, ...]) -> dict[str, ir.Func]:
+    """The helpers whose body is one ``return e;`` over scalar parameters (``max_score(s1, s2)``)."""
+    return {f.name: f for f in funcs if f.ret is not None and len(f.body) == 1 and isinstance(f.body[0], ir.Return)
+            and f.body[0].value is not None and all(isinstance(p.ty, ir.Scalar) for p in f.params)}
+
+
 class _Rewrite(ir.Transformer):
-    def __init__(self, reassociate: bool) -> None:
+    def __init__(self, reassociate: bool, helpers: dict[str, ir.Func] | None = None) -> None:
         self.reassociate = reassociate
+        self.helpers = helpers or {}
 
     def visit_For(self, loop: ir.For) -> ir.Node:
         new = self.generic_visit(loop)
@@ -115,12 +127,24 @@ class _Rewrite(ir.Transformer):
 
     def _stmt(self, s: ir.Stmt) -> ir.Stmt | None:
         """``s`` in accumulation form, or None."""
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Call) and s.value.fn in self.helpers:
+            got = dataclasses.replace(s, value=self._inlined(s.value))
+            return self._stmt(got) or (got if accum.accumulation(got) is not None else None)
         if isinstance(s, ir.If):
             return self._cond_accumulation(s) or self._compare(s)
         if isinstance(s, ir.Assign) and isinstance(s.value, ir.Select):
             sel = s.value
             return self._minmax(s.target, sel.cond, sel.then, sel.orelse, s.loc)
         return None
+
+    def _inlined(self, call: ir.Call) -> ir.Expr:
+        """``call``'s value as its helper's returned expression over the arguments: the same value (the
+        IR's expressions have no side effects, so an argument named twice is computed twice, not changed)."""
+        f = self.helpers[call.fn]
+        ret = f.body[0]
+        assert isinstance(ret, ir.Return) and ret.value is not None and len(call.args) == len(f.params), call
+        args = {p.name: ir.cast(a, p.ty) for p, a in zip(f.params, call.args)}  # type: ignore[arg-type]
+        return ir.cast(ir.substitute(ret.value, args), call.ty)
 
     def _cond_accumulation(self, s: ir.If) -> ir.Stmt | None:
         if len(s.then) != 1 or len(s.orelse) > 1:

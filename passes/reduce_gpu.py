@@ -20,7 +20,9 @@ analysis) *may* be marked; this pass marks it when it pays, by a simple rule
     subscript uses ``P``'s variable; ``P``'s other statements hold no loops;
     the reductions' terms and bounds read no scalar that ``P``'s body
     writes (atax ``tmp[i] = 0; for j { tmp[i] += A[i][j] * x[j] }``,
-    gesummv, gemver's ``w``, bicg's ``q``).  One thread per row reads with
+    gesummv, gemver's ``w``, bicg's ``q``); or, where terms read both along the rows and along the
+    reduction, the reduction's bounds read an enclosing host loop's variable (a wavefront's diagonal:
+    nussinov, :func:`_wavefront_rows`).  One thread per row reads with
     stride ``n``; one warp per row (``P`` over warps, the reductions over
     its lanes, the other statements on lane 0) reads each row with
     consecutive lanes: coalesced.  gemm-like 2-D nests, already coalesced
@@ -221,10 +223,30 @@ def _row_reductions(par: ir.For, path: tuple[ir.Stmt, ...], is_parallel: Callabl
             if not row_map(s, row_vars, is_parallel(s)):
                 return {}
             continue  # a map over the row, between the reductions (softmax's exp and scaling)
-        if not _uncoalesced_rows(s, row_vars):
+        host_vars = {p.var for p in path if isinstance(p, ir.For) and not is_parallel(p)}
+        if not (_uncoalesced_rows(s, row_vars) or _wavefront_rows(s, host_vars)):
             return {}
         out[id(s)] = ops
     return out
+
+
+def _wavefront_rows(loop: ir.For, host_vars: set[str]) -> bool:
+    """Rule (b) for reads mixed along the rows and along the reduction: some term reads a matrix with
+    the reduction's variable in its last subscript, and the reduction's bounds read a variable of an
+    enclosing host loop: a wavefront's diagonal (nussinov: ``table[i][k] + table[k + 1][w + i]`` for
+    ``k`` in ``i + 1..w + i``, ``i`` in ``0..n - w``), whose rows get fewer as they get longer.  A
+    thread per row reads one term along a row and the other down a column, and so does a warp per
+    row, so the memory traffic is the same either way; but the late diagonals have a few long rows,
+    which one thread each leaves to a few warps of the whole GPU, while a warp each runs 32 lanes."""
+    if not (ir.var_names(loop.lo) | ir.var_names(loop.hi)) & host_vars:
+        return False
+    for st in loop.body:
+        a = accum.accumulation(st)
+        assert a is not None, st
+        for n in ir.walk(a.term):
+            if isinstance(n, ir.Index) and len(n.indices) >= 2 and loop.var in ir.var_names(n.indices[-1]):
+                return True
+    return False
 
 
 BATCH_DEPTH = 2

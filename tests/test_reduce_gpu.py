@@ -327,3 +327,13 @@ def test_edge_cases_pass_verify_abc(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
     report = verify_file(cu, ref, options=Options(seed=2024, stages="abc", gpu=False))  # type: ignore[call-arg]
     assert report.failure is None, report.summary()
+
+
+def test_nussinov_cells_reduce_their_k_loop_a_warp_each() -> None:
+    """Rule (b) on a wavefront's diagonal: the cell's k loop reads ``table[i][k]`` along a row and
+    ``table[k + 1][w + i]`` down a column, and its length grows with the host loop's ``w`` while the
+    cells get fewer: a warp a cell (``rows``), the k loop an integer max reduction over the lanes."""
+    (k,) = pipeline.lower(_module("nussinov")).kernels
+    launches = [n for n in ir.statements(k) if isinstance(n, ir.Launch)]
+    assert [lp.form for lp in launches] == [ir.LaunchForm.ROWS]
+    assert [lp.reduce for lp in ir.walk(launches[0]) if isinstance(lp, ir.For) and lp.reduce] == [("max",)]

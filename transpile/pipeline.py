@@ -96,7 +96,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: argreduce before ifreduce and with it before the dependence-driven passes: an argmax loop
     # ('if (a[i] > m) { m = a[i]; k = i; }') must already be its two reductions when they ask.
     module = step("argreduce", module, argreduce.run)
-    module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate))
+    module = step("ifreduce", module, lambda k: ifreduce.run(k, reassociate=reassociate, funcs=module.funcs))
     # NOTE: wraparound before privatize: a scalar carried to the next iteration is not privatisable;
     # once the first iteration is peeled and the others read the previous iteration's value, the loop
     # writes it no more.
