@@ -215,3 +215,31 @@ def test_a_warp_shuffles_an_integer_max_once_per_step() -> None:
     code = cuda.emit(pipeline.lower(module), source="k.ir")
     steps = [ln for ln in code.splitlines() if "__shfl_down_sync" in ln]
     assert steps and all(ln.count("__shfl_down_sync") == 1 and "?" not in ln for ln in steps), steps
+
+
+def test_a_one_expression_helper_is_inlined_where_it_makes_an_accumulation() -> None:
+    module = text.parse("""func max_score(i32 s1, i32 s2) -> i32 {
+  return s1 >= s2 ? s1 : s2;
+}
+
+func twice(i32 s) -> i32 {
+  i32 t = s + s;
+  return t;
+}
+
+kernel k(i32 n, in i32 a[n], inout i32 out[2]) {
+  for i in 0..n {
+    out[0] = max_score(out[0], a[i]);
+    out[1] = twice(a[i]);
+  }
+}
+""")
+    (k,) = module.kernels
+    got = ifreduce.run(k, funcs=module.funcs)
+    shown = text.show(ir.Module(module.funcs, (got,)))
+    assert "out[0] = out[0] >= a[i] ? out[0] : a[i];" in shown  # now an integer max accumulation
+    assert "out[1] = twice(a[i]);" in shown  # not one expression, and no accumulation: left alone
+    assert ifreduce.run(k) is k  # without the module's helpers nothing is inlined
+    assert_same_results(module, ir.Module(module.funcs, (got,)), "k",
+                        {"n": 9, "a": np.arange(9, dtype=np.int32)[::-1].copy(), "out": np.zeros(2, np.int32)},
+                        ["out"])
