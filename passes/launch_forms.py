@@ -135,7 +135,7 @@ def device_scalars(kernel: ir.Kernel) -> list[str]:
     a host loop repeats (the value must persist across iterations).  A scalar parameter that only one
     launch references is passed by value and changed in place there."""
     launches = [n for n in ir.statements(kernel) if isinstance(n, ir.Launch)]
-    looped = set().union(*(_assigned(x) for x in _host_loops(kernel.body)))
+    looped = set().union(*(_assigned(x) for x in host_loops(kernel.body)))
     decls = {s.name for s in kernel.body if isinstance(s, ir.Decl)}
     scalars = [p.name for p in kernel.params if isinstance(p.ty, ir.Scalar)]
     scalars += [s.name for s in kernel.body if isinstance(s, ir.Decl)]
@@ -228,11 +228,12 @@ def _assigned(node: ir.Node) -> set[str]:
     return {n.target.name for n in ir.walk(node) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
 
 
-def _host_loops(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
-    """The host loops under ``body`` (``For`` statements outside launches that hold launches), pre-order."""
+def host_loops(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
+    """The host loops under ``body`` (``For`` statements outside launches that hold launches), outermost
+    first, pre-order."""
     out: list[ir.For] = []
     for s in body:
         if isinstance(s, ir.For) and ir.has_launch(s):
             out.append(s)
-            out.extend(_host_loops(s.body))
+            out.extend(host_loops(s.body))
     return out

@@ -22,6 +22,7 @@ from types import MappingProxyType
 import jinja2
 
 from passes import tile
+from passes.launch_forms import par_chain as par_chain
 from transpile import ir
 from transpile.cuda import regions
 from transpile.resources import data_dir
@@ -825,17 +826,6 @@ def assigned(node: ir.Node) -> set[str]:
     return {n.target.name for n in ir.walk(node) if isinstance(n, ir.Assign) and isinstance(n.target, ir.Var)}
 
 
-def par_chain(launch: ir.Launch) -> list[ir.For]:
-    """The leading perfect nest of grid ``par`` loops of ``launch``, outermost first (a row program's
-    ``par(lane)`` loops are the row's, not the grid's)."""
-    chain: list[ir.For] = []
-    body = launch.body
-    while body and ir.grid_par(body[0]):
-        chain.append(body[0])
-        body = body[0].body
-    return chain
-
-
 def check_mapped(kernel: ir.Kernel, body: tuple[ir.Stmt, ...] | None = None) -> None:
     for s in kernel.body if body is None else body:
         if isinstance(s, ir.Launch):
@@ -852,16 +842,6 @@ def check_mapped(kernel: ir.Kernel, body: tuple[ir.Stmt, ...] | None = None) -> 
 def is_host_loop(s: ir.Stmt) -> bool:
     """A ``For`` outside any launch that contains launches (``passes.map_gpu``'s host loops)."""
     return isinstance(s, ir.For) and ir.has_launch(s)
-
-
-def host_loops(body: tuple[ir.Stmt, ...]) -> list[ir.For]:
-    """The host loops under ``body`` (outermost first, pre-order)."""
-    out: list[ir.For] = []
-    for s in body:
-        if is_host_loop(s):
-            out.append(s)  # type: ignore[arg-type]
-            out.extend(host_loops(s.body))  # type: ignore[union-attr]
-    return out
 
 
 def host_launches(body: tuple[ir.Stmt, ...]) -> list[ir.Launch]:
