@@ -5,7 +5,8 @@ reductions).  A kernel without launches is returned as it is.
 
 **Postcondition**: every ``Launch`` carries its :class:`transpile.ir.LaunchForm`, decided from the
 launch's structure and the back end's options (:class:`passes.tile.Options`: tiling on or off), and
-nothing else changed.  A form already present is decided again: forms are a schedule (the schedule
+every host loop its schedule (``For.host``: ``oneblock`` where one block can run the whole loop,
+:func:`oneblock_eligible`, its launches all of a form in :data:`ONE_BLOCK`); nothing else changed.  A form already present is decided again: forms are a schedule (the schedule
 search emits one lowered module under many options), so the pass is run with the options the
 module is emitted with; it returns the kernel itself when every form stays (``run(k) is k``).  The
 back end (``transpile.cuda.forms``), its cost model and fusion read ``Launch.form``; they never
@@ -60,7 +61,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from passes import collapse, tile
+from passes import accesses, collapse, tile
 from passes.map_gpu import block_reduction
 from passes.reduce_gpu import SHUFFLED, chain_shape, column_shape, sweep_shape
 from transpile import ir
@@ -89,7 +90,10 @@ def run(kernel: ir.Kernel, *, options: tile.Options | None = None) -> ir.Kernel:
             return s if s.form is form else dataclasses.replace(s, form=form)
         if isinstance(s, ir.For) and ir.has_launch(s):
             body = block(s.body, True)
-            return s if body is s.body else dataclasses.replace(s, body=body)
+            host = _host_schedule(dataclasses.replace(s, body=body) if body is not s.body else s, options)
+            if body is s.body and host == s.host:
+                return s
+            return dataclasses.replace(s, body=body, host=host)
         return s
 
     body = block(kernel.body, False)
@@ -115,6 +119,47 @@ def decide(launch: ir.Launch, *, options: tile.Options | None, arrays: Mapping[s
     if red is not None:
         return Form(red)
     return Form.PLAIN if chain else Form.SERIAL
+
+
+#: The forms a one-block host loop can run (no fold, no launch guard of their own).
+ONE_BLOCK = frozenset({Form.PLAIN, Form.SERIAL, Form.BLOCK})
+
+
+def _host_schedule(loop: ir.For, options: tile.Options | None) -> tuple[str, ...]:
+    """The ``host`` marks of host loop ``loop`` (its launches' forms decided): ``oneblock`` where one
+    block can run it (:func:`oneblock_eligible`, every launch of a form in :data:`ONE_BLOCK`) and the
+    tiled and reduction forms are on (the naive mapping keeps one launch per iteration)."""
+    on = options is None or options.enabled
+    one = on and oneblock_eligible(loop) and all(
+        s.form in ONE_BLOCK for s in loop.body if isinstance(s, ir.Launch))
+    return ("oneblock",) if one else ()
+
+
+def oneblock_eligible(loop: ir.For) -> bool:
+    """``loop`` is a host loop one block can run (transpile/cuda/oneblock.py): its body is launches
+    only, none returning, each a nest of ``par`` loops around loop-free statements or no ``par`` loop at
+    all, the ``par`` loops' bounds not triangular and affine in ``loop``'s variable; ``loop``'s step
+    positive, or negative over a signed variable."""
+    if loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed) or not loop.body:
+        return False
+    for s in loop.body:
+        if not isinstance(s, ir.Launch):
+            return False
+        if any(isinstance(n, ir.Return) for n in ir.walk(s)):
+            return False
+        chain = par_chain(s)
+        # A grid of threads with loops inside (adi's sweeps) would be serialised onto one block; a
+        # launch without par loops (one thread, or a one-block reduction) runs as it would anyway.
+        if chain and any(isinstance(n, ir.For) for st in chain[-1].body for n in ir.walk(st)):
+            return False
+        for lp in chain:
+            outer = {o.var for o in chain if o is not lp}
+            for b in (lp.lo, lp.hi):
+                if ir.var_names(b) & outer:  # triangular: its count is not one expression of the host variable
+                    return False
+                if loop.var in ir.var_names(b) and accesses.affine(b, ir.var_names(b)) is None:
+                    return False
+    return True
 
 
 def par_chain(launch: ir.Launch) -> list[ir.For]:

@@ -114,3 +114,37 @@ def test_emission_under_other_options_decides_the_forms_again() -> None:
     off = tile.Options(enabled=False)
     assert {li.shape for li in cuda.launches(lowered, tiling=off)} == {"plain"}
     assert ir.LaunchForm.TILED not in _forms(_lowered("gemm", off))
+
+
+LOOP = """kernel k(i32 T, i32 n, inout f64 A[n], inout f64 B[n]) {
+  for t in 0..T%s {
+    launch[plain] {
+      for i in 0..n par(x) {
+        B[i] = A[i] * 0.5;
+      }
+    }
+    launch%s {
+      for i in 0..n par(x) {
+        A[i] = B[i] + 1.0;
+      }
+    }
+  }
+}
+"""
+
+
+def test_a_host_loop_s_schedule_is_decided_written_and_checked() -> None:
+    (k,) = text.parse(LOOP % ("", "")).kernels
+    formed = launch_forms.run(k)
+    shown = text.show(ir.Module((), (formed,)))
+    assert "for t in 0..T host(oneblock) {" in shown
+    assert text.parse(shown) == ir.Module((), (formed,))
+    # the naive mapping keeps one launch an iteration
+    assert "host(" not in text.show(ir.Module((), (launch_forms.run(k, options=tile.Options(enabled=False)),)))
+    # a loop one block cannot run, a launch inside a launch's loop, an unknown schedule: refused
+    with pytest.raises(TranspileError, match="one block runs only a body of launches whose par loops hold no loop"):
+        ircheck.check(text.parse((LOOP % (" host(oneblock)", "[rows]")).replace(
+            "A[i] = B[i] + 1.0;", "A[i] = 0.0;\n        for j in 0..n reduce(+) {\n          A[i] += B[j];\n        }")))
+    with pytest.raises(TranspileError, match="unknown host loop schedule 'fast'"):
+        text.parse(LOOP % (" host(fast)", ""))
+    ircheck.check(text.parse(LOOP % (" host(oneblock)", "[plain]")))

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from passes import launch_forms
 from tests import polybench
 from tests.interp_check import assert_sim_matches_interpreter, sim_library
 from transpile import cuda, ir, pipeline
@@ -37,7 +38,7 @@ def test_which_host_loops_are_eligible(name: str, want: list[bool]) -> None:
     # column; durbin: a one-block reduction, two plain launches, a single-thread one.  adi's
     # launches each run a sweep (a loop a thread: one block would serialise the grid).
     lowered = pipeline.lower(_module(name))
-    assert [cuda_oneblock.eligible(lp) for lp in host_loops(lowered)] == want
+    assert [launch_forms.oneblock_eligible(lp) for lp in host_loops(lowered)] == want
 
 
 def test_triangular_and_non_affine_counts_are_not_eligible() -> None:
@@ -58,10 +59,10 @@ def test_triangular_and_non_affine_counts_are_not_eligible() -> None:
         assert isinstance(s, ir.For)
         return s
 
-    assert cuda_oneblock.eligible(loop("t", "0"))  # the count (t * n) is affine in t
-    assert not cuda_oneblock.eligible(loop("n", "i"))  # triangular: j's bounds read i
-    assert not cuda_oneblock.eligible(loop("t * t", "0"))  # not affine in t
-    assert not cuda_oneblock.eligible(loop("n", "0", "for k in 0..n { A[i][j] = A[i][j] + 1.0; }"))
+    assert launch_forms.oneblock_eligible(loop("t", "0"))  # the count (t * n) is affine in t
+    assert not launch_forms.oneblock_eligible(loop("n", "i"))  # triangular: j's bounds read i
+    assert not launch_forms.oneblock_eligible(loop("t * t", "0"))  # not affine in t
+    assert not launch_forms.oneblock_eligible(loop("n", "0", "for k in 0..n { A[i][j] = A[i][j] + 1.0; }"))
 
 
 def test_the_code_runs_the_loop_in_one_block_or_launch_by_launch() -> None:
@@ -157,16 +158,14 @@ def test_the_verifier_checks_the_launch_by_launch_path(tmp_path: Path) -> None:
 
 
 def test_a_loop_the_plan_declines_is_emitted_as_without_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one-block choice is made before printing (transpile/cuda/forms.py: an eligible loop whose
+    """The one-block choice is made before printing (passes/launch_forms.py marks an eligible loop whose
     launches all take a form without a fold or a guard of their own).  A loop declined for its
     launches' forms gets the code an ineligible loop gets, byte for byte; only an accepted loop's
     steps go one level deeper, into the else branch."""
-    from transpile.cuda import forms
-
     lowered = pipeline.lower(_module("trisolv"))
     assert "kernel_trisolv_loop" in cuda.emit(lowered, source="trisolv.c")
-    monkeypatch.setattr(forms, "ONE_BLOCK", frozenset())
+    monkeypatch.setattr(launch_forms, "ONE_BLOCK", frozenset())
     declined = cuda.emit(lowered, source="trisolv.c")
-    monkeypatch.setattr(cuda_oneblock, "eligible", lambda *a, **k: False)
+    monkeypatch.setattr(launch_forms, "oneblock_eligible", lambda *a, **k: False)
     assert declined == cuda.emit(lowered, source="trisolv.c")
     assert "kernel_trisolv_loop" not in declined

@@ -35,7 +35,6 @@ from transpile.cuda import atomics as cuda_atomics
 from transpile.cuda import chain as cuda_chain
 from transpile.cuda import cols as cuda_cols
 from transpile.cuda import mma as cuda_mma
-from transpile.cuda import oneblock as cuda_oneblock
 from transpile.cuda import reduce as cuda_reduce
 from transpile.cuda import steps as cuda_steps
 from transpile.cuda import sweep as cuda_sweep
@@ -66,8 +65,6 @@ class Form(enum.Enum):
 #: The forms whose host side is written by the form itself (a ``sweep`` step: several launches with
 #: scratch); the others are one template launch step.
 OWN_HOST = frozenset({Form.GRID, Form.SWEEP, Form.CHAIN})
-#: The forms a one-block host loop can run (cuda/oneblock.py: no fold, no launch guard of their own).
-ONE_BLOCK = frozenset({Form.PLAIN, Form.SERIAL, Form.BLOCK})
 
 
 @dataclass(frozen=True)
@@ -182,9 +179,8 @@ def plan_kernel(emitter: _KernelEmitter) -> KernelPlan:
             elif isinstance(s, ir.For) and is_host_loop(s):
                 at = len(loops)
                 loops.append(HostLoopPlan(s))
-                first = len(launches)
                 walk(s.body, {**scope, s.var: s.ty}, True)
-                loops[at] = _plan_loop(emitter, s, launches[first:])
+                loops[at] = _plan_loop(emitter, s)
             elif isinstance(s, ir.If):
                 walk(s.then, scope, True)
                 walk(s.orelse, scope, True)
@@ -195,11 +191,12 @@ def plan_kernel(emitter: _KernelEmitter) -> KernelPlan:
     return KernelPlan(tuple(launches), tuple(loops))
 
 
-def _plan_loop(emitter: _KernelEmitter, loop: ir.For, inner: list[LaunchPlan]) -> HostLoopPlan:
-    """A host loop's plan; ``inner``: the plans of the launches under it."""
+def _plan_loop(emitter: _KernelEmitter, loop: ir.For) -> HostLoopPlan:
+    """A host loop's plan: one block where the IR's schedule says so, and the fused time steps."""
     on = emitter.tiling is None or emitter.tiling.enabled
-    # One block: every statement a launch of a form without a fold or a guard of its own.
-    one = on and cuda_oneblock.eligible(loop) and all(p.form in ONE_BLOCK for p in inner)
+    # One block: the IR's schedule (passes/launch_forms.py: every statement a launch of a form without
+    # a fold or a guard of its own).
+    one = "oneblock" in loop.host
     fused = cuda_steps.plan(emitter, loop) if on and (emitter.tiling is None or emitter.tiling.steps) else None
     return HostLoopPlan(loop, one, fused)
 

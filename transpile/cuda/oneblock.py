@@ -9,7 +9,7 @@ with many), one after the other, ``__syncthreads()`` between them.  Within one b
 orders every global memory access before it against every access after it, as the end of a
 launch does on a stream, so the launches' order and dependences are kept.
 
-**Which loops** (:func:`eligible`): the innermost host loops (no host loop inside) whose body is
+**Which loops** (:func:`passes.launch_forms.oneblock_eligible`, the loop's ``host(oneblock)`` mark): the innermost host loops (no host loop inside) whose body is
 launches only, returning nowhere: plain launches (a nest of ``par`` loops around loop-free
 statements: a grid whose threads loop would be serialised onto one block, adi's sweeps), launches
 without ``par`` loops (one thread, or a one-block reduction: they run in one block anyway), with
@@ -44,33 +44,6 @@ MAX_ITERATIONS = 8192
 ENV = "TRANSPILE_ONEBLOCK_MAX"
 """The environment variable that overrides :data:`MAX_ITERATIONS` when the host loop is entered (0: never
 one block; the verifier's stage (c) runs each shape both ways)."""
-
-
-def eligible(loop: ir.For) -> bool:
-    """``loop`` is a host loop the one-block kernel can run (module docstring)."""
-    from passes import accesses
-    from transpile.cuda.printer import is_host_loop, par_chain, var_names
-
-    if loop.step == 0 or (loop.step < 0 and not loop.ty.is_signed) or not loop.body:
-        return False
-    for s in loop.body:
-        if not isinstance(s, ir.Launch) or is_host_loop(s):
-            return False
-        if any(isinstance(n, ir.Return) for n in ir.walk(s)):
-            return False
-        chain = par_chain(s)
-        # A grid of threads with loops inside (adi's sweeps) would be serialised onto one block; a
-        # launch without par loops (one thread, or a one-block reduction) runs as it would anyway.
-        if chain and any(isinstance(n, ir.For) for st in chain[-1].body for n in ir.walk(st)):
-            return False
-        for lp in chain:
-            outer = {o.var for o in chain if o is not lp}
-            for b in (lp.lo, lp.hi):
-                if var_names(b) & outer:  # triangular: its count is not one expression of the host variable
-                    return False
-                if loop.var in var_names(b) and accesses.affine(b, var_names(b)) is None:
-                    return False
-    return True
 
 
 def build(emitter: _KernelEmitter, loop: ir.For, steps: list[dict[str, object]], kernels: list[dict[str, object]],

@@ -268,7 +268,14 @@ class For(Node):
     # (a histogram's scatter): the updates are atomic, the only dependence the loop carries
     # (passes/map_gpu.py proves it; ircheck proves it again).
     atomic: tuple[str, ...] = ()
+    # A host loop's schedule (passes/launch_forms.py): ``oneblock``, one block of threads may run the
+    # whole loop, its launches separated by barriers, when the sizes allow (decided at run time).
+    host: tuple[str, ...] = ()
     loc: Loc | None = _loc()
+
+
+#: The marks a host loop's ``host`` may hold.
+HOST_SCHEDULES = ("oneblock",)
 
 
 def grid_par(s: Stmt | None) -> TypeGuard[For]:

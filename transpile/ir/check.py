@@ -316,6 +316,10 @@ class _Checker:
             _fail(s, "a 'par' loop must be part of the leading loop nest of a 'launch'")
         if s.reduce:
             _reduce_shape(s)
+        if s.host:
+            why = _host_problem(s, in_launch)
+            if why is not None:
+                _fail(s, f"loop '{s.var}' is marked 'host({', '.join(s.host)})': {why}")
         if s.atomic:
             if not ir.grid_par(s) or s.reduce:
                 _fail(s, "'atomic(...)' marks a grid 'par(x|y|z)' loop")
@@ -511,4 +515,22 @@ def _form_problem(s: ir.Launch, grid: bool, *, looped: bool) -> str | None:
             return "a grid reduction runs outside host loops (in a host loop: 'block')"
         if not launch_forms.grid_ready(s):
             return "its terms read what the statements before the reduction write (a 'block' launch)"
+    return None
+
+
+def _host_problem(s: ir.For, in_launch: bool) -> str | None:
+    """Why ``s``'s host-loop schedule cannot hold (passes/launch_forms.py), or None."""
+    from passes import launch_forms
+
+    if in_launch or not ir.has_launch(s):
+        return "only a host loop (outside launches, holding one) has a schedule"
+    if len(set(s.host)) != len(s.host) or any(h not in ir.HOST_SCHEDULES for h in s.host):
+        return f"the schedules are {', '.join(ir.HOST_SCHEDULES)}, each once"
+    if "oneblock" in s.host:
+        if not launch_forms.oneblock_eligible(s):
+            return ("one block runs only a body of launches whose par loops hold no loop and have bounds "
+                    "affine in the host loop's variable")
+        if any(isinstance(c, ir.Launch) and c.form is not None and c.form not in launch_forms.ONE_BLOCK
+               for c in s.body):
+            return "one block runs only plain, serial and block launches"
     return None

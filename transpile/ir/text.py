@@ -386,7 +386,7 @@ class _Lowerer:
         return ir.assign(target, value, op, loc=self.loc(tree))
 
     def stmt_for(self, tree: Tree) -> ir.Stmt:
-        var, ty_tree, lo_tree, hi_tree, step_tree, red_tree, par, atomic_tree, body = tree.children
+        var, ty_tree, lo_tree, hi_tree, step_tree, red_tree, par, atomic_tree, host_tree, body = tree.children
         ty = self.type(ty_tree) if ty_tree is not None else ir.I32
         if not ty.is_int:
             raise self.error(ty_tree, f"loop variable '{var}' must have an integer type, not {ty}")
@@ -422,6 +422,12 @@ class _Lowerer:
                 sym = self.lookup(str(t))
                 if sym is None or sym.kind != "array":
                     raise self.error(t, f"'atomic' lists '{t}', which is not an array")
+        host: tuple[str, ...] = ()
+        if host_tree is not None:
+            host = tuple(str(t) for t in host_tree.children)
+            for t in host_tree.children:
+                if str(t) not in ir.HOST_SCHEDULES:
+                    raise self.error(t, f"unknown host loop schedule '{t}' (one of {', '.join(ir.HOST_SCHEDULES)})")
         self.scopes.append({})
         try:
             self.bind(str(var), _Sym("loop", ty, self.loc(var)), self.loc(var))
@@ -429,7 +435,7 @@ class _Lowerer:
         finally:
             self.scopes.pop()
         return ir.For(str(var), ty, lo, hi, step, stmts, str(par) if par is not None else None,
-                      reduce, atomic, loc=self.loc(tree))
+                      reduce, atomic, host, loc=self.loc(tree))
 
     def stmt_if(self, tree: Tree) -> ir.Stmt:
         cond_tree, then_tree, else_tree = tree.children
@@ -816,7 +822,8 @@ def show_stmt(s: ir.Stmt, indent: int = 0) -> str:
         par = f" par({s.par})" if s.par is not None else ""
         red = f" reduce({', '.join(s.reduce)})" if s.reduce else ""
         atomic = f" atomic({', '.join(s.atomic)})" if s.atomic else ""
-        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{red}{par}{atomic}"
+        host = f" host({', '.join(s.host)})" if s.host else ""
+        head = f"for {s.var}{ty} in {show_expr(s.lo)}..{show_expr(s.hi)}{step}{red}{par}{atomic}{host}"
         return f"{pad}{head} {_show_block(s.body, indent)}"
     if isinstance(s, ir.If):
         return pad + _show_if(s, indent)
