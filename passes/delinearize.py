@@ -148,6 +148,8 @@ def _plan(kernel: ir.Kernel, p: ir.Param, names: _Names) -> _Plan | Refusal | No
             forms.append(to_affine(node.indices[0], {lp.var for lp in loops}, set(params)))
         except NotAffine as e:
             return Refusal(p.name, node.loc, f"its index '{show_expr(node.indices[0])}' {e.reason}")
+    if any(ext.reads_elements(f) for f in forms):
+        return None  # an index read from memory (a byte histogram's hist[in[i]]): data, not rows and columns
     # Only an index the dependence test cannot read needs splitting.
     flat = [(node, loops, f) for (node, loops), f in zip(refs, forms)
             if acc_mod.affine(node.indices[0], params | {lp.var for lp in loops}) is None]

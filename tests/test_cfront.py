@@ -771,3 +771,29 @@ def test_polybench_kernels_parse(path: Path | None) -> None:
     assert m.kernels
     ircheck.check(m)
     assert_all_located(m)
+
+
+@pytest.mark.parametrize(("elem", "extent"), [("unsigned char", 256), ("unsigned short", 65536)])
+def test_a_narrow_unsigned_element_read_as_an_index_bounds_the_extent(elem: str, extent: int) -> None:
+    """``hist[in[i]]``: the index is data, a value of ``in``'s element type, so ``hist`` reaches at most
+    its range (and ``+ 1`` past it); a signed, a wide or a narrowed element is still refused."""
+    k = kernel(f"""
+        void f(int n, const {elem} *in, unsigned *hist, unsigned *next) {{
+          for (int i = 0; i < n; i++) {{
+            hist[in[i]] += 1;
+            next[in[i] + 1] = 0;
+          }}
+        }}""")
+    dims = {p.name: p.ty.dims for p in k.params if isinstance(p.ty, ir.ArrayType)}
+    assert dims["hist"] == (C(extent),) and dims["next"] == (C(extent + 1),)
+    for bad in ("signed char", "unsigned", "int"):
+        with pytest.raises(TranspileError, match="cannot derive the extent of pointer parameter 'hist'"):
+            kernel(f"""
+                void f(int n, const {bad} *in, unsigned *hist) {{
+                  for (int i = 0; i < n; i++) hist[in[i]] += 1;
+                }}""")
+    with pytest.raises(TranspileError, match="narrower"):
+        kernel("""
+            void f(int n, const int *in, unsigned *hist) {
+              for (int i = 0; i < n; i++) hist[(unsigned char)in[i]] += 1;
+            }""")

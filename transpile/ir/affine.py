@@ -18,8 +18,10 @@ over the iteration domain and add one:
 * The extent is ``max(...) + 1`` over all accesses, with dominated
   candidates dropped and the rest combined by ``Select``-based maxima.
 
-Anything else (an index that reads memory or a local, ``i*j``, ``i/2``) is an
-error telling the user to declare the parameter as an array with an explicit
+An element of an unsigned type of at most 16 bits read in the index (``hist[in[i]]`` with
+``uint8_t *in``) is a value in ``0..2^bits - 1``, maximised as a loop variable over that range
+would be (extent 256 for a byte).  Anything else (an index that reads other memory or a local,
+``i*j``, ``i/2``) is an error telling the user to declare the parameter as an array with an explicit
 extent.  The result is sound (never too small) but may over-approximate.
 """
 
@@ -112,8 +114,15 @@ def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> Aff:
         raise NotAffine(f"reads '{e.name}', which is neither a loop variable nor an unmodified "
                         "scalar parameter")
     if isinstance(e, ir.Index):
+        if not e.ty.is_signed and e.ty.bits <= NARROW_BITS:
+            # an element of a narrow unsigned type (a byte's histogram: hist[in[i]]): a value of its
+            # own in 0..2^bits - 1, eliminated by _maximise like a loop variable over that range
+            return Aff({f"{_NARROW}{e.ty.bits}@{id(e)}": {(): 1}}, {})
         raise NotAffine(f"reads memory ('{e.array}[...]')")
     if isinstance(e, ir.Cast) and e.ty.is_int and e.operand.ty.is_int:
+        if e.ty.bits < e.operand.ty.bits or (e.ty.bits == e.operand.ty.bits and e.ty.is_signed != e.operand.ty.is_signed):
+            if any(isinstance(n, ir.Index) for n in ir.walk(e.operand)):
+                raise NotAffine("reads memory converted to a narrower or differently signed type")
         return to_affine(e.operand, loopvars, params)
     if isinstance(e, ir.Unary) and e.op == "-":
         return _ascale(to_affine(e.operand, loopvars, params), {(): -1})
@@ -143,6 +152,18 @@ def to_affine(e: ir.Expr, loopvars: set[str], params: set[str]) -> Aff:
     if e.ty.is_float:
         raise NotAffine("is not an integer")
     return Aff({}, {(e,): 1})
+
+
+#: Elements of unsigned types of at most this many bits may appear in an index: each is a value in
+#: 0..2^bits - 1 (a histogram over bytes); wider ones could need an extent of gigabytes.
+NARROW_BITS = 16
+_NARROW = "$u"
+
+
+def reads_elements(form: Aff) -> bool:
+    """Whether ``form`` holds narrow unsigned elements read from memory (:data:`NARROW_BITS`): an index
+    that depends on data, which no choice of row length splits into subscripts."""
+    return any(v.startswith(_NARROW) for v in form.coeffs)
 
 
 def _atom_nonneg(e: ir.Expr) -> bool:
@@ -224,6 +245,25 @@ def _maximise(index: ir.Expr, loops: tuple[ir.For, ...], params: set[str]) -> li
                 new.append(_aadd(rest, _ascale(hi1, c)))
             if sign != "nonneg":
                 new.append(_aadd(rest, _ascale(lo, c)))
+        forms = _dedupe(new)
+        if len(forms) > _MAX_FORMS:
+            raise NotAffine("has too many candidate maxima (coefficients of unknown sign)")
+    # Narrow unsigned elements read in the index (to_affine): each over 0..2^bits - 1.
+    while any(v.startswith(_NARROW) for f in forms for v in f.coeffs):
+        new = []
+        for form in forms:
+            var = next((v for v in form.coeffs if v.startswith(_NARROW)), None)
+            if var is None:
+                new.append(form)
+                continue
+            c = form.coeffs[var]
+            rest = Aff({v: p for v, p in form.coeffs.items() if v != var}, form.const)
+            top = (1 << int(var[len(_NARROW):var.index("@")])) - 1
+            sign = _sign(c)
+            if sign != "nonpos":
+                new.append(_aadd(rest, _ascale(_const_aff(top), c)))
+            if sign != "nonneg":
+                new.append(rest)
         forms = _dedupe(new)
         if len(forms) > _MAX_FORMS:
             raise NotAffine("has too many candidate maxima (coefficients of unknown sign)")
