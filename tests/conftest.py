@@ -30,13 +30,6 @@ def pytest_configure(config: pytest.Config) -> None:
     path = tempfile.mkdtemp(prefix="transpile-test-cache-")
     os.environ["TRANSPILE_CACHE_DIR"] = path
     config.stash[_CACHE] = path
-    if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
-        # An environment that forbids bytecode beside the sources made every Python process the tests
-        # start (the CLI as a user runs it, the verifier's and the evaluator's workers) compile the
-        # compiler's modules from source again: 0.4-0.5 s a process.  Compiled once into this run's
-        # cache instead, the sources still untouched.
-        del os.environ["PYTHONDONTWRITEBYTECODE"]
-        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(path, "pycache")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -44,9 +37,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)
         os.environ.pop("TRANSPILE_CACHE_DIR", None)
-        if os.environ.get("PYTHONPYCACHEPREFIX", "").startswith(path):
-            del os.environ["PYTHONPYCACHEPREFIX"]
-            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
 
 _CACHE = pytest.StashKey[str]()

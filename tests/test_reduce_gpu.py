@@ -28,7 +28,7 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc"
 AFFECTED = {"durbin": {"block"}, "gramschmidt": {"block", "cols"},
             "ludcmp": {"block"}, "atax": {"chain"}, "gesummv": {"rows"}, "gemver": {"rows", "sweep"},
             "bicg": {"sweep"}, "mvt": {"sweep"}, "correlation": {"cols"}, "covariance": {"cols"},
-            "floyd-warshall": {"block"}}
+            "floyd-warshall": {"block"}, "nussinov": {"rows"}}
 #: Kernels whose reductions are integer sums (exact in any order): kept under --no-reassociate.
 EXACT = {"floyd-warshall"}  # passes/closure.py's count of the pivot row's and column's moved elements
 

@@ -87,7 +87,7 @@ def test_seidel_2d_becomes_host_wavefronts_of_parallel_time_steps_and_rows() -> 
     # (0, 1, 0), (0, 1, 1) within a time step, (1, 0, 0), (1, 0, -1), (1, -1, -1), (1, -1, 0), (1, -1, 1)
     # from the step before: h = (ht, hi, 1) needs hi >= 2 and ht >= hi + 2, so h = (4, 2, 1) and
     # j = w - 4 * t - 2 * i: 4 * tsteps + 3 * n - 12 launches instead of tsteps * (3 * n - 8).
-    assert "for w in 3..3 * n + 4 * tsteps - 9 {" in shown
+    assert "for w in 3..3 * n + 4 * tsteps - 9 host(oneblock) {" in shown
     assert "if (1 <= w - 4 * t - 2 * i && w - 4 * t - 2 * i < n - 1) {" in shown
     assert "A[i][w - 4 * t - 2 * i] = " in shown
 
