@@ -43,6 +43,16 @@ def test_forward_dependence_fuses() -> None:
     assert fuse.run(k) == _k("for i in 0..n { A[i] = x[i]; B[i] = A[i]; }")
 
 
+def test_unrolled_pieces_of_one_step_fuse() -> None:
+    # an unrolled loop split by distribution: the pieces share their step-4 header and fuse back (normalize
+    # gives the fused loop unit step later), one launch instead of four
+    k = _k("for i in 0..n - 3 step 4 { A[i] = x[i]; }\nfor i in 0..n - 3 step 4 { A[i + 1] = x[i + 1]; }")
+    assert fuse.run(k) == _k("for i in 0..n - 3 step 4 { A[i] = x[i]; A[i + 1] = x[i + 1]; }")
+    # different steps are different headers
+    k = _k("for i in 0..n step 2 { A[i] = x[i]; }\nfor i in 0..n step 3 { B[i] = x[i]; }")
+    assert fuse.run(k) is k
+
+
 def test_fusion_preventing_dependence_is_respected() -> None:
     # B(i) reads A[i + 1]: fused, it would run before A(i + 1) writes it (a backward,
     # carried dependence), so the loops stay apart.
