@@ -738,7 +738,48 @@ def halves(p: Pool) -> str:
     return f"for (i = 0; i < {d}; i++)\n  {y}[i] = {y}[{d} - 1] * {_lit(r)} + {x}[i];"  # not the first: sequential
 
 
-ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break, halves)
+def unrolled(p: Pool) -> str:
+    """A loop unrolled by hand, then its remainder loop counting on from the exit value (upward or down);
+    the exit value is read once more after it.  (``i=`` without spaces: :func:`_style` must not declare
+    the counter in the first loop, which would hide the exit value from the second.)"""
+    r = p.rng
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    u = r.choice([2, 3, 4])
+    c = _lit(r)
+    if r.random() < 0.6:
+        head = r.choice([f"i + {u} <= {d}", f"i < {d} - {u - 1}"])
+        body = "\n".join(f"  {y}[i + {k}] = {x}[i + {k}] * {c} + {y}[i + {k}];" for k in range(u))
+        return (f"for (i=0; {head}; i += {u}) {{\n{body}\n}}\nfor (; i < {d}; i++)\n"
+                f"  {y}[i] = {x}[i] * {c} + {y}[i];\nif (i > 0)\n  {y}[i - 1] += 0.5;")
+    body = "\n".join(f"  {y}[i - {k}] = {x}[i - {k}] - {y}[i - {k}];" for k in range(u))
+    return (f"for (i={d} - 1; i >= {u - 1}; i -= {u}) {{\n{body}\n}}\nfor (; i >= 0; i--)\n"
+            f"  {y}[i] = {x}[i] - {y}[i];\nif ({d} > 0)\n  {y}[i + 1] *= 2.0;")
+
+
+def early_return(p: Pool) -> str:
+    """A ``return`` out of a loop or a nest (the rest of the kernel does not run), or a guard's."""
+    r = p.rng
+    thr = _lit(r, -0.5, 0.9)
+    kind = r.choice(["loop", "nest", "guard"])
+    if kind == "guard":
+        p.params.add("tsteps")
+        return f"if (tsteps > {r.choice([1, 2, 3])})\n  return;"
+    if kind == "loop":
+        d = r.choice(SIZES)
+        x = p.get((d,))
+        y = p.get((d,), avoid=(x,))
+        return f"for (i = 0; i < {d}; i++) {{\n  if ({x}[i] > {thr})\n    return;\n  {y}[i] = {x}[i] * 2.0;\n}}"
+    di, dj = r.sample(SIZES, 2)
+    a = p.get((di, dj))
+    out = p.get((di,))
+    return (f"for (i = 0; i < {di}; i++) {{\n  {out}[i] = 0.0;\n  for (j = 0; j < {dj}; j++) {{\n"
+            f"    if ({a}[i][j] > {thr})\n      return;\n    {out}[i] += {a}[i][j];\n  }}\n}}")
+
+
+ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break, halves, unrolled,
+            early_return)
 
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,

@@ -33,9 +33,10 @@ bitwise, relational and logical operator, ``?:``, casts to scalar types,
 ``sizeof`` (folded), literals with C's types, math-library calls
 (``ir.MATH_FUNCS``) and calls to helpers.
 
-Rejected with a located error: ``goto``, labels, ``while``, ``do``, ``break``,
-``continue``, ``switch``, ``return`` other than a kernel's final ``return;``
-or outside loops in helpers, comma expressions, assignments and ``++`` used
+``goto``, labels, ``break``, ``continue``, ``switch`` and early ``return`` are
+structured into ifs first (:mod:`transpile.frontend.structure`).
+
+Rejected with a located error: ``while``, ``do``, backward or inward jumps, comma expressions, assignments and ``++`` used
 inside expressions, pointers other than flat array parameters (``*p``,
 ``&x``, ``p + 1``, ``p++``, ``double **``), structs and unions, strings,
 function pointers, variadic functions, local arrays other than at a kernel's
@@ -46,8 +47,9 @@ dropped with the warning ``dropped-call``.
 
 Loop variables declared outside their loop (``int i; for (i = 0; ...)``)
 are scoped to the loop in the IR; their ``Decl`` is emitted only if the
-variable is also used as an ordinary scalar, and reading it after the loop
-(before reassigning it) is an error.
+variable is also used as an ordinary scalar, and where it is read after the
+loop (before being reassigned) it is given C's exit value there
+(:func:`transpile.frontend.loops.exit_values`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ an expression, ``r[i] = h(n, A[i]);``, runs that block first and reads a result 
 helper's final ``return e;``.  The parameters get a fresh suffix, so that no argument can read a
 parameter of the same name instead of the caller's variable.
 
-Refused with a located error: recursion, a ``return`` before the end of the helper, an array parameter
+A ``return`` before the end of the helper assigns the result and jumps to the end of the inlined body
+(a ``goto`` that :mod:`transpile.frontend.structure` turns into a flag and ifs).
+
+Refused with a located error: recursion, an array parameter
 of more than one dimension, a call elsewhere than in a statement of a block (a loop header, a
 condition).
 """
@@ -149,10 +152,12 @@ class _Inliner:
             last = body.pop()
             if last.expr is not None and result is not None:
                 body.append(c_ast.Assignment("=", c_ast.ID(result, coord=last.coord), last.expr, coord=last.coord))
-        for n in _walk(c_ast.Compound(body)):
-            if isinstance(n, c_ast.Return):
-                raise self.err(n, f"'return' before the end of helper '{name}' is not supported where it is "
-                                  "inlined (it takes arrays)")
+        if any(isinstance(n, c_ast.Return) for n in _walk(c_ast.Compound(body))):
+            # an early return jumps to the end of the inlined body (transpile/frontend/structure.py
+            # structures the jump); the label is this expansion's own
+            label = f"return{suffix}"
+            body = [_returns_to(it, label, result) for it in body]
+            body.append(c_ast.Label(label, c_ast.EmptyStatement(coord=call.coord), coord=call.coord))
         block = c_ast.Compound(items + body, coord=call.coord)
         self.block(block, stack + [name])
         return block
@@ -179,3 +184,18 @@ def _rename(node: c_ast.Node, table: dict[str, str]) -> None:
         elif isinstance(n, c_ast.Decl) and n.name in table:
             n.name = table[n.name]
             _set_declname(n.type, n.name)
+
+
+def _returns_to(node: c_ast.Node, label: str, result: str | None) -> c_ast.Node:
+    """``node`` with each ``return e;`` as ``{ result = e; goto label; }`` (``goto label;`` without a
+    result or a value)."""
+    if isinstance(node, c_ast.Return):
+        goto = c_ast.Goto(label, coord=node.coord)
+        if node.expr is None or result is None:
+            return goto
+        value = c_ast.Assignment("=", c_ast.ID(result, coord=node.coord), node.expr, coord=node.coord)
+        return c_ast.Compound([value, goto], coord=node.coord)
+    new = copy.copy(node)
+    for name, child in node.children():
+        set_child(new, name, _returns_to(child, label, result))
+    return new

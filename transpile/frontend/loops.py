@@ -9,10 +9,12 @@ C's ``for (init; cond; next)`` becomes ``For(var, ty, lo, hi, step, body)``
 value, so ``hi = a + 1`` and ``lo = b + 1`` (``b`` for ``>=``).  ``!=`` needs
 ``|step| == 1``.  Bounds are converted to the loop variable's type.
 
-What the normalised form cannot express is rejected with a located error:
-the loop variable assigned in the body, a variable or array read by the
-bounds written in the body, a loop variable read after its loop ends (checked
-by :func:`check_dead_loop_vars` on the finished IR), missing parts.
+A declared variable a loop counts gets C's exit value after the loop where it
+is read there (:func:`exit_values`); ``for (; i < n; i++)`` counts on from
+the variable's value.  What the normalised form cannot express is rejected
+with a located error: the loop variable assigned in the body, a variable or
+array read by the bounds written in the body, the exit value of a loop with a
+run-time step read after it, missing parts.
 
 A step known only at run time (``i += inc``, ``i -= inc``: a signed integer expression the body does
 not change, not reading ``i``) is not a constant of the IR: the loop runs over every ``i`` of its
@@ -319,53 +321,127 @@ def check_bounds_invariant(lo: ir.Expr, hi: ir.Expr, body: tuple[ir.Stmt, ...],
                                         "which is not supported: loop bounds are evaluated once, on entry")
 
 
-def check_dead_loop_vars(body: tuple[ir.Stmt, ...], links: dict[int, str],
-                         cnames: dict[str, str]) -> None:
-    """Reject reads of a C variable after a loop it counted, before it is reassigned.
+def exit_value(lo: ir.Expr, hi: ir.Expr, step: int, ty: ir.Scalar, loc: Loc | None) -> ir.Expr:
+    """The value C's loop variable holds when ``For(var, ty, lo, hi, step)`` ends (it ran to completion:
+    the IR has no ``break``; the structured ones keep counting, docs/ordinary_c.md).
 
-    ``links`` maps ``id(For)`` to the IR name of the declared variable that
-    the C loop used as its counter.  In C the variable keeps its exit value
-    after the loop; the IR scopes the loop variable to the loop, so such a
-    read would see a stale value.
-    """
-    if not links:
-        return
+    Upward, the first value of ``lo, lo + s, ...`` not below ``hi`` (``lo`` itself on an empty range);
+    downward, the first of ``hi - 1, hi - 1 - s, ...`` below ``lo`` (``hi - 1``, C's start, on an empty
+    range).  A step other than 1 counts the trips in ``u64``, where ``hi - lo`` cannot overflow, and the
+    result wraps back to ``ty``: that is C's value wherever C's last increment did not overflow."""
+    nonempty = ir.binary("<", lo, hi, loc=loc)
+    start, empty = (lo, lo) if step > 0 else (add_const(hi, -1, loc), add_const(hi, -1, loc))
+    s = abs(step)
+    if s == 1:
+        end = hi if step > 0 else add_const(lo, -1, loc)
+    else:
+        u = ir.U64
 
-    def reads(e: ir.Expr | None, dead: frozenset[str], report: bool) -> None:
-        if e is None or not report or not dead:
-            return
-        for n in ir.walk(e):
-            if isinstance(n, ir.Var) and n.name in dead:
-                name = cnames.get(n.name, n.name)
-                raise TranspileError(n.loc, f"'{name}' is read after the loop it counts has ended, "
-                                            "which is not supported: loop variables are scoped to their "
-                                            f"loop; assign '{name}' before reading it")
+        def wide(e: ir.Expr) -> ir.Expr:
+            v = fold(e)
+            return const_of(v % (1 << 64), u, loc) if isinstance(v, int) else ir.cast(e, u)
 
-    def run(stmts: tuple[ir.Stmt, ...], dead: frozenset[str], report: bool) -> frozenset[str]:
+        d = ir.binary("-", wide(hi), wide(lo), loc=loc) if fold(lo) != 0 else wide(hi)
+        k = ir.const(s, u, loc=loc)
+        trips = ir.binary("+", ir.binary("/", d, k, loc=loc),
+                          ir.binary("!=", ir.binary("%", d, k, loc=loc), ir.const(0, u, loc=loc), loc=loc),
+                          loc=loc)
+        moved = ir.binary("*", trips, k, loc=loc)
+        end = (moved if step > 0 and fold(start) == 0
+               else ir.binary("+" if step > 0 else "-", wide(start), moved, loc=loc))
+    return ir.select(nonempty, ir.cast(end, ty), ir.cast(empty, ty), loc=loc)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exit:
+    """What a C loop leaves in the variable it counted: ``var`` (the IR name of the declared
+    variable), its ``value`` (:func:`exit_value`), or ``None`` where the IR cannot give it (a
+    run-time step), with the C name for the message."""
+
+    var: str
+    ty: ir.Scalar
+    value: ir.Expr | None
+    cname: str
+
+
+def exit_values(body: tuple[ir.Stmt, ...], exits: dict[int, Exit]) -> tuple[ir.Stmt, ...]:
+    """``body`` with C's exit value assigned to the counted variable after every loop of ``exits`` (by
+    ``id(For)``) where the variable is read before it is written again (``for (; i < n; i++)`` after an
+    unrolled loop, ``n_used = i``); nothing where it is not, so loops whose counter is dead after them
+    lower as before.
+
+    The IR scopes a loop variable to its loop (the loop counts a fresh name), so the declared variable
+    keeps its value from before the loop unless it is given the exit value.  Liveness is the usual
+    backward analysis on the structured body (a loop's body live-in flows back to its live-out until it
+    is stable).  A read of an exit value the IR cannot compute (a loop with a run-time step) is a located
+    error."""
+    if not exits:
+        return body
+    placed: dict[int, Exit] = {}
+
+    def place(stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
         for s in stmts:
-            if isinstance(s, ir.Decl):
-                reads(s.init, dead, report)
-            elif isinstance(s, ir.Assign):
-                reads(s.value, dead, report)
-                if isinstance(s.target, ir.Index):
-                    for ix in s.target.indices:
-                        reads(ix, dead, report)
-                else:
-                    dead = dead - {s.target.name}
+            e = exits.get(id(s)) if isinstance(s, ir.For) else None
+            if isinstance(s, ir.For):
+                s = dataclasses.replace(s, body=place(s.body))
             elif isinstance(s, ir.If):
-                reads(s.cond, dead, report)
-                dead = run(s.then, dead, report) | run(s.orelse, dead, report)
-            elif isinstance(s, ir.For):
-                reads(s.lo, dead, report)
-                reads(s.hi, dead, report)
-                # Loop-carried: what is dead at the end of an iteration is dead at its start.
-                end = run(s.body, dead, False)
-                end = run(s.body, dead | end, report)
-                dead = dead | end
-                if id(s) in links:
-                    dead = dead | {links[id(s)]}
-            elif isinstance(s, ir.Return):
-                reads(s.value, dead, report)
-        return dead
+                s = dataclasses.replace(s, then=place(s.then), orelse=place(s.orelse))
+            out.append(s)
+            if e is not None:
+                value = e.value if e.value is not None else ir.Var(e.var, e.ty, loc=s.loc)
+                a = ir.Assign(ir.Var(e.var, e.ty, loc=s.loc), value, loc=s.loc)
+                placed[id(a)] = e
+                out.append(a)
+        return tuple(out)
 
-    run(body, frozenset(), True)
+    def reads(e: ir.Node | None) -> frozenset[str]:
+        return frozenset() if e is None else frozenset(ir.var_names(e))
+
+    def prune(stmts: tuple[ir.Stmt, ...], live: frozenset[str]) -> tuple[tuple[ir.Stmt, ...], frozenset[str]]:
+        out: list[ir.Stmt] = []
+        for s in reversed(stmts):
+            e = placed.get(id(s))
+            if e is not None:
+                assert isinstance(s, ir.Assign)
+                if e.var not in live:
+                    continue
+                if e.value is None:
+                    raise TranspileError(s.loc, f"'{e.cname}' is read after this loop, which counts it with a "
+                                                "step known only at run time: not supported (its exit value); "
+                                                f"assign '{e.cname}' before reading it")
+                out.append(s)
+                live = (live - {e.var}) | reads(s.value)
+                continue
+            if isinstance(s, ir.Assign):
+                if isinstance(s.target, ir.Var):
+                    live = (live - {s.target.name}) | reads(s.value)
+                else:
+                    live = live | reads(s.target) | reads(s.value)
+            elif isinstance(s, ir.Decl):
+                live = (live - {s.name}) | reads(s.init)
+            elif isinstance(s, ir.If):
+                then, lt = prune(s.then, live)
+                orelse, le = prune(s.orelse, live)
+                s = dataclasses.replace(s, then=then, orelse=orelse)
+                live = lt | le | reads(s.cond)
+            elif isinstance(s, ir.For):
+                out_body = live
+                while True:  # the next iteration reads what the body's start reads
+                    new_body, into = prune(s.body, out_body)
+                    grown = live | (into - {s.var})
+                    if grown == out_body:
+                        break
+                    out_body = grown
+                s = dataclasses.replace(s, body=new_body)
+                live = out_body | reads(s.lo) | reads(s.hi)
+            elif isinstance(s, ir.Return):
+                live = reads(s.value)
+            elif isinstance(s, ir.Trap):
+                live = frozenset()
+            else:
+                live = live | reads(s)
+            out.append(s)
+        return tuple(reversed(out)), live
+
+    return prune(place(body), frozenset())[0]

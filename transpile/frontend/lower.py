@@ -175,7 +175,8 @@ def c_nodes(node: c_ast.Node) -> list[c_ast.Node]:
 def lower_function(unit: Unit, fdef: c_ast.FuncDef, kind: str) -> ir.Kernel | ir.Func:
     """Lower ``fdef`` as a kernel or a helper (two passes, see the module docstring)."""
     inline_array_helpers(fdef, unit.funcdefs, unit.takes_arrays, unit.loc)  # (transpile/frontend/inline.py)
-    structure(fdef, unit.loc)  # goto, switch, break, continue as ifs (transpile/frontend/structure.py)
+    # goto, switch, break, continue and early returns as ifs (transpile/frontend/structure.py)
+    structure(fdef, unit.loc, helper=kind == "func")
     localize_pointers(fdef, unit.loc)  # local pointers as offsets into arrays (transpile/frontend/pointers.py)
     first = Lowerer(unit, fdef, kind, plain_used=None)
     first.lower()
@@ -194,7 +195,7 @@ class Lowerer(ExprLowerer):
         self.names: set[str] = set()  # every IR name so far
         self.decl_names: set[str] = set()  # parameters and Decls
         self.active: list[Sym] = []  # counters of the enclosing loops
-        self.links: dict[int, str] = {}  # id(For) -> IR name of the C variable it counts
+        self.exits: dict[int, loops.Exit] = {}  # id(For) -> the declared C variable it counts, its exit value
         self.cnames: dict[str, str] = {}  # IR name -> C name, for messages
         self.ret: ir.Scalar | None = None
         self.top_level = False  # is the statement being lowered directly in the function body?
@@ -245,7 +246,7 @@ class Lowerer(ExprLowerer):
             self.ret = ret if isinstance(ret, ir.Scalar) else None
         scalars, arrays, order = self.params(ftype)
         body = tuple(self.block(fdef.body, top=True))
-        loops.check_dead_loop_vars(body, self.links, self.cnames)
+        body = loops.exit_values(body, self.exits)
         body = loops.hoist_step_checks(body, self.cnames, in_func=self.kind == "func")
         if self.kind == "func":
             return ir.Func(name, tuple(scalars[n] for n in order), self.ret, body, loc=loc)
@@ -601,9 +602,12 @@ class Lowerer(ExprLowerer):
         (:func:`loops.step_check`) comes first."""
         loc = self.loc(node)
         init = node.init
-        if init is None:
-            raise TranspileError(loc, "'for' loop without an initialisation is not supported: the loop "
-                                      "variable needs a start value")
+        if init is None:  # 'for (; i < n; i++)': counts on from the declared variable's value
+            counted = _counted(node.next)
+            if counted is None:
+                raise TranspileError(loc, "'for' loop without an initialisation is not supported: the loop "
+                                          "variable needs a start value")
+            init = c_ast.Assignment("=", counted, counted, coord=node.coord)
         origin: Sym | None = None
         for part in (init, node.next):
             if isinstance(part, c_ast.ExprList):
@@ -689,6 +693,15 @@ class Lowerer(ExprLowerer):
             check.append(loops.step_check(stride, lo, hi, against, loops.c_text(step_node), cname, loc))
         f = ir.For(name, ty, lo, hi, step, body, loc=loc)
         if origin is not None and origin.emitted:
-            self.links[id(f)] = origin.name
+            exit_value = None if stride is not None else loops.exit_value(lo, hi, step, ty, loc)
+            self.exits[id(f)] = loops.Exit(origin.name, ty, exit_value, cname)
         return [*check, f]
 
+
+def _counted(nxt: c_ast.Node | None) -> c_ast.ID | None:
+    """The variable a loop's increment steps (``i`` of ``i++``, ``i += 4``, ``i = i + 1``), if any."""
+    if isinstance(nxt, c_ast.UnaryOp) and isinstance(nxt.expr, c_ast.ID):
+        return nxt.expr
+    if isinstance(nxt, c_ast.Assignment) and isinstance(nxt.lvalue, c_ast.ID):
+        return nxt.lvalue
+    return None

@@ -35,13 +35,75 @@ _BREAKABLE = (c_ast.For, c_ast.While, c_ast.DoWhile, c_ast.Switch)
 _LOOPS = (c_ast.For, c_ast.While, c_ast.DoWhile)
 
 
-def structure(fdef: c_ast.FuncDef, loc: Callable[[c_ast.Node], Loc]) -> None:
+def structure(fdef: c_ast.FuncDef, loc: Callable[[c_ast.Node], Loc], *, helper: bool = False) -> None:
     """Rewrite ``fdef``'s body in place so that it holds no ``goto``, label, ``switch``, ``break`` or
-    ``continue`` (idempotent); ``loc`` maps a node to its source ``Loc`` for errors."""
+    ``continue``, nor a ``return`` before the end (in a ``helper``, the IR's device functions, a return
+    outside loops stays); idempotent; ``loc`` maps a node to its source ``Loc`` for errors."""
     body = fdef.body
-    if body is None or not _any(body, (c_ast.Goto, c_ast.Label, c_ast.Switch, c_ast.Break, c_ast.Continue)):
+    if body is None:
+        return
+    _early_returns(fdef, helper)
+    if not _any(body, (c_ast.Goto, c_ast.Label, c_ast.Switch, c_ast.Break, c_ast.Continue)):
         return
     _Structurer(loc).run(body)
+
+
+_RETURN_LABEL = "return"  # a keyword: no C label can take it
+_RETURN_VALUE = "return_value__"
+
+
+def _early_returns(fdef: c_ast.FuncDef, helper: bool) -> None:
+    """Every ``return`` but a final one at the top level of ``fdef``'s body becomes a forward jump to the
+    end of the body (``{ return_value__ = e; goto return__; }``, ``return__: return return_value__;``), so
+    that a search loop's ``if (a[i] == x) return i;`` or a guard's ``if (n <= 0) return;`` is a ``goto``
+    the structurer turns into flags and ifs.  The function's result is unchanged: C runs nothing after
+    a ``return``, and nothing after a taken jump runs either.  A function returning a pointer or a struct
+    is left alone (the lowering refuses it).  A helper returns from anywhere outside a loop, so there
+    the rewrite happens only when some ``return`` is in a loop."""
+    items = _items(fdef.body)
+    real = [it for it in items if not isinstance(it, c_ast.Pragma)]
+    final = real[-1] if real and isinstance(real[-1], c_ast.Return) else None
+    if helper:
+        if not any(_all(loop, c_ast.Return) for loop in _all(fdef.body, c_ast.For)):
+            return
+    elif not any(r is not final for r in _all(fdef.body, c_ast.Return)):
+        return
+    rtype = fdef.decl.type.type
+    if not isinstance(rtype, c_ast.TypeDecl):
+        return
+    void = isinstance(rtype.type, c_ast.IdentifierType) and rtype.type.names == ["void"]
+
+    def jump(node: c_ast.Node) -> c_ast.Node:
+        if isinstance(node, c_ast.Return):
+            goto = c_ast.Goto(_RETURN_LABEL, coord=node.coord)
+            if void or node.expr is None:  # 'return;' in a function with a value: the lowering's error
+                return goto if void else node
+            value = c_ast.Assignment("=", c_ast.ID(_RETURN_VALUE, coord=node.coord), node.expr, coord=node.coord)
+            return c_ast.Compound([value, goto], coord=node.coord)
+        new = copy.copy(node)
+        for name, child in node.children():
+            set_child(new, name, jump(child))
+        return new
+
+    body = [jump(it) for it in items]
+    end = fdef.body.block_items[-1].coord if fdef.body.block_items else fdef.body.coord
+    if void:
+        body.append(c_ast.Label(_RETURN_LABEL, c_ast.EmptyStatement(coord=end), coord=end))
+    else:
+        ty = copy.deepcopy(rtype)
+        ty.declname, ty.quals = _RETURN_VALUE, []
+        decl = c_ast.Decl(_RETURN_VALUE, [], [], [], [], ty, c_ast.Constant("int", "0", coord=end), None,
+                          coord=end)
+        result = c_ast.Return(c_ast.ID(_RETURN_VALUE, coord=end), coord=end)
+        body = [decl, *body, c_ast.Label(_RETURN_LABEL, result, coord=end)]
+    fdef.body.block_items = body
+
+
+def _all(node: c_ast.Node, kind: type) -> list[c_ast.Node]:
+    found = [node] if isinstance(node, kind) else []
+    for _, c in node.children():
+        found.extend(_all(c, kind))
+    return found
 
 
 def _any(node: c_ast.Node, kinds: tuple[type, ...]) -> bool:

@@ -227,12 +227,16 @@ def _maximise(index: ir.Expr, loops: tuple[ir.For, ...], params: set[str]) -> li
     forms = [to_affine(index, set(names), params)]
     for k in range(len(loops) - 1, -1, -1):
         loop, outer = loops[k], set(names[:k])
-        try:
-            lo = to_affine(loop.lo, outer, params)
-            hi1 = _aadd(to_affine(loop.hi, outer, params), _const_aff(1), -1)
-        except NotAffine as e:
-            raise NotAffine(f"is used in a loop over '{loop.var}' whose bounds are not affine "
-                            f"(a bound {e.reason})") from None
+
+        def bound(e: ir.Expr, loop: ir.For = loop, outer: set[str] = outer) -> Aff:
+            # only the bound a maximum needs is read: 'for (i2 = i; i2 < n; i2++)' (a remainder loop)
+            # bounds an increasing index by n alone
+            try:
+                return to_affine(e, outer, params)
+            except NotAffine as err:
+                raise NotAffine(f"is used in a loop over '{loop.var}' whose bounds are not affine "
+                                f"(a bound {err.reason})") from None
+
         new: list[Aff] = []
         for form in forms:
             c = form.coeffs.get(loop.var)
@@ -242,9 +246,9 @@ def _maximise(index: ir.Expr, loops: tuple[ir.For, ...], params: set[str]) -> li
             rest = Aff({v: p for v, p in form.coeffs.items() if v != loop.var}, form.const)
             sign = _sign(c)
             if sign != "nonpos":
-                new.append(_aadd(rest, _ascale(hi1, c)))
+                new.append(_aadd(rest, _ascale(_aadd(bound(loop.hi), _const_aff(1), -1), c)))
             if sign != "nonneg":
-                new.append(_aadd(rest, _ascale(lo, c)))
+                new.append(_aadd(rest, _ascale(bound(loop.lo), c)))
         forms = _dedupe(new)
         if len(forms) > _MAX_FORMS:
             raise NotAffine("has too many candidate maxima (coefficients of unknown sign)")
