@@ -1,8 +1,10 @@
 """What the compiler made of one loop of the ordinary-C corpus (tests/ordinary/), read from the mapped IR.
 
 Each corpus file starts with ``// expect: OUTCOME``: ``parallel V`` (a loop over ``V`` runs spread over
-GPU threads: a ``par`` loop of a launch), ``reduction`` (some loop is a parallel reduction), ``scan`` (a prefix computation: today sequential, a scan is not built), ``sequential`` (no
-loop may run in parallel), or ``error: TEXT`` (refused with a located message containing TEXT).
+GPU threads: a ``par`` loop of a launch), ``reduction`` (some loop is a parallel reduction), ``scan`` (a
+prefix computation run as a blocked scan: passes/scan.py's chunk loops are ``par`` loops of launches),
+``sequential`` (no loop may run in parallel), or ``error: TEXT`` (refused with a located message
+containing TEXT).
 :func:`outcome` compiles the file in process (no verification: tests/test_ordinary.py checks results
 separately) and says which loops came out parallel.
 """
@@ -26,6 +28,7 @@ class Outcome:
 
     par: set[str] = field(default_factory=set)
     reduction: bool = False
+    scan: bool = False
     error: str | None = None
     module: ir.Module | None = None
     lowered: ir.Module | None = None
@@ -55,6 +58,8 @@ def outcome(path: Path) -> Outcome:
             if isinstance(s, ir.For):
                 if s.reduce:
                     got.reduction = True
+                elif s.par is not None and s.var.startswith("chunk"):  # passes/scan.py's chunk loops
+                    got.scan = True
                 elif s.par is not None:  # a map, or a scatter whose updates are atomic (a histogram)
                     got.par.add(s.var)
     return got
@@ -70,6 +75,8 @@ def meets(expect: str, got: Outcome) -> bool:
         return expect.split()[1] in got.par
     if expect == "reduction":
         return got.reduction
-    if expect in ("sequential", "scan"):
-        return not got.par and not got.reduction
+    if expect == "scan":
+        return got.scan
+    if expect == "sequential":
+        return not got.par and not got.reduction and not got.scan
     raise AssertionError(f"unknown expectation {expect!r}")

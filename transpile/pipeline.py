@@ -59,6 +59,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         privatize,
         reduce_gpu,
         reschedule,
+        scan,
         sink_guard,
         snapshot,
         wavefront,
@@ -146,6 +147,10 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # skewed nest to keep the wavefront loop on the host and launch the new
     # inner loop in parallel.
     module = step("wavefront", module, wavefront.run)
+    # NOTE: scan after wavefront (a loop left sequential by every restructuring pass, whose only carried
+    # value is a running one) and before normalize and reduce-gpu: its chunk loops are parallel maps,
+    # its phase-1 loops reductions over each chunk, which they must see.
+    module = step("scan", module, lambda k: scan.run(k, reassociate=reassociate))
     # NOTE: normalize after the restructuring passes and before reduce-gpu and map-gpu: it only rewrites
     # loops the analysis proves parallel, on the final loop structure, into the unit-step form map-gpu maps.
     module = step("normalize", module, normalize.run)

@@ -1,5 +1,5 @@
 // cp_const_rec: propagation
-// expect: sequential
+// expect: scan
 
 void cp_const_rec(int n, float a[n], float b[n], float c[n]) {
   int k = 1;

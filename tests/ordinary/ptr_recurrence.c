@@ -1,5 +1,5 @@
 // ptr_recurrence: pointer
-// expect: sequential
+// expect: scan
 
 void ptr_recurrence(int n, float a[n], float b[n], float c[n]) {
   float *p = a + 1;

@@ -1,0 +1,370 @@
+"""Parallel prefix computations: a loop that carries one running value becomes a blocked scan.
+
+A loop whose only carried dependence is a running value (a prefix sum ``a[i] = a[i - 1] + b[i]``, a
+running total written out ``s += x[i]; y[i] = s;``, a running maximum) runs in one GPU thread: each
+iteration needs the one before.  But the running value is an associative combination of the
+iterations' terms, so it can be computed in three phases over chunks of ``K`` iterations (Blelloch's
+scan, blocked; Allen & Kennedy, "recurrence breaking"):
+
+1. every chunk, in parallel, combines its own terms (``part[c]``);
+2. the chunk totals are scanned in order (``part[c] = part[c - 1] op part[c]``): ``K`` times fewer
+   iterations, and itself a scan of the same shape, so this pass blocks it again (up to
+   :data:`LEVELS` levels: ``n / K^LEVELS`` iterations stay sequential);
+3. every chunk, in parallel, starts from the value before it (the entry value combined with the totals
+   of the chunks before) and runs the original body.
+
+**Precondition**: valid IR without ``Launch`` regions (it runs after the restructuring passes, right
+before normalize).
+
+**Rule.**  A top-level loop ``for i in lo..hi`` (step 1, ``lo``/``hi`` reading only scalar parameters) whose
+body holds exactly one accumulation (:mod:`transpile.ir.accum`) into the running value, either
+
+* a scalar ``s`` declared outside the loop: ``s = s op e`` (the *running total*; ``s`` holds the total
+  after the loop, and every other statement sees ``s`` as C does, before or after the update), or
+* an element ``X[.., i + d]`` computed from ``X[.., i + d - 1]``: ``X[.., i + d] = X[.., i + d - 1] op e``
+  (the *recurrence*; read as a running value that starts at ``X[.., lo + d - 1]`` and is stored at each
+  ``i``; ``e`` may read ``X[.., i + d]`` itself, whose value is still the entry one there),
+
+where the term ``e`` reads no scalar and no array the loop writes (so phase 1 can compute every term
+first), except that element.  The other statements are then run by phase 3 with the running value in a
+private scalar.  The operator must reassociate exactly (integers, min/max) or ``reassociate`` be on
+(float ``+``/``*``: the terms combine in another order, as a parallel reduction's do).
+
+The rewrite is kept only if the dependence test (:mod:`passes.deps`) proves both chunk loops parallel:
+that is what makes phase 3 legal (the other statements may not read what another chunk writes).
+
+Before::
+
+    for i in 1..n {
+      a[i] = a[i - 1] + b[i];
+    }
+
+After (one level shown; ``K = 64``)::
+
+    f32 part[n - 1 > 0 ? (n - 1 + 63) / 64 : 1];
+    for c in 0..(n - 1 + 63) / 64 {
+      f32 p = -0.0f;
+      for i in 1 + 64 * c..1 + 64 * c + 64 {
+        p = p + (i < n ? b[i] : -0.0f);
+      }
+      part[c] = p;
+    }
+    for c in 1..(n - 1 + 63) / 64 {
+      part[c] = part[c - 1] + part[c];
+    }
+    f32 s = a[0];
+    for c in 0..(n - 1 + 63) / 64 {
+      f32 r = s;
+      if (c > 0) {
+        r = r + part[c - 1];
+      }
+      for i in 1 + 64 * c..1 + 64 * c + 64 {
+        if (i < n) {
+          r = r + b[i];
+          a[i] = r;
+        }
+      }
+    }
+
+Packing (``if (c) { out[j] = e; j++; }``, a scan of the condition used as a subscript) is not done:
+phase 3's writes would go where the scanned counter says, which the dependence test cannot prove
+disjoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from passes import budget, deps
+from passes.builders import fresh_name
+from transpile import ir
+from transpile.ir import accum
+from transpile.ir.cscalars import fold
+
+#: Iterations a chunk combines (a constant: the chunks' subscripts stay affine, so the dependence test
+#: sees them disjoint).
+K = 64
+#: How many times the chunk totals' own scan is blocked again.
+LEVELS = 3
+
+
+def run(kernel: ir.Kernel, *, reassociate: bool = True, chunk: int | None = None) -> ir.Kernel:
+    """``kernel`` with its top-level running-value loops made blocked scans (see the module docstring);
+    ``chunk`` iterations a chunk (default :data:`K`; tests take small ones, to run every level at small
+    sizes)."""
+    chunk = K if chunk is None else chunk
+    if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
+        return kernel
+    params = frozenset(p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType))
+    written_anywhere = ir.scalars_written(kernel)
+    params = params - written_anywhere
+    # the loops of the kernel as given, by identity: a scan's own loops are not looked at again (its
+    # sequential tail has the recurrence's shape)
+    for loop in [s for s in kernel.body if isinstance(s, ir.For)]:
+        position = next(k for k, s in enumerate(kernel.body) if s is loop)
+        try:
+            budget.check()
+            got = _scan(kernel, position, loop, params, reassociate, chunk)
+        except budget.BudgetExceeded:
+            return kernel
+        if got is not None:
+            kernel = got
+    return kernel
+
+
+@dataclasses.dataclass(frozen=True)
+class _Running:
+    """A loop's running value: its accumulation, the statement's index in the body, the entry value
+    (an expression read before the loop) and, for a recurrence, the element each iteration stores it in."""
+
+    acc: accum.Accumulation
+    at: int
+    entry: ir.Expr
+    store: ir.Index | None
+
+
+def _scan(kernel: ir.Kernel, position: int, loop: ir.For, params: frozenset[str],
+          reassociate: bool, k: int) -> ir.Kernel | None:
+    if loop.step != 1 or loop.par is not None or loop.reduce or not _over(loop.lo, params) or not _over(
+            loop.hi, params):
+        return None
+    running = _running(loop)
+    if running is None:
+        return None
+    a = running.acc
+    if not (reassociate or accum.exact(a.op, a.target.ty)):
+        return None
+    stmts, parallel = _blocked(loop, running, ir.identifiers(kernel), LEVELS, k)
+    body = kernel.body
+    allocs = tuple(s for s in stmts if isinstance(s, ir.Alloc))
+    rest = tuple(s for s in stmts if not isinstance(s, ir.Alloc))
+    trial = dataclasses.replace(kernel, body=(*allocs, *body[:position], *rest, *body[position + 1:]))
+    graph = deps.analyze_or_none(trial)
+    if graph is None:
+        return None
+    ids = deps.loop_ids(trial)
+    par = deps.parallel_loops(trial, graph)
+    if not all(ids[id(c)] in par for c in parallel):
+        return None
+    return trial
+
+
+def _over(e: ir.Expr, params: frozenset[str]) -> bool:
+    """Whether ``e`` reads only the scalar parameters ``params`` (no array, no local)."""
+    return all(not isinstance(n, ir.Index) and (not isinstance(n, ir.Var) or n.name in params) for n in ir.walk(e))
+
+
+def _running(loop: ir.For) -> _Running | None:
+    """The loop's running value, if its body has the shape of the module docstring."""
+    i = loop.var
+    written_scalars = ir.scalars_written(loop)
+    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
+    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
+                      and isinstance(n.target, ir.Index)}
+    found = [got for at, s in enumerate(loop.body) if isinstance(s, ir.Assign)
+             and (got := _as_running(s, at, loop)) is not None]
+    if len(found) != 1:
+        return None
+    r = found[0]
+    a = r.acc
+    others = [s for k, s in enumerate(loop.body) if k != r.at]
+    if r.store is None and not any(a.target.name in ir.var_names(s) for s in others if isinstance(a.target, ir.Var)):
+        return None  # a total nobody reads per iteration is a reduction (reduce-gpu's)
+    # nothing else writes the running value
+    if isinstance(a.target, ir.Var):
+        if a.target.name in declared or any(a.target.name in ir.scalars_written(s) for s in others):
+            return None
+    elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) and n.target.array == a.name
+             for s in others for n in ir.walk(s)):
+        return None
+    # the term reads nothing the loop writes (but the recurrence's own element): phase 1 computes every
+    # term before phase 3 runs the body
+    for n in ir.walk(a.term):
+        if isinstance(n, ir.Var) and n.name != i and (n.name in written_scalars or n.name in declared):
+            return None
+        if isinstance(n, ir.Index) and n.array in written_arrays and n != r.store:
+            return None
+        if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
+            return None  # a helper: not known here to be free of effects
+    return r
+
+
+def _as_running(s: ir.Assign, at: int, loop: ir.For) -> _Running | None:
+    """``s`` as the running value's update: ``s = s op e`` on a scalar, or the recurrence
+    ``X[.., i + d] = X[.., i + d - 1] op e``."""
+    t = s.target
+    if isinstance(t, ir.Var):
+        a = accum.accumulation(s)
+        if a is None or _mentions(a.term, t):
+            return None
+        return _Running(a, at, t, None)
+    prev = _previous(t, loop.var)
+    if prev is None or not _mentions(s.value, prev):
+        return None
+    # X[.., i + d - 1] read as the running value: the accumulation 'target = target op e'
+    a = accum.accumulation(dataclasses.replace(s, value=_replace(s.value, prev, t)))
+    if a is None or any(isinstance(n, ir.Index) and n.array == t.array and n != t for n in ir.walk(a.term)):
+        return None
+    entry = _fold_index(ir.substitute(prev, {loop.var: ir.cast(loop.lo, loop.ty)}))
+    return _Running(accum.Accumulation(s, t, a.op, a.term, a.fn), at, entry, t)
+
+
+def _fold_index(e: ir.Index) -> ir.Index:
+    """``e`` with its constant subscripts folded (``a[1 - 1]`` is ``a[0]``)."""
+    return dataclasses.replace(e, indices=tuple(
+        ir.const(v, x.ty, loc=x.loc) if isinstance(v := fold(x), int) else x for x in e.indices))
+
+
+def _previous(t: ir.Index, i: str) -> ir.Index | None:
+    """``X[.., f - 1]`` for ``t = X[.., f]`` where exactly one subscript ``f`` reads ``i``, as ``i``,
+    ``i + c`` or ``i - c`` (the others read no ``i``), else None."""
+    reading = [k for k, x in enumerate(t.indices) if i in ir.var_names(x)]
+    if len(reading) != 1:
+        return None
+    k = reading[0]
+    f = t.indices[k]
+    if not _unit_offset(f, i):
+        return None
+    back = ir.binary("-", f, ir.const(1, f.ty, loc=f.loc), loc=f.loc)
+    return dataclasses.replace(t, indices=(*t.indices[:k], _fold_offset(back), *t.indices[k + 1:]))
+
+
+def _unit_offset(f: ir.Expr, i: str) -> bool:
+    """``f`` is ``i``, ``i + c``, ``c + i`` or ``i - c`` (``c`` a constant), possibly converted."""
+    if isinstance(f, ir.Var):
+        return f.name == i
+    if isinstance(f, ir.Cast):
+        return _unit_offset(f.operand, i)
+    if isinstance(f, ir.Binary) and f.op in ("+", "-") and isinstance(f.rhs, ir.Const):
+        return _unit_offset(f.lhs, i)
+    return isinstance(f, ir.Binary) and f.op == "+" and isinstance(f.lhs, ir.Const) and _unit_offset(f.rhs, i)
+
+
+def _fold_offset(e: ir.Expr) -> ir.Expr:
+    """``(x + c) - 1`` as ``x + (c - 1)`` (``x`` when that is 0): the previous element as the program
+    writes it (``a[i - 1]``), so that the program's own read of it is found equal."""
+    if not (isinstance(e, ir.Binary) and e.op == "-" and isinstance(e.rhs, ir.Const)):
+        return e
+    inner, k = e.lhs, -e.rhs.value
+    if isinstance(inner, ir.Binary) and inner.op in ("+", "-") and isinstance(inner.rhs, ir.Const):
+        k += inner.rhs.value if inner.op == "+" else -inner.rhs.value
+        inner = inner.lhs
+    elif isinstance(inner, ir.Binary) and inner.op == "+" and isinstance(inner.lhs, ir.Const):
+        k += inner.lhs.value
+        inner = inner.rhs
+    if k == 0:
+        return inner
+    return ir.Binary("+" if k > 0 else "-", inner, ir.const(abs(k), e.ty, loc=e.loc), e.ty, loc=e.loc)
+
+
+def _mentions(e: ir.Node, node: ir.Expr) -> bool:
+    return any(n == node for n in ir.walk(e))
+
+
+class _Replace(ir.Transformer):
+    def __init__(self, old: ir.Expr, new: ir.Expr) -> None:
+        self.old, self.new = old, new
+
+    def transform(self, node: ir.Node) -> ir.Node:
+        if node == self.old:
+            return self.new
+        return super().transform(node)
+
+
+def _replace(e: ir.Expr, old: ir.Expr, new: ir.Expr) -> ir.Expr:
+    """``e`` with every occurrence of ``old`` replaced by ``new``."""
+    got = _Replace(old, new).transform(e)
+    assert isinstance(got, ir.Expr)
+    return got
+
+
+def _blocked(loop: ir.For, r: _Running, used: set[str], levels: int, k: int
+             ) -> tuple[tuple[ir.Stmt, ...], list[ir.For]]:
+    """The three phases of the blocked scan of ``loop`` (the middle one blocked again, ``levels`` in all),
+    each level's ``Alloc`` of its chunk totals first; and the chunk loops that must be parallel."""
+    loc = loop.loc
+    a = r.acc
+    ty = a.target.ty
+    ity = loop.ty if loop.ty.bits >= 32 else ir.I32
+
+    def fresh(base: str) -> str:
+        name = fresh_name(base, used)
+        used.add(name)
+        return name
+
+    def num(v: int) -> ir.Expr:
+        return ir.const(v, ity, loc=loc)
+
+    lo, hi = ir.cast(loop.lo, ity), ir.cast(loop.hi, ity)
+    chunks = ir.binary("/", ir.binary("+", ir.binary("-", hi, lo, loc=loc), num(k - 1), loc=loc), num(k), loc=loc)
+    part_name = fresh("part")
+    extent = ir.select(ir.binary(">", hi, lo, loc=loc), chunks, num(1), loc=loc)
+    alloc = ir.Alloc(part_name, ir.ArrayType(ty, (extent,)), loc=loc)
+
+    def part(at: ir.Expr) -> ir.Index:
+        return ir.Index(part_name, (at,), ty, loc=loc)
+
+    i = ir.Var(loop.var, loop.ty, loc=loc)
+    inside = ir.binary("<", ir.cast(i, ity), hi, loc=loc)
+
+    def over_chunk(chunk: ir.Var, body: tuple[ir.Stmt, ...]) -> ir.For:
+        start = ir.binary("+", lo, ir.binary("*", num(k), chunk, loc=loc), loc=loc)
+        return ir.For(loop.var, loop.ty, ir.cast(start, loop.ty), ir.cast(ir.binary("+", start, num(k), loc=loc),
+                                                                          loop.ty), 1, body, loc=loc)
+
+    # phase 1: each chunk's total of its terms
+    c1 = ir.Var(fresh("chunk"), ity, loc=loc)
+    total = ir.Var(fresh("total"), ty, loc=loc)
+    unit = ir.const(-0.0 if a.op == "+" and ty.is_float else accum.identity(a.op, ty), ty, loc=loc)  # x + -0.0 == x
+    term = ir.select(inside, a.term, unit, loc=loc)
+    phase1 = ir.For(c1.name, ity, num(0), chunks, 1, (
+        ir.Decl(total.name, ty, unit, loc=loc),
+        over_chunk(c1, (ir.Assign(total, accum.combine(a, a.op, total, term), loc=loc),)),
+        ir.Assign(part(c1), total, loc=loc),
+    ), loc=loc)
+    # phase 2: the totals' own running combination (blocked again below)
+    c2 = ir.Var(fresh("chunk"), ity, loc=loc)
+    phase2 = ir.For(c2.name, ity, num(1), chunks, 1, (
+        ir.Assign(part(c2), accum.combine(a, a.op, part(ir.binary("-", c2, num(1), loc=loc)), part(c2)), loc=loc),
+    ), loc=loc)
+    # phase 3: each chunk from the value before it, the original body
+    running = ir.Var(fresh("running"), ty, loc=loc)
+    c3 = ir.Var(fresh("chunk"), ity, loc=loc)
+    read_as = r.store if r.store is None else _previous(r.store, loop.var)
+    update = ir.Assign(running, _replace(a.stmt.value, a.target if read_as is None else read_as, running), loc=loc)
+    acc_r = accum.Accumulation(update, running, a.op, a.term, a.fn)
+    carry_in = accum.apply(acc_r, part(ir.binary("-", c3, num(1), loc=loc)))
+    body: list[ir.Stmt] = []
+    for n, s in enumerate(loop.body):
+        if n == r.at:
+            body.append(update)
+            if r.store is not None:
+                body.append(ir.Assign(r.store, running, loc=loc))
+        elif r.store is None:
+            assert isinstance(a.target, ir.Var)
+            body.append(ir.substitute(s, {a.target.name: running}))
+        else:
+            body.append(s)
+    phase3 = ir.For(c3.name, ity, num(0), chunks, 1, (
+        ir.Decl(running.name, ty, r.entry, loc=loc),  # the value before the loop, which it does not write
+        ir.If(ir.binary(">", c3, num(0), loc=loc), (carry_in,), (), loc=loc),
+        over_chunk(c3, (ir.If(inside, tuple(body), (), loc=loc),)),
+    ), loc=loc)
+    after: tuple[ir.Stmt, ...] = ()
+    if r.store is None:  # the running total holds the whole combination after the loop
+        last = part(ir.binary("-", chunks, num(1), loc=loc))
+        after = (ir.If(ir.binary(">", chunks, num(0), loc=loc), (accum.apply(a, last),), (), loc=loc),)
+    middle: tuple[ir.Stmt, ...] = (phase2,)
+    parallel = [phase1, phase3]
+    if levels > 1:
+        # the totals' scan is the recurrence part[c] = part[c - 1] op part[c] (built, not matched: an
+        # integer min/max conditional reads the previous total twice)
+        own = part(c2)
+        update2 = phase2.body[0]
+        assert isinstance(update2, ir.Assign)
+        again = _Running(accum.Accumulation(update2, own, a.op, own, a.fn), 0, part(num(0)), own)
+        middle, inner_parallel = _blocked(phase2, again, used, levels - 1, k)
+        parallel += inner_parallel
+    stmts = (alloc, *[s for s in middle if isinstance(s, ir.Alloc)], phase1,
+             *[s for s in middle if not isinstance(s, ir.Alloc)], phase3, *after)
+    return stmts, parallel
