@@ -283,6 +283,8 @@ def harness(kernel: str, function: str, params: list[dict[str, Any]], device: st
         "    cudaEvent_t e0, e1;",
         '    check(cudaEventCreate(&e0), "event");',
         '    check(cudaEventCreate(&e1), "event");',
+        f'    check({function}_device({", ".join(dev_args)}, stream), "{function}_device");  // its first call apart',
+        '    check(cudaStreamSynchronize(stream), "kernel execution");',
         "    std::vector<double> kernel;",
         "    double spent = 0;",
         "    while ((int)kernel.size() < std::max(1, reps / 2) && (kernel.size() < 1 || spent < budget)) {",
@@ -402,11 +404,80 @@ static double median_ms(F f, int reps)
   return t[t.size() / 2];
 }
 
-int main()
+__global__ void probe_touch(unsigned char *p, size_t n)
+{
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    p[i] += 1;
+  }
+}
+
+// What any CUDA program's first call pays once the context exists, whoever wrote it: the first device
+// allocation, the first pageable copy each way, the first launch (its module loaded) and the sync, all
+// on 1 MiB.  Timed once first (setup_first_ms) and then as the median of repeats (setup_warm_ms): the
+// difference is the one-time setup a first drop-in call cannot avoid (setup_ms).
+static double first_call_sequence(unsigned char *host, size_t n)
+{
+  const double t0 = now_ms();
+  unsigned char *dev = NULL;
+  check(cudaMalloc((void **)&dev, n), "cudaMalloc");
+  check(cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice), "h2d");
+  probe_touch<<<(unsigned)((n + 255) / 256), 256>>>(dev, n);
+  check(cudaGetLastError(), "launch");
+  check(cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost), "d2h");
+  check(cudaDeviceSynchronize(), "sync");
+  check(cudaFree(dev), "cudaFree");
+  return now_ms() - t0;
+}
+
+// `probe first IN OUT`: a minimal program's first call moving the same bytes, in a fresh process after
+// the context: one cudaMalloc, a pageable cudaMemcpy of IN bytes in (from touched memory, as a
+// caller's initialised arrays), one launch, a pageable cudaMemcpy of OUT bytes out (into touched
+// memory), cudaFree.  What any first call pays to move those bytes from and to pageable memory
+// (the driver stages them), the setup included; bench/dropin.py adds the kernel time.
+static int minimal_first(size_t in, size_t out)
 {
   check(cudaFree(0), "init");
+  const size_t n = std::max(std::max(in, out), (size_t)1);
+  unsigned char *src = (unsigned char *)malloc(n), *dst = (unsigned char *)malloc(n);
+  memset(src, 1, n);
+  memset(dst, 2, n);
+  const double t0 = now_ms();
+  unsigned char *dev = NULL;
+  check(cudaMalloc((void **)&dev, n), "cudaMalloc");
+  if (in > 0) {
+    check(cudaMemcpy(dev, src, in, cudaMemcpyHostToDevice), "h2d");
+  }
+  probe_touch<<<1, 256>>>(dev, std::min(n, (size_t)256));
+  check(cudaGetLastError(), "launch");
+  if (out > 0) {
+    check(cudaMemcpy(dst, dev, out, cudaMemcpyDeviceToHost), "d2h");
+  }
+  check(cudaDeviceSynchronize(), "sync");
+  check(cudaFree(dev), "cudaFree");
+  const double t = now_ms() - t0;
+  printf("{\"minimal_first_ms\": %.4f, \"in\": %zu, \"out\": %zu}\n", t, in, out);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc == 4 && strcmp(argv[1], "first") == 0) {
+    return minimal_first((size_t)strtoull(argv[2], NULL, 10), (size_t)strtoull(argv[3], NULL, 10));
+  }
+  check(cudaFree(0), "init");
+  {
+    const size_t n = (size_t)1 << 20;
+    unsigned char *host = (unsigned char *)malloc(n);
+    memset(host, 1, n);
+    const double once = first_call_sequence(host, n);
+    const double warm = median_ms([&] { first_call_sequence(host, n); }, 11);
+    printf("{\"setup_first_ms\": %.4f, \"setup_warm_ms\": %.4f, \"setup_ms\": %.4f, ", once, warm,
+           once > warm ? once - warm : 0.0);
+    free(host);
+  }
   const size_t sizes[] = {(size_t)4 << 20, (size_t)64 << 20, (size_t)512 << 20};
-  printf("{\"sizes\": [");
+  printf("\"sizes\": [");
   bool first = true;
   for (size_t n : sizes) {
     unsigned char *pageable = (unsigned char *)malloc(n), *pageable2 = (unsigned char *)malloc(n);
@@ -692,6 +763,13 @@ def run(args: argparse.Namespace) -> int:
                 rec["kernel_median_ms"] = statistics.median(rec["kernel_ms"])
                 rec["floor_ms"] = floor_ms(rec["bytes"], probe) + rec["kernel_median_ms"]
                 rec["ratio"] = {m: v / rec["floor_ms"] for m, v in rec["median_ms"].items()}
+                minimal = _minimal_first(probe_exe, rec["bytes"])
+                if minimal is not None and rec.get("first_ms") is not None:
+                    # the first call against a minimal program's first call moving the same bytes (its
+                    # context-free setup and pageable copies), plus the kernel time
+                    rec["minimal_first_ms"] = minimal
+                    rec["first_floor_ms"] = minimal + rec["kernel_median_ms"]
+                    rec["first_ratio"] = rec["first_ms"] / rec["first_floor_ms"]
                 host = host_floor_ms(rec["bytes"], probe)
                 if host is not None:
                     rec["host_floor_ms"] = max(host, floor_ms(rec["bytes"], probe)) + rec["kernel_median_ms"]
@@ -703,6 +781,21 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "dropin.md").write_text(md)
     print(md)
     return 0
+
+
+def _minimal_first(probe_exe: Path, rec_bytes: dict[str, int]) -> float | None:
+    """The median of three fresh processes' ``probe first IN OUT`` (ms), or None if the probe fails."""
+    times = []
+    for _ in range(3):
+        try:
+            got = _last_json(subprocess.run([str(probe_exe), "first", str(rec_bytes["h2d"]), str(rec_bytes["d2h"])],
+                                            capture_output=True, text=True, timeout=60).stdout)
+        except subprocess.TimeoutExpired:
+            return None
+        if got is None:
+            return None
+        times.append(got["minimal_first_ms"])
+    return statistics.median(times)
 
 
 def _f(x: float | None, fmt: str = ".3g") -> str:
@@ -723,6 +816,7 @@ def row_text(rec: dict[str, Any]) -> str:
             f"{_f(rec['kernel_median_ms'])} | {_f(rec['floor_ms'])} | {_f(auto, '.2f')} | {verdict} | "
             f"{_f(ratio.get('pinned'), '.2f')} | {_f(host)} | "
             f"{_f(None if host is None or med.get('auto') is None else med['auto'] / host, '.2f')} | "
+            f"{_f(rec.get('first_floor_ms'))} | {_f(rec.get('first_ratio'), '.2f')} | "
             f"{rec['bytes']['h2d'] / 1e6:.1f} / {rec['bytes']['d2h'] / 1e6:.1f} / {rec['bytes']['arrays'] / 1e6:.1f}"
             f"{note} |")
 
@@ -755,6 +849,14 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
                       for s in probe["threads"]) + "."]
     if getattr(args, "define", None):
         lines += ["", "Built with " + " ".join(f"-D{d}" for d in args.define) + "."]
+    if probe.get("setup_ms") is not None:
+        lines += ["", f"Context-free first-call setup (probe, a fresh process after cudaFree(0): the first 1 MiB "
+                  f"cudaMalloc, pageable copy each way, launch and sync, less the same repeated): "
+                  f"{probe['setup_first_ms']:.3f} - {probe['setup_warm_ms']:.3f} = {probe['setup_ms']:.3f} ms. "
+                  "First floor = a minimal program's first call moving the kernel's bytes (`probe first IN OUT`, "
+                  "median of three fresh processes after the context: cudaMalloc, pageable cudaMemcpy in, a "
+                  "launch, pageable cudaMemcpy out, cudaFree; its setup included) + the kernel time; first ratio "
+                  f"= first call / first floor (acceptance <= {ACCEPT})."]
     lines += ["", f"Calls: first call apart, then median of up to {args.reps} repeated calls per copy path "
               f"(auto; staged and register forced with TRANSPILE_DROPIN_COPY). Floor = bytes that must cross / "
               f"peak pinned bandwidth each way + kernel time (NAME_device, events). Ratio = auto median / floor; "
@@ -767,8 +869,9 @@ def report(records: list[dict[str, Any]], probe: dict[str, Any], args: argparse.
               "placed between the kernel's phases.", "",
               "| kernel | size | first ms | median ms (auto) | staged ms | register ms | serial ms | pinned ms | "
               "pinned serial ms | kernel ms | "
-              "floor ms | ratio | <= 1.5 | pinned ratio | host floor ms | auto / host floor | MB in / out / arrays |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "floor ms | ratio | <= 1.5 | pinned ratio | host floor ms | auto / host floor | first floor ms | "
+              "first ratio | MB in / out / arrays |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [row_text(r) for r in records]
     other = [(r, m) for r in records if "error" not in r for m in r["median_ms"] if m not in TABLE_MODES]
     if other:
