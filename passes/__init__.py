@@ -29,6 +29,7 @@ _NAMES = {
     "fuse": "fuse",
     "closure": "closure",
     "wavefront": "wavefront",
+    "search": "search",
     "scan": "scan",
     "normalize": "normalize",
     "reduce-gpu": "reduce_gpu",

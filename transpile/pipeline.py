@@ -60,6 +60,7 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
         reduce_gpu,
         reschedule,
         scan,
+        search,
         sink_guard,
         snapshot,
         wavefront,
@@ -150,6 +151,9 @@ def lower(module: ir.Module, *, verify_each: bool = True, dump_ir: Path | None =
     # NOTE: scan after wavefront (a loop left sequential by every restructuring pass, whose only carried
     # value is a running one) and before normalize and reduce-gpu: its chunk loops are parallel maps,
     # its phase-1 loops reductions over each chunk, which they must see.
+    # NOTE: search beside scan, for the same reason (a loop left at the first iteration where a condition
+    # holds: its flag keeps every other pass from it), and before it (its prefix maps are no scans).
+    module = step("search", module, search.run)
     module = step("scan", module, lambda k: scan.run(k, reassociate=reassociate))
     # NOTE: normalize after the restructuring passes and before reduce-gpu and map-gpu: it only rewrites
     # loops the analysis proves parallel, on the final loop structure, into the unit-step form map-gpu maps.

@@ -1,5 +1,5 @@
 // brk_search: break
-// expect: sequential
+// expect: reduction
 
 void brk_search(int n, float a[n], float x, int pos[1]) {
   int k = -1;

@@ -1,5 +1,5 @@
 // brk_threshold: break
-// expect: sequential
+// expect: parallel i
 
 void brk_threshold(int n, float a[n], float b[n], float c[n]) {
   for (int i = 0; i < n; i++) {

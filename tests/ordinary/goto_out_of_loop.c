@@ -1,5 +1,5 @@
 // goto_out_of_loop: goto
-// expect: sequential
+// expect: parallel i
 
 void goto_out_of_loop(int n, float a[n], float b[n], float c[n]) {
   for (int i = 0; i < n; i++) {
