@@ -58,6 +58,7 @@ def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
     for s in stmts:
         g.add_node(s.id, kind=s.kind, depth=s.depth, loops=tuple(loop_ids[id(lp)] for lp in s.loops))
     params = sorted(acc_mod.parameters(kernel))
+    facts = parameter_facts(kernel, frozenset(params))
     domains: dict[tuple[int, str], _Domain] = {}
     for src, dst in _conflicting_pairs(stmts):
         budget.check()
@@ -72,7 +73,7 @@ def _analyze(kernel: ir.Kernel) -> nx.MultiDiGraph:
                 if key in seen:
                     continue
                 seen.add(key)
-                for dep in _dependences(src, a, dst, b, params, decl_depth.get(a.name, 0), domains):
+                for dep in _dependences(src, a, dst, b, params, decl_depth.get(a.name, 0), domains, facts):
                     level = dep.level
                     attrs = dict(name=a.name, kind=_kind(a, b), level=level,
                                  loop=loop_ids[id(src.loops[level - 1])] if level else None,
@@ -122,12 +123,13 @@ class Context:
     params: list[str]
     param_set: frozenset[str]
     decl_depth: Mapping[str, int]
+    facts: tuple[str, ...] = ()
 
 
 def context(kernel: ir.Kernel) -> Context:
     """``kernel``'s :class:`Context`."""
     params = acc_mod.parameters(kernel)
-    return Context(sorted(params), params, _decl_depth(acc_mod.analyze(kernel)))
+    return Context(sorted(params), params, _decl_depth(acc_mod.analyze(kernel)), parameter_facts(kernel, params))
 
 
 def carried_across(first: list[StmtInfo], second: list[StmtInfo], ctx: Context, levels: range) -> bool:
@@ -155,7 +157,8 @@ def carried_across(first: list[StmtInfo], second: list[StmtInfo], ctx: Context, 
                     for b in dst.accesses:
                         if a.name != b.name or not (a.write or b.write):
                             continue
-                        found = _dependences(src, a, dst, b, ctx.params, ctx.decl_depth.get(a.name, 0), domains)
+                        found = _dependences(src, a, dst, b, ctx.params, ctx.decl_depth.get(a.name, 0), domains,
+                                             ctx.facts)
                         if any(d.level in levels for d in found):
                             return True
     return False
@@ -254,12 +257,14 @@ def clear_cache() -> None:
 
 
 def _dependences(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
-                 private_depth: int, domains: dict[tuple[int, str], _Domain]) -> tuple[_Dep, ...]:
-    """The levels at which instances of access ``a`` precede conflicting instances of ``b``."""
+                 private_depth: int, domains: dict[tuple[int, str], _Domain],
+                 facts: tuple[str, ...] = ()) -> tuple[_Dep, ...]:
+    """The levels at which instances of access ``a`` precede conflicting instances of ``b`` (``facts``:
+    :func:`parameter_facts`)."""
     m = common_depth(src, dst)
     # A scalar declared inside the first k common loops is private to them.
     first = private_depth + 1 if a.is_scalar else 1
-    question = (_system(src, a, dst, b, params, domains), m, first, src.seq < dst.seq)
+    question = (_system(src, a, dst, b, params, domains, facts), m, first, src.seq < dst.seq)
     return _solve_cached(*question) if _cache_enabled else _solve(*question)
 
 
@@ -285,7 +290,7 @@ _Domain = tuple[dict[str, str], tuple[str, ...], tuple[str, ...], tuple[int, ...
 
 
 def _system(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str],
-            domains: dict[tuple[int, str], _Domain] | None = None) -> _System:
+            domains: dict[tuple[int, str], _Domain] | None = None, facts: tuple[str, ...] = ()) -> _System:
     """The isl problem of a pair of accesses; ``domains`` memoises each statement's domain for one kernel."""
     domains = {} if domains is None else domains
     names_s, dom_s, iv, signs, subs_s = _stmt_domain(src, "i", params, domains)
@@ -293,7 +298,7 @@ def _system(src: StmtInfo, a: Access, dst: StmtInfo, b: Access, params: list[str
     ra = subs_s.get(id(a)) or _render_subscripts(a, names_s, subs_s)
     rb = subs_t.get(id(b)) or _render_subscripts(b, names_t, subs_t)
     eqs = tuple(f"{x} = {y}" for x, y in zip(ra, rb) if x is not None and y is not None)
-    return _System(tuple(param_name(p) for p in params), iv, jv, dom_s + dom_t, eqs, signs)
+    return _System(tuple(param_name(p) for p in params), iv, jv, dom_s + dom_t + facts, eqs, signs)
 
 
 def _render_subscripts(a: Access, names: dict[str, str], memo: dict[int, tuple[str | None, ...]]) -> tuple[str | None, ...]:
@@ -429,6 +434,32 @@ _nonempty_cached = functools.lru_cache(maxsize=CACHE_SIZE)(_nonempty)
 def param_name(p: str) -> str:
     """The isl name of kernel parameter ``p`` (shared with :mod:`passes.footprint`)."""
     return f"p_{p}"
+
+
+def parameter_facts(kernel: ir.Kernel, params: frozenset[str]) -> tuple[str, ...]:
+    """What the parameters defined by a division tell about each other, as isl constraints over the
+    parameters: a top-level ``i32 h = q / c;`` (``q`` affine in the other parameters, ``c`` a positive
+    constant; passes/hoist.py names ``n / 2`` so) has ``q = c * h + r`` with ``0 <= r < c`` where
+    ``q >= 0`` and ``-c < r <= 0`` where ``q < 0`` (C's division truncates), exactly.  Without it ``h`` is
+    any value, and an in-place reversal ``a[i] <-> a[n - 1 - i]`` over ``i < n / 2`` looks like it could
+    meet itself."""
+    facts: list[str] = []
+    for s in kernel.body:
+        if not (isinstance(s, ir.Decl) and s.name in params and s.init is not None):
+            continue
+        e = s.init
+        while isinstance(e, ir.Cast) and e.ty.is_int and e.operand.ty.is_int and e.ty.bits >= e.operand.ty.bits:
+            e = e.operand
+        if not (isinstance(e, ir.Binary) and e.op == "/" and e.ty.is_int and isinstance(e.rhs, ir.Const)
+                and e.rhs.value > 0):
+            continue
+        q = acc_mod.affine(e.lhs, params - {s.name})
+        if q is None:
+            continue
+        c, h, qs = e.rhs.value, param_name(s.name), render_affine(q, {})
+        r = f"({qs} - {c} * {h})"
+        facts.append(f"(({qs} >= 0 and {r} >= 0 and {r} <= {c - 1}) or ({qs} < 0 and {r} <= 0 and {r} >= {1 - c}))")
+    return tuple(facts)
 
 
 def render_affine(e: Affine, names: Mapping[str, str]) -> str:

@@ -130,3 +130,32 @@ def test_format_graph_is_deterministic() -> None:
     k = kernel(loop("i", ir.assign(A(i), A(add(i, 1)))))
     text = deps.format_graph(deps.analyze(k))
     assert text == "S1 -> S1  anti   A        carried by loop S0 (level 1)  dir (<) dist (1)"
+
+
+def test_division_parameters_are_related_to_their_operand() -> None:
+    """``h = n / 2`` (hoisted or written) is no free parameter: an in-place reversal over ``i < h``
+    never meets itself (parallel); over ``i < (n + 2) / 2`` two swaps meet (even ``n``)."""
+    from transpile.frontend.c import parse_source
+
+    def loops_parallel(src: str) -> bool:
+        k = parse_source(src, "k.c").kernels[0]
+        from passes import hoist
+        k = hoist.run(k)
+        loop = next(s for s in k.body if isinstance(s, ir.For))
+        return deps.loop_ids(k)[id(loop)] in deps.parallel_loops(k)
+
+    swap = "{ float t = a[i]; a[i] = a[n - 1 - i]; a[n - 1 - i] = t; }"
+    assert loops_parallel(f"void k(int n, float a[n]) {{ for (int i = 0; i < n / 2; i++) {swap} }}")
+    assert loops_parallel(f"void k(int n, float a[n]) {{ int h = n / 2; for (int i = 0; i < h; i++) {swap} }}")
+    assert not loops_parallel(f"void k(int n, float a[n]) {{ for (int i = 0; i < (n + 2) / 2; i++) {swap} }}")
+    # one more step for odd n only swaps the middle with itself: still parallel
+    assert loops_parallel(f"void k(int n, float a[n]) {{ for (int i = 0; i < (n + 1) / 2; i++) {swap} }}")
+    facts = deps.parameter_facts(hoist_kernel("void k(int n, float a[n]) { int h = (n - 1) / 3; for (int i = 0; i < h; i++) a[i] = 0; }"),
+                                 frozenset({"n", "h"}))
+    assert len(facts) == 1 and "3 * p_h" in facts[0]
+
+
+def hoist_kernel(src: str) -> ir.Kernel:
+    from transpile.frontend.c import parse_source
+
+    return parse_source(src, "k.c").kernels[0]
