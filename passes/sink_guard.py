@@ -8,7 +8,10 @@ reads no scalar and no array the guarded statements write, and no name a guarded
 across them), and ``if (c) for v in lo..hi { B }`` is ``for v in lo..hi { if (c) B }`` when the
 bounds can be evaluated whatever ``c`` is (they read no array and divide only by nonzero constants,
 so evaluating them cannot fault, and read no scalar the guarded code assigns, so they have the value C
-would give them) and ``c`` does not mention ``v``.  The guard is pushed through loop
+would give them) and ``c`` does not mention ``v``.  A condition that reads what the branches write (the
+flag of an early return, ``if (!done) { ...; done = 1; }``) is evaluated once into a fresh scalar,
+which then guards every piece: the value C tests on entry.  A scalar declared in a branch is declared
+before the ``if`` and assigned in it (names are unique in a kernel, so nothing else meets it).  The guard is pushed through loop
 nests down to the first block that is not a loop (a block declaring a scalar is guarded whole, so
 no declaration leaves its scope).  The inverse of loop unswitching (Allen & Kennedy, ch. 7): each
 iteration tests ``c`` again, and a loop whose iterations are independent stays independent (the
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from passes.builders import fresh_name
 from transpile import ir
 
 
@@ -49,33 +53,42 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     if not any(isinstance(n, ir.If) and _has_loop(n) for n in ir.statements(kernel)):
         return kernel
-    body = _block(kernel.body)
+    names = _Names(ir.identifiers(kernel))
+    body = _block(kernel.body, names)
     return kernel if body is kernel.body else dataclasses.replace(kernel, body=body)
+
+
+@dataclasses.dataclass
+class _Names:
+    """The kernel's identifiers, which fresh names are made against."""
+
+    used: set[str]
+
 
 
 def _has_loop(s: ir.If) -> bool:
     return any(isinstance(n, ir.For) for n in ir.statements(s) if n is not s)
 
 
-def _block(stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+def _block(stmts: tuple[ir.Stmt, ...], names: _Names) -> tuple[ir.Stmt, ...]:
     out: list[ir.Stmt] = []
     changed = False
     for s in stmts:
         new: tuple[ir.Stmt, ...] = (s,)
         if isinstance(s, ir.For):
-            body = _block(s.body)
+            body = _block(s.body, names)
             if body is not s.body:
                 new = (dataclasses.replace(s, body=body),)
         elif isinstance(s, ir.If) and _has_loop(s):
-            then, orelse = _block(s.then), _block(s.orelse)
+            then, orelse = _block(s.then, names), _block(s.orelse, names)
             s2 = s if then is s.then and orelse is s.orelse else dataclasses.replace(s, then=then, orelse=orelse)
-            new = _sink(s2) or (s2,)
+            new = _sink(s2, names) or (s2,)
         changed = changed or len(new) != 1 or new[0] is not s
         out.extend(new)
     return tuple(out) if changed else stmts
 
 
-def _sink(s: ir.If) -> tuple[ir.Stmt, ...] | None:
+def _sink(s: ir.If, names: _Names) -> tuple[ir.Stmt, ...] | None:
     """``s`` as guarded statements with the guard inside its loops, or None where that is not exact."""
     reads = _reads(s.cond)
     written: set[str] = set()
@@ -89,10 +102,22 @@ def _sink(s: ir.If) -> tuple[ir.Stmt, ...] | None:
                 written.add(n.var)
             elif isinstance(n, (ir.Alloc, ir.Return)):
                 return None
+    decls = [p for p in (*s.then, *s.orelse) if isinstance(p, ir.Decl)]
+    before: list[ir.Stmt] = []
+    if decls:  # names are unique in a kernel (ircheck): declared before the if, assigned in its branch
+        # (zero first: a reduction the guard made conditional adds to it where the guard is false)
+        before += [ir.Decl(d.name, d.ty, ir.const(0, d.ty, loc=d.loc), loc=d.loc) for d in decls]
+        s = dataclasses.replace(s, then=_undeclared(s.then), orelse=_undeclared(s.orelse))
     if reads & written:
-        return None
-    if any(isinstance(p, ir.Decl) for p in (*s.then, *s.orelse)):
-        return None  # a declaration's scope is its branch
+        # the branches change what the condition reads ('if (!done) { ...; done = 1; }'): its value on
+        # entry, kept in a fresh scalar, guards every piece
+        if _has_call(s.cond):
+            return None
+        g = fresh_name("guard", names.used)
+        names.used.add(g)
+        before.append(ir.Decl(g, ir.I32, ir.binary("!=", s.cond, ir.const(0, s.cond.ty, loc=s.loc), loc=s.loc)
+                              if s.cond.ty != ir.I32 else s.cond, loc=s.loc))
+        s = dataclasses.replace(s, cond=ir.Var(g, ir.I32, loc=s.loc))
     # A bound reading a scalar the guarded code assigns would be evaluated with its old value where
     # the condition is false: such a loop keeps the guard outside.
     assigned = {n.target.name for p in (*s.then, *s.orelse) for n in ir.statements(p)
@@ -101,7 +126,19 @@ def _sink(s: ir.If) -> tuple[ir.Stmt, ...] | None:
     out = _guarded(s.then, s.cond, loc, assigned)
     if s.orelse:
         out += _guarded(s.orelse, ir.unary("!", s.cond, loc=loc), loc, assigned)
-    return out if any(isinstance(p, ir.For) for p in out) else None  # else no loop took the guard
+    if not any(isinstance(p, ir.For) for p in out):
+        return None  # no loop took the guard
+    return (*before, *out)
+
+
+def _undeclared(block: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    """``block`` with its declarations as assignments of their values (declared before it)."""
+    return tuple(ir.Assign(ir.Var(p.name, p.ty, loc=p.loc), p.init, loc=p.loc) if isinstance(p, ir.Decl)
+                 and p.init is not None else p for p in block if not (isinstance(p, ir.Decl) and p.init is None))
+
+
+def _has_call(e: ir.Expr) -> bool:
+    return any(isinstance(n, ir.Call) for n in ir.walk(e))
 
 
 def _guarded(block: tuple[ir.Stmt, ...], cond: ir.Expr, loc: ir.Loc | None,

@@ -54,8 +54,11 @@ def outcome(path: Path) -> Outcome:
         return Outcome(error=str(e))
     got = Outcome(module=module, lowered=lowered)
     for k in lowered.kernels:
+        # a launch of the serial form runs in one thread whatever its loops are marked
+        serial = {id(n) for launch in ir.statements(k) if isinstance(launch, ir.Launch)
+                  and launch.form is ir.LaunchForm.SERIAL for n in ir.statements(launch)}
         for s in ir.statements(k):
-            if isinstance(s, ir.For):
+            if isinstance(s, ir.For) and id(s) not in serial:
                 if s.reduce:
                     got.reduction = True
                 elif s.par is not None and s.var.startswith("chunk"):  # passes/scan.py's chunk loops

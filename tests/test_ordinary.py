@@ -39,9 +39,6 @@ IDS = [p.stem for p in FILES]
 
 # Expectations not met yet, with the missing piece (docs/ordinary_c.md).
 GAPS: dict[str, str] = {
-    "ret_guard_value": "the guard's early return leaves the sum in a top-level if/else; reduce-gpu's rule (a) "
-                       "marks reductions at the top level or in one sequential loop only (no host-side if "
-                       "around launches yet), so the sum runs in one thread",
 }
 
 
