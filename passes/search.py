@@ -142,6 +142,10 @@ def _shape(loop: ir.For) -> _Shape | None:
     cond = _substituted(stop.cond, before, loop)
     if cond is None:
         return None
+    # the stop runs after the loops, and R in a loop of its own: neither may read a scalar P declares
+    p_declared = {n.name for s in before for n in ir.statements(s) if isinstance(n, ir.Decl)}
+    if any(p_declared & ir.var_names(s) for s in (*stop.then, *after)):
+        return None
     # Q runs after every P and R of the iterations before it: it may read what P wrote, but R's writes
     # of iterations after the stop never happen, so Q must not read them (nor can R read what Q writes)
     r_writes = _arrays_written(after)

@@ -113,7 +113,10 @@ def test_registered() -> None:
     "{ t += b[i]; a[i] = t; if (b[i] < 0.0f) break; } s[0] = t; }",
     # the condition reads an element the work after it writes (the entry value at i, not proven here)
     "void k(int n, float a[n]) { for (int i = 0; i < n; i++) { if (a[i] < 0.0f) break; a[i] *= 0.5f; } }",
-], ids=["carried_condition", "carried_work", "after_writes_condition"])
+    # the stop reads a scalar the work before it declares (it runs after the loops, where that is gone)
+    "void k(int n, const float a[n], float out[1]) { for (int i = 0; i < n; i++) { float t = a[i] * 2.0f; "
+    "if (a[i] > 3.0f) { out[0] = t; break; } } }",
+], ids=["carried_condition", "carried_work", "after_writes_condition", "stop_reads_local"])
 def test_not_a_parallel_search(src: str) -> None:
     k = _module(src).kernels[0]
     got = search.run(k)
