@@ -16,8 +16,9 @@ became one nest.  Two nests are fused, ``P`` levels deep, when
 * *profitable*: both have the same *parallel depth* ``P >= 1`` (the number
   of outermost perfectly nested loops, at most 3, that carry no dependence
   and have side-effect-free bounds reading no loop variable of the nest:
-  what ``map-gpu`` maps to z/y/x, once ``normalize`` has given a loop of
-  another step, an unrolled ``i += 4``, unit step), and their first ``P``
+  what ``map-gpu`` maps to z/y/x, once ``normalize`` has given the
+  outermost loop of an upward step other than 1, an unrolled ``i += 4``,
+  unit step), and their first ``P``
   loop headers (variable, type, bounds, step) are equal; the fused nest
   ``for l1..lP { B1; B2 }`` then has parallel depth ``P`` too, so fusion
   removes a launch and never a mapped dimension (a depth-2 nest is never
@@ -517,7 +518,9 @@ def _parallel_depth(loop: ir.For, carried: Callable[[ir.For], bool]) -> int:
     depth = 0
     chain_vars: set[str] = set()
     for lp in _chain(loop):
-        if carried(lp) or not plain_bounds(lp, chain_vars):
+        # a step other than 1 only on the outermost loop, upward (an unrolled 'i += 4'): an inner or
+        # downward one keeps the nest whole for the back end's row programs, as before
+        if carried(lp) or (lp.step != 1 and (depth > 0 or lp.step < 0)) or not plain_bounds(lp, chain_vars):
             break
         chain_vars.add(lp.var)
         depth += 1
