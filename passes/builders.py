@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from passes import budget
 from transpile import ir
 
 
@@ -12,6 +15,22 @@ def fresh_name(base: str, used: set[str]) -> str:
     while name in used:
         name, k = f"{base}{k}", k + 1
     return name
+
+
+def each_top_loop(kernel: ir.Kernel, rewrite: Callable[[ir.Kernel, int, ir.For], ir.Kernel | None]) -> ir.Kernel:
+    """``kernel`` after ``rewrite(kernel, position, loop)`` of each of its top-level loops as given, by
+    identity (the loops a rewrite builds are not visited), the result replacing the kernel where it is
+    not None; the kernel so far once the pass budget (passes/budget.py) is spent."""
+    for loop in [s for s in kernel.body if isinstance(s, ir.For)]:
+        position = next(k for k, s in enumerate(kernel.body) if s is loop)
+        try:
+            budget.check()
+            got = rewrite(kernel, position, loop)
+        except budget.BudgetExceeded:
+            return kernel
+        if got is not None:
+            kernel = got
+    return kernel
 
 
 def copy_nest(dst: str, dst_lead: tuple[ir.Expr, ...], src: str, src_lead: tuple[ir.Expr, ...],

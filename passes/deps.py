@@ -538,6 +538,17 @@ def parallel_loops(kernel: ir.Kernel, graph: nx.MultiDiGraph | None = None) -> s
     return loops - carried_loops(g)
 
 
+def proven_parallel(kernel: ir.Kernel, loops: list[ir.For]) -> bool:
+    """Whether every loop of ``loops`` (nodes of ``kernel``) carries no dependence; False where isl
+    cannot answer."""
+    graph = analyze_or_none(kernel)
+    if graph is None:
+        return False
+    ids = loop_ids(kernel)
+    par = parallel_loops(kernel, graph)
+    return all(ids[id(lp)] in par for lp in loops)
+
+
 def parallel_count(kernel: ir.Kernel) -> int | None:
     """How many loops of ``kernel`` carry no dependence (None: isl cannot tell); what a transform that
     must free loops compares before and after."""

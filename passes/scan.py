@@ -75,8 +75,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes import budget, deps
-from passes.builders import fresh_name
+from passes import deps
+from passes.builders import each_top_loop, fresh_name
 from transpile import ir
 from transpile.ir import accum
 from transpile.ir.cscalars import fold
@@ -98,18 +98,8 @@ def run(kernel: ir.Kernel, *, reassociate: bool = True, chunk: int | None = None
     params = frozenset(p.name for p in kernel.params if not isinstance(p.ty, ir.ArrayType))
     written_anywhere = ir.scalars_written(kernel)
     params = params - written_anywhere
-    # the loops of the kernel as given, by identity: a scan's own loops are not looked at again (its
-    # sequential tail has the recurrence's shape)
-    for loop in [s for s in kernel.body if isinstance(s, ir.For)]:
-        position = next(k for k, s in enumerate(kernel.body) if s is loop)
-        try:
-            budget.check()
-            got = _scan(kernel, position, loop, params, reassociate, chunk)
-        except budget.BudgetExceeded:
-            return kernel
-        if got is not None:
-            kernel = got
-    return kernel
+    # the loops as given: a scan's own loops are not looked at again (its tail has the recurrence's shape)
+    return each_top_loop(kernel, lambda k, position, loop: _scan(k, position, loop, params, reassociate, chunk))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,14 +129,7 @@ def _scan(kernel: ir.Kernel, position: int, loop: ir.For, params: frozenset[str]
     allocs = tuple(s for s in stmts if isinstance(s, ir.Alloc))
     rest = tuple(s for s in stmts if not isinstance(s, ir.Alloc))
     trial = dataclasses.replace(kernel, body=(*allocs, *body[:position], *rest, *body[position + 1:]))
-    graph = deps.analyze_or_none(trial)
-    if graph is None:
-        return None
-    ids = deps.loop_ids(trial)
-    par = deps.parallel_loops(trial, graph)
-    if not all(ids[id(c)] in par for c in parallel):
-        return None
-    return trial
+    return trial if deps.proven_parallel(trial, parallel) else None
 
 
 def _over(e: ir.Expr, params: frozenset[str]) -> bool:

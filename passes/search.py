@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from passes import budget, deps
-from passes.builders import fresh_name
+from passes import deps
+from passes.builders import each_top_loop, fresh_name
 from transpile import ir
 
 
@@ -49,16 +49,7 @@ def run(kernel: ir.Kernel) -> ir.Kernel:
     """``kernel`` with its search loops made parallel searches (see the module docstring)."""
     if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
         return kernel
-    for loop in [s for s in kernel.body if isinstance(s, ir.For)]:
-        position = next(k for k, s in enumerate(kernel.body) if s is loop)
-        try:
-            budget.check()
-            got = _search(kernel, position, loop)
-        except budget.BudgetExceeded:
-            return kernel
-        if got is not None:
-            kernel = got
-    return kernel
+    return each_top_loop(kernel, _search)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,15 +91,7 @@ def _search(kernel: ir.Kernel, position: int, loop: ir.For) -> ir.Kernel | None:
     out += maps
     out.append(ir.If(stops, tuple(ir.substitute(s, {loop.var: first}) for s in shape.stop), (), loc=loc))
     trial = dataclasses.replace(kernel, body=(*kernel.body[:position], *out, *kernel.body[position + 1:]))
-    if maps:
-        graph = deps.analyze_or_none(trial)
-        if graph is None:
-            return None
-        ids = deps.loop_ids(trial)
-        par = deps.parallel_loops(trial, graph)
-        if not all(ids[id(m)] in par for m in maps):
-            return None
-    return trial
+    return trial if not maps or deps.proven_parallel(trial, maps) else None
 
 
 def _shape(loop: ir.For) -> _Shape | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pycparser import c_ast
 
 from transpile.diagnostics import Loc, TranspileError
-from transpile.frontend.structure import set_child
+from transpile.frontend.structure import returns_to, set_child
 
 
 def inline_array_helpers(fdef: c_ast.FuncDef, funcdefs: dict[str, c_ast.FuncDef],
@@ -156,7 +156,7 @@ class _Inliner:
             # an early return jumps to the end of the inlined body (transpile/frontend/structure.py
             # structures the jump); the label is this expansion's own
             label = f"return{suffix}"
-            body = [_returns_to(it, label, result) for it in body]
+            body = [returns_to(it, label, result) for it in body]
             body.append(c_ast.Label(label, c_ast.EmptyStatement(coord=call.coord), coord=call.coord))
         block = c_ast.Compound(items + body, coord=call.coord)
         self.block(block, stack + [name])
@@ -185,17 +185,3 @@ def _rename(node: c_ast.Node, table: dict[str, str]) -> None:
             n.name = table[n.name]
             _set_declname(n.type, n.name)
 
-
-def _returns_to(node: c_ast.Node, label: str, result: str | None) -> c_ast.Node:
-    """``node`` with each ``return e;`` as ``{ result = e; goto label; }`` (``goto label;`` without a
-    result or a value)."""
-    if isinstance(node, c_ast.Return):
-        goto = c_ast.Goto(label, coord=node.coord)
-        if node.expr is None or result is None:
-            return goto
-        value = c_ast.Assignment("=", c_ast.ID(result, coord=node.coord), node.expr, coord=node.coord)
-        return c_ast.Compound([value, goto], coord=node.coord)
-    new = copy.copy(node)
-    for name, child in node.children():
-        set_child(new, name, _returns_to(child, label, result))
-    return new

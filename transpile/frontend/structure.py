@@ -73,19 +73,8 @@ def _early_returns(fdef: c_ast.FuncDef, helper: bool) -> None:
         return
     void = isinstance(rtype.type, c_ast.IdentifierType) and rtype.type.names == ["void"]
 
-    def jump(node: c_ast.Node) -> c_ast.Node:
-        if isinstance(node, c_ast.Return):
-            goto = c_ast.Goto(_RETURN_LABEL, coord=node.coord)
-            if void or node.expr is None:  # 'return;' in a function with a value: the lowering's error
-                return goto if void else node
-            value = c_ast.Assignment("=", c_ast.ID(_RETURN_VALUE, coord=node.coord), node.expr, coord=node.coord)
-            return c_ast.Compound([value, goto], coord=node.coord)
-        new = copy.copy(node)
-        for name, child in node.children():
-            set_child(new, name, jump(child))
-        return new
-
-    body = [jump(it) for it in items]
+    # (a 'return;' in a function with a value stays: the lowering's error)
+    body = [returns_to(it, _RETURN_LABEL, None if void else _RETURN_VALUE, keep_bare=not void) for it in items]
     end = fdef.body.block_items[-1].coord if fdef.body.block_items else fdef.body.coord
     if void:
         body.append(c_ast.Label(_RETURN_LABEL, c_ast.EmptyStatement(coord=end), coord=end))
@@ -97,6 +86,23 @@ def _early_returns(fdef: c_ast.FuncDef, helper: bool) -> None:
         result = c_ast.Return(c_ast.ID(_RETURN_VALUE, coord=end), coord=end)
         body = [decl, *body, c_ast.Label(_RETURN_LABEL, result, coord=end)]
     fdef.body.block_items = body
+
+
+def returns_to(node: c_ast.Node, label: str, result: str | None, *, keep_bare: bool = False) -> c_ast.Node:
+    """``node`` with each ``return e;`` as ``{ result = e; goto label; }`` (``goto label;`` without a
+    ``result``); a ``return;`` becomes ``goto label;`` too, or stays where ``keep_bare``."""
+    if isinstance(node, c_ast.Return):
+        goto = c_ast.Goto(label, coord=node.coord)
+        if node.expr is None:
+            return node if keep_bare else goto
+        if result is None:
+            return goto
+        value = c_ast.Assignment("=", c_ast.ID(result, coord=node.coord), node.expr, coord=node.coord)
+        return c_ast.Compound([value, goto], coord=node.coord)
+    new = copy.copy(node)
+    for name, child in node.children():
+        set_child(new, name, returns_to(child, label, result, keep_bare=keep_bare))
+    return new
 
 
 def _all(node: c_ast.Node, kind: type) -> list[c_ast.Node]:
