@@ -225,6 +225,16 @@ def test_compile_refuses_to_write_code_that_fails_verification(tmp_path: Path,
     assert "verification of the generated CUDA for 'kernel_gemm' failed" in res.output
     assert "[unwritten-output]" in res.output
     assert not out.exists() and not list(tmp_path.iterdir())
+    # the replay line reruns the compile's own check: the same failure, word for word
+    reason = re.search(r"failed: (.*) \(replay: transpile verify OUT\.cu (.*)\)", res.output)
+    assert reason is not None, res.output
+    replayed = tmp_path / "OUT.cu"
+    replayed.write_text(cheat)
+    args = reason.group(2).split()
+    assert args[:2] == ["--against", "gemm.c"] and "--quick" in args
+    again = _cli("verify", str(replayed), "--against", str(KERNELS / "gemm.c"), *args[2:], "--no-gpu")
+    assert again.returncode == 1
+    assert f"verification fail: {reason.group(1)}" in again.stderr, again.stderr
     res = CliRunner().invoke(main, [str(KERNELS / "gemm.c"), "-o", str(out), "--no-verify"])
     assert res.exit_code == 0 and out.read_text() == cheat
 
@@ -510,6 +520,33 @@ def test_second_input_set_gets_its_own_tolerance() -> None:
     kept = max(float(np.max(np.abs(prep.ref1[a.name] - prep.ref2[a.name]) / np.maximum(np.abs(prep.ref2[a.name]), 1e-300)))
                for a in sig.outputs)
     assert kept > prep.tol(f64, second=True)  # the first set's answer is still refused on the second
+
+
+def test_changed_element_run_gets_its_own_tolerance() -> None:
+    """Run P (one input element redrawn, the same host buffers) is judged with a tolerance for its own
+    conditioning.  xf_matvec in float at n = 17 (the clean-clone CI's compile of 5732919, seed
+    334764245): the redrawn element makes a sum cancel, its FMA rounding spread is 0.6x the first
+    set's tolerance, and the simulated kernel's FMA result missed that tolerance (4.92e-05 against
+    4.4e-05).  The run's tolerance covers its own spread; a result kept from the first call must still
+    fail it."""
+    from transpile.verify.prepare import SPREAD_FACTOR, prepare, rounding_spread
+    from transpile.verify.reference import GccReference, _fma_flags
+    from transpile.verify.synth import Shape
+
+    if _fma_flags() is None:
+        pytest.skip("this CPU has no FMA instructions")
+    path = Path(__file__).parent / "ordinary" / "xf_matvec.c"
+    k = frontend.load(path).kernels[0]
+    sig = kernel_sig(k)
+    ref = GccReference(sig, path, function=k.name)
+    prep = prepare(ref, sig, k, Shape("non-square", {"n": 17}), seed=334764245, index=0, dist1="signed",
+                   dist2="uniform", extra=True)
+    f32 = np.dtype(np.float32)
+    xp, rp = prep.extra["p"]
+    spread = rounding_spread(ref, sig, xp, rp)
+    assert prep.tol(f32, extra="p") >= SPREAD_FACTOR * spread > prep.tol(f32)
+    kept = float(np.max(np.abs(prep.ref1["y"] - rp["y"]) / np.maximum(np.abs(rp["y"]), 1e-30)))
+    assert kept > prep.tol(f32, extra="p")  # the first call's answer is still refused
 
 
 def test_amplification_widens_float_outputs_only(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def refusal(report: Any, policy: str, *, replay: str = "") -> TranspileError | N
     if policy == "off" or report.verdict == "pass":
         return None
     if report.verdict == "fail":
-        again = f" ({replay} --seed {report.seed})" if replay else ""
+        again = f" ({replay} --function {report.kernel} --seed {report.seed})" if replay else ""
         return TranspileError(None, f"verification of the generated CUDA for '{report.kernel}' failed: "
                                     f"{report.reason}{again}")
     if policy == "error":

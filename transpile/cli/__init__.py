@@ -406,7 +406,7 @@ def _compile(file: Path, output: str | None, emit: str, function: str | None,
         # our own output must pass the verifier before it is written
         reports = driver.verify(module, lowered, result, file, opts)
         _report(reports, verbose=verbose, quiet=quiet, policy=opts.verify,
-                replay=f"replay: transpile verify OUT.cu --against {file.name}")
+                replay=f"replay: transpile verify OUT.cu --against {file.name} --quick")
         if report is not None:
             _write_page(report, file, module, lowered, result, opts, reports, verified=verify, outcome=outcome,
                         measure=evolving.measure if evolving is not None else "")

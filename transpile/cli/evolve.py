@@ -129,4 +129,4 @@ def _verify_warn(module: Any, lowered: Any, text: str, f: Path) -> None:
 
     opts = driver.Options(verify="warn")
     _report(driver.verify(module, lowered, text, f, opts), policy="warn",
-            replay=f"replay: transpile verify OUT.cu --against {f.name}")
+            replay=f"replay: transpile verify OUT.cu --against {f.name} --quick")

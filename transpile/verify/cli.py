@@ -61,6 +61,9 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 @click.option("--no-gpu", is_flag=True, help="Skip the GPU stages (d)-(f) even when a GPU is present.")
 @click.option("--seeds", "full_seeds", type=int, default=3, show_default=True,
               help="Input draws at full size in stage (e).")
+@click.option("--quick", is_flag=True,
+              help="The check 'transpile compile' runs (fewer shapes, one full-size seed, no sanitizer): "
+                   "a compile's replay line names it.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines; only the reason (and --json).")
 @click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="Include path for a C reference.")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for a C reference.")
@@ -78,7 +81,7 @@ def parse_sizes(items: tuple[str, ...]) -> dict[str, int]:
 def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None, sizes: tuple[str, ...],
                seed: int | None, as_json: bool, stages: str, no_gpu: bool, full_seeds: int, quiet: bool,
                include_dirs: tuple[str, ...], defines: tuple[str, ...], group: bool = False, jobs: int = 1,
-               timeout: float = 600.0, profile: bool | None = None) -> None:
+               timeout: float = 600.0, profile: bool | None = None, quick: bool = False) -> None:
     """Verify KERNEL.cu, any CUDA file defining the drop-in extern "C" host function,
     against the reference: stages (a) front end, (b) nvcc, (c) CPU simulation,
     (d)-(f) GPU runs and timing when a GPU is present.  With --group, rank several."""
@@ -87,6 +90,8 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
     from transpile.verify.report import Progress
     from transpile.verify.stages import Options, verify_file
 
+    if group and quick:
+        raise click.UsageError("--quick replays one compile's check: one KERNEL, without --group")
     if group:
         _verify_group(kernels, reference, function=function, sizes=sizes, seed=seed, as_json=as_json,
                       stages=stages, no_gpu=no_gpu, full_seeds=full_seeds, quiet=quiet,
@@ -104,9 +109,10 @@ def verify_cmd(kernels: tuple[Path, ...], reference: Path, function: str | None,
         if not reference.is_file():
             raise TranspileError(None, f"{reference}: no such file")
         size_map = parse_sizes(sizes)
-        opts = Options(seed=seed, mode="full", sizes=size_map, stages="a" + stages.replace("a", ""),
-                       gpu=False if no_gpu else None, full_seeds=max(1, full_seeds), progress=progress,
-                       profile=profile)
+        opts = Options(seed=seed, mode="quick" if quick else "full", sizes=size_map,
+                       stages="a" + stages.replace("a", ""), gpu=False if no_gpu else None,
+                       full_seeds=1 if quick else max(1, full_seeds), progress=progress, profile=profile,
+                       sanitizer=False if quick else Options.sanitizer)
         return verify_file(kernel, reference, function=function, include_dirs=include_dirs, defines=defines,
                            options=opts)
 

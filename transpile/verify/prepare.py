@@ -381,7 +381,8 @@ def extras(ref: Reference, sig: KernelSig, kernel: ir.Kernel, prep: Prepared, *,
     * ``xp`` (run P): the first set with one element of each float input redrawn
       (:func:`synth.perturb_one`); its ``out`` arrays filled with zeros or random finite values
       (alternating by seed and shape): a result kept from an earlier call on the same pointers,
-      sizes, scalars or sampled elements is stale there, and so is one keyed on the fill;
+      sizes, scalars or sampled elements is stale there, and so is one keyed on the fill; judged
+      with its own widening (the redrawn element may make a cancellation the first set had not);
     * ``xq2``, ``xq3`` (runs Q2, Q3): the first set's arrays with scalars of the kinds after the
       second set's (``kind`` + 1 and + 2, :func:`synth.float_scalar`; only for kernels with float
       scalars): a result memoised on the arrays alone is stale there, and with the second set two
@@ -397,7 +398,13 @@ def extras(ref: Reference, sig: KernelSig, kernel: ir.Kernel, prep: Prepared, *,
             xp[a.name] = fill(a.dtype, xp[a.name].shape, ("zero", "random")[(seed + index) % 2], rng)
     r = _reference_if_defined(ref, xp)
     if r is not None and finite(sig, xp, r):
-        prep.extra["p"] = (xp, r)
+        try:  # the redrawn element changes the conditioning (a cancellation it makes or undoes): its own widening
+            widen = max(conditioning(ref, sig, prep.depth, xp, r, seed_for(seed, index, 13))[0], prep.widen2)
+        except Skip:
+            widen = 0.0
+        if widen:
+            prep.extra["p"] = (xp, r)
+            prep.extra_widen["p"] = widen
     if any(a.role == "float" for a in sig.args):
         sources: list[tuple[str, Inputs]] = []
         if kind >= 0:

@@ -302,7 +302,7 @@ def judge_run(label: str, res: dict[str, Any], sig: KernelSig, prep: Prepared, x
     """The failed check and its message for one run, or None if the run passed."""
     call_label, label = label, base_label(label)
     second = label in ("B", "D2", "I")  # I: the previous shape's second set, judged with its own tolerance
-    extra = label.lower() if label in ("Q2", "Q3") else ""
+    extra = label.lower() if label in ("P", "Q2", "Q3") else ""  # sets with their own widening
     if res.get("guard"):
         return "device-guard", (f"{where}{res['guard']} guard byte(s) around device buffers overwritten "
                                 f"(out-of-bounds write): {_first_line(res.get('diagnostics', ''))}")
