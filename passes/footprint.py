@@ -93,6 +93,8 @@ class Footprint:
     box_written: bool = False
     reads_own: bool = False
     full_when: tuple[tuple[Affine, str], ...] | None = None
+    hole: Box | None = None
+    hole_when: tuple[tuple[Affine, str], ...] | None = None
 
     @property
     def copy_in(self) -> bool:
@@ -223,7 +225,8 @@ def analyze(kernel: ir.Kernel, only: frozenset[str] | set[str] | None = None, *,
                     reads_input=bool(reads) and not (must and covered),
                     box_written=own and not returns and _box_written(writes, write_box, dims, params, inside),
                     reads_own=own and covered,
-                    full_when=None if must or returns else _full_when(writes, reads, dims, params, inside))
+                    full_when=None if must or returns else _full_when(writes, reads, dims, params, inside),
+                    **({} if must or returns else _hole(writes, reads, write_box, dims, params, inside)))
         except isl.Error:  # past MAX_OPERATIONS: the whole extent, copied in
             whole = tuple((None, None) for _ in dims)
             out[p.name] = Footprint(p.name, read=bool(reads), written=bool(writes),
@@ -418,6 +421,12 @@ def _full_when(writes: list[Site], reads: list[Site], dims: list[Affine | None],
     if not all(_covered(r, writes, params) for r in reads):
         return None
     missing = _extent(dims, params).subtract(_union(exact, params))
+    return _conjunction(missing, inside)
+
+
+def _conjunction(missing: isl.Set, inside: isl.Set | None) -> tuple[tuple[Affine, str], ...] | None:
+    """The parameter values (of correct calls) for which ``missing`` is empty, as constraints that all
+    hold there (see :func:`_full_when`); None when there are none or they are not one conjunction."""
     good = missing.params().complement()
     if inside is not None:
         good = good.intersect(inside)
@@ -427,7 +436,33 @@ def _full_when(writes: list[Site], reads: list[Site], dims: list[Affine | None],
     pieces = good.get_basic_sets()
     if len(pieces) != 1:
         return None
-    piece = pieces[0].remove_redundancies()
+    return _constraints(pieces[0].remove_redundancies())
+
+
+def _sufficient(missing: isl.Set, inside: isl.Set | None) -> tuple[tuple[Affine, str], ...] | None:
+    """A conjunction of constraints on the parameters under which ``missing`` is empty for every
+    correct call (those in ``inside``): one piece of where it is empty, the one holding the point where
+    every parameter is 1024 (sizes worth a GPU) if one does, else the one of fewest constraints, less
+    what ``inside`` implies (``()``: always).  None when there is none."""
+    good = missing.params().complement().coalesce()
+    pieces = [isl.Set.from_basic_set(p) for p in good.get_basic_sets()]
+    pieces = [p for p in pieces if inside is None or not p.intersect(inside).is_empty()]
+    if not pieces:
+        return None
+    point = isl.Set.universe(good.get_space())
+    for k in range(good.dim(isl.dim_type.param)):
+        point = point.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(good.get_ctx(), 1024))
+    typical = [p for p in pieces if not p.intersect(point).is_empty()]
+    piece = min(typical or pieces, key=lambda p: len(p.get_basic_sets()[0].get_constraints()))
+    if inside is not None:  # less what every correct call satisfies
+        simpler = piece.gist(inside).coalesce()
+        piece = simpler if len(simpler.get_basic_sets()) == 1 else piece
+    return _constraints(piece.get_basic_sets()[0].remove_redundancies(), empty=())
+
+
+def _constraints(piece: isl.BasicSet, *, empty: tuple[()] | None = None) -> tuple[tuple[Affine, str], ...] | None:
+    """``piece``'s constraints as ``(a, "==")`` (``a == 0``) and ``(a, ">=")``; ``empty`` where it has none,
+    None where it has existentials."""
     if piece.dim(isl.dim_type.div) != 0:
         return None
     out: list[tuple[Affine, str]] = []
@@ -438,13 +473,35 @@ def _full_when(writes: list[Site], reads: list[Site], dims: list[Affine | None],
             if v:
                 coeffs[str(piece.get_dim_name(isl.dim_type.param, k)).removeprefix("p_")] = v
         out.append((Affine.of(coeffs, int(c.get_constant_val().to_python())), "==" if c.is_equality() else ">="))
-    return tuple(out) or None
+    return tuple(out) or empty
 
 
-def _covered(read: Site, writes: list[Site], params: frozenset[str]) -> bool:
-    """Whether every instance of ``read`` reads an element an exact write instance wrote before it."""
+def _hole(writes: list[Site], reads: list[Site], box: Box | None, dims: list[Affine | None], params: frozenset[str],
+          inside: isl.Set | None) -> dict[str, object]:
+    """``hole`` and ``hole_when``: the write box ``box``, when every bound of it is an affine form and,
+    for the parameter values of ``hole_when`` (a conjunction, as :attr:`Footprint.full_when`),
+    exact unconditional writes cover every element of it and every read of an element of it sees a
+    value the kernel wrote before (for every parameter value).  The caller's values of the hole are
+    then never seen: a drop-in copies in the array's range less the hole (jacobi-2d's ``B``: its
+    boundary ring, when ``tsteps >= 1``); empty when there is no such hole."""
+    exact = [s for s in writes if s.exact and all(x is not None for x in s.subscripts)]
+    if not exact or box is None or any(lo is None or hi is None for lo, hi in box):
+        return {}
+    head, svars = set_head(params, len(box))
+    cons = [c for sv, (lo, hi) in zip(svars, box)
+            for c in (f"{sv} >= {deps.render_affine(lo, {})}", f"{sv} <= {deps.render_affine(hi, {})}")]
+    hole = isl_set(head + " and ".join(cons) + " }")
+    if not all(_covered(r, writes, params, within=hole) for r in reads):
+        return {}
+    when = _sufficient(hole.subtract(_union(exact, params)), inside)
+    return {} if when is None else {"hole": box, "hole_when": when}
+
+
+def _covered(read: Site, writes: list[Site], params: frozenset[str], *, within: isl.Set | None = None) -> bool:
+    """Whether every instance of ``read`` reads an element an exact write instance wrote before it (of
+    the instances that read an element of ``within``, if given)."""
     if any(x is None for x in read.subscripts):
-        return False
+        return within is not None and not _reaches(read, params, within)
     exact = [w for w in writes if w.exact and all(x is not None for x in w.subscripts)]
     if not exact:
         return False
@@ -452,6 +509,8 @@ def _covered(read: Site, writes: list[Site], params: frozenset[str]) -> bool:
     jn = {lp.var: f"j{k}" for k, lp in enumerate(read.loops)}
     jv = list(jn.values())
     dom_r = " and ".join(deps.domain_constraints(read.loops, jn, params)) or "true"
+    if within is not None:  # the instances whose element lies in `within`
+        dom_r += " and " + _in_set(read, jn, within)
     domain = isl_set(f"{head}[{', '.join(jv)}] : {dom_r} }}")
     covered = domain.subtract(domain)  # empty, same space
     for w in exact:
@@ -478,3 +537,29 @@ def _covered(read: Site, writes: list[Site], params: frozenset[str]) -> bool:
             body = f"exists ({', '.join(iv)} : {body})"
         covered = covered.union(isl_set(f"{head}[{', '.join(jv)}] : {dom_r} and {body} }}"))
     return bool(domain.is_subset(covered))
+
+
+def _in_set(read: Site, names: dict[str, str], within: isl.Set) -> str:
+    """The constraint, over the read's loop variables ``names``, that its element lies in the box
+    ``within`` (a conjunction of bounds on ``s0, s1, ...``, as :func:`_hole` builds it)."""
+    (piece,) = within.get_basic_sets()
+    out = []
+    for c in piece.get_constraints():
+        terms = []
+        for d, sub in enumerate(read.subscripts):
+            k = int(c.get_coefficient_val(isl.dim_type.set, d).to_python())
+            if k:
+                terms.append(f"{k} * ({deps.render_affine(sub, names)})")
+        for k in range(piece.dim(isl.dim_type.param)):
+            v = int(c.get_coefficient_val(isl.dim_type.param, k).to_python())
+            if v:
+                terms.append(f"{v} * {piece.get_dim_name(isl.dim_type.param, k)}")
+        terms.append(str(int(c.get_constant_val().to_python())))
+        out.append(f"{' + '.join(terms)} {'=' if c.is_equality() else '>='} 0")
+    return " and ".join(out) or "true"
+
+
+def _reaches(read: Site, params: frozenset[str], within: isl.Set) -> bool:
+    """Whether ``read`` (a subscript not affine) may touch an element of ``within``: its known
+    subscripts' image meets it (the unknown ones range over everything)."""
+    return not image(read, params).intersect(within).is_empty()

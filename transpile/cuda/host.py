@@ -8,9 +8,10 @@ parameter of ``NAME``:
 * the device buffer comes from ``NAME``'s own stream-ordered memory pool
   (kept between calls, so repeated calls allocate from cached memory);
 * copy-in covers the flattened range of the array's bounding box
-  (:mod:`passes.footprint`), or nothing when the array is never read and
-  proven to be written in full; copy-out covers the bounding box of the
-  writes, only for arrays the kernel writes;
+  (:mod:`passes.footprint`), less its hole (a box the kernels write before
+  they read any of it: jacobi-2d's ``B`` but its boundary ring), or nothing
+  when the array is never read and proven to be written in full; copy-out
+  covers the bounding box of the writes, only for arrays the kernel writes;
 * each copy goes through pinned memory: directly when the user's memory is
   already page-locked, through a per-call ``cudaHostRegister`` for large
   ranges, or staged in chunks through ``NAME``'s double-buffered pinned
@@ -73,8 +74,29 @@ def arrays(em: _KernelEmitter) -> dict[str, dict[str, object]]:
             "in_lo": in_range[0], "in_hi": in_range[1], "out_lo": out_range[0], "out_hi": out_range[1],
             "why": _why(fp, copy_out),
             "skip_in": _condition(em, cond) if (cond := skip_copy_in_when(fp, scalars)) else "",
+            "hole": _hole(em, p.ty, fp, scalars) if fp.copy_in else [],
+            "hole_var": em.namer.fresh(f"{p.name}_hole"),
         }
     return out
+
+
+MAX_HOLE_RANK = 8
+"""The rank up to which a copy-in leaves out a hole (the runtime's ``transpile_dropin_in_holed``)."""
+
+
+def _hole(em: _KernelEmitter, ty: ir.ArrayType, fp: footprint.Footprint, scalars: set[str]) -> list[str]:
+    """C text of the copy-in's hole (``transpile_dropin_in_holed``): its rank, or 0 where ``hole_when``
+    does not hold at run time, then the extents, then per dimension the lowest and highest index; []
+    where the array has no hole the host function can spell (its bounds read only scalar parameters)."""
+    hole, when = fp.hole, fp.hole_when
+    if hole is None or when is None or not 1 <= len(ty.dims) <= MAX_HOLE_RANK:
+        return []
+    forms = [b for lo_hi in hole for b in lo_hi] + [a for a, _ in when]
+    if any(b is None or not b.names <= scalars for b in forms):
+        return []
+    rank = str(len(ty.dims)) if not when else f"({_condition(em, when)}) ? {len(ty.dims)} : 0"
+    extents = [em.expr.cast_to(d, LL) for d in ty.dims]
+    return [rank, *extents, *(_affine_c(em, b) for lo_hi in hole for b in lo_hi if b is not None)]
 
 
 MAX_POINTS = 32

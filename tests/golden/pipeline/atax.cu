@@ -775,6 +775,8 @@ struct transpile_array {
   long long in_lo, in_hi;
   bool out_done;            // copy-out started
   bool plain;               // dev came from cudaMalloc (a first call), not from the pool
+  const long long *hole;    // copy-in leaves out this box (transpile_dropin_in_holed), or NULL
+  size_t moved_in;          // bytes copied to the device in this call (the trace's "in_bytes")
 };
 
 // One call of a drop-in: its arrays and the number of its last point.
@@ -805,8 +807,13 @@ struct transpile_call {
     for (int i = 0; i < 6; ++i) {
       ms[i] = std::chrono::duration<double, std::milli>(c->at[i + 1] - c->at[i]).count();
     }
+    size_t in_bytes = 0;
+    for (int i = 0; i < c->count; ++i) {
+      in_bytes += c->arrays[i].moved_in;
+    }
     fprintf(stderr, "transpile-trace {\"kernel\": \"%s\", \"alloc\": %.4f, \"in\": %.4f, \"issue\": %.4f, "
-            "\"out\": %.4f, \"sync\": %.4f, \"free\": %.4f}\n", c->kernel, ms[0], ms[1], ms[2], ms[3], ms[4], ms[5]);
+            "\"out\": %.4f, \"sync\": %.4f, \"free\": %.4f, \"in_bytes\": %zu}\n", c->kernel, ms[0], ms[1], ms[2], ms[3],
+            ms[4], ms[5], in_bytes);
   }
 }
 
@@ -1206,6 +1213,8 @@ struct transpile_call {
   const char *what = to_device ? a->to_device : a->to_host;
   if (!to_device) {  // the page touchers rewrite bytes of the copy-out ranges: done before any copy-out
     transpile_dropin_prefault_join(s);
+  } else {
+    a->moved_in += len;
   }
   transpile_dropin_pin(a, len);
   // A first call's pageable array, or (path 'm') a staged one on its way out: the driver stages it
@@ -1233,7 +1242,89 @@ struct transpile_call {
   transpile_dropin_stage(s, a, off, len, to_device, kernel, what);
 }
 
-// Host to device, elements [copy_lo, copy_hi) of `a`.
+// The most blocks of a hole (its index tuples but the last two dimensions) a copy-in leaves out one by
+// one; past it the range is copied whole (each block costs two copies).
+#ifndef TRANSPILE_HOLE_MAX_BLOCKS
+#define TRANSPILE_HOLE_MAX_BLOCKS 4
+#endif
+
+// Host to device, elements [lo, hi) of `a` (byte range [off, off + len)) less its hole: the box
+// a->hole (transpile/cuda/host.py, _hole), which the kernels write before they read any of it, so its
+// host values are never seen.  The elements of the range between the hole's rows go as one strided copy
+// per block (a block: the hole's last two dimensions at one index of the others), the rest as
+// contiguous pieces.  False (nothing copied) where the hole is absent at these sizes, not inside the
+// range, smaller than half of it, or of more than TRANSPILE_HOLE_MAX_BLOCKS blocks: the caller copies the
+// range whole.  Copy-out is unchanged: the hole's elements are written, the rest were copied in.
+[[maybe_unused]] static bool transpile_dropin_in_holed(transpile_dropin *s, transpile_array *a, size_t off,
+                                                      size_t len, const char *kernel)
+{
+  const long long *h = a->hole;
+  const int rank = h == NULL ? 0 : (int)h[0];
+  if (rank <= 0) {
+    return false;
+  }
+  const long long *ext = h + 1, *box = h + 1 + rank;
+  long long count = 1, blocks = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (box[2 * d] < 0 || box[2 * d] > box[2 * d + 1] || box[2 * d + 1] >= ext[d]) {
+      return false;
+    }
+    count *= box[2 * d + 1] - box[2 * d] + 1;
+    blocks *= d + 2 < rank ? box[2 * d + 1] - box[2 * d] + 1 : 1;
+  }
+  const long long lo = (long long)(off / a->elem), hi = (long long)((off + len) / a->elem);
+  if (2 * count < hi - lo || blocks > TRANSPILE_HOLE_MAX_BLOCKS) {
+    return false;
+  }
+  // The flattened offset of an index tuple (row-major).
+  auto at = [&](const long long *ix) {
+    long long o = 0;
+    for (int d = 0; d < rank; ++d) {
+      o = o * ext[d] + ix[d];
+    }
+    return o;
+  };
+  long long first[8], last[8];
+  for (int d = 0; d < rank; ++d) {
+    first[d] = box[2 * d];
+    last[d] = box[2 * d + 1];
+  }
+  if (at(first) < lo || at(last) >= hi) {
+    return false;
+  }
+  const char *what = a->to_device;
+  const long long pitch = ext[rank - 1], width = last[rank - 1] - first[rank - 1] + 1;
+  const long long rows = rank >= 2 ? last[rank - 2] - first[rank - 2] + 1 : 1;
+  long long ix[8], pos = lo;
+  for (int d = 0; d < rank; ++d) {
+    ix[d] = first[d];
+  }
+  for (long long b = 0; b < blocks; ++b) {
+    const long long start = at(ix);  // the block's first element
+    if (start > pos) {
+      transpile_dropin_copy(s, a, (size_t)pos * a->elem, (size_t)(start - pos) * a->elem, true, kernel);
+    }
+    if (rows > 1 && pitch > width) {  // between the block's rows: rows - 1 gaps of pitch - width elements
+      const size_t gap = (size_t)(start + width) * a->elem;
+      transpile_check(cudaMemcpy2DAsync(a->dev + gap, (size_t)pitch * a->elem, a->host + gap, (size_t)pitch * a->elem,
+                                        (size_t)(pitch - width) * a->elem, (size_t)(rows - 1), cudaMemcpyHostToDevice, s->up), kernel, what);
+      a->moved_in += (size_t)(pitch - width) * a->elem * (size_t)(rows - 1);
+    }
+    pos = start + (rows - 1) * pitch + width;  // past the block's last element
+    for (int d = rank - 3; d >= 0; --d) {  // the next block
+      if (++ix[d] <= last[d]) {
+        break;
+      }
+      ix[d] = first[d];
+    }
+  }
+  if (hi > pos) {
+    transpile_dropin_copy(s, a, (size_t)pos * a->elem, (size_t)(hi - pos) * a->elem, true, kernel);
+  }
+  return true;
+}
+
+// Host to device, elements [copy_lo, copy_hi) of `a` (less its hole, transpile_dropin_in_holed).
 [[maybe_unused]] static void transpile_dropin_in(transpile_dropin *s, transpile_array *a, const char *kernel)
 {
   size_t off = 0, len = 0;
@@ -1241,7 +1332,7 @@ struct transpile_call {
   a->copied_in = 1;
   a->in_lo = (long long)(off / a->elem);
   a->in_hi = (long long)((off + len) / a->elem);
-  if (any) {
+  if (any && !transpile_dropin_in_holed(s, a, off, len, kernel)) {
     transpile_dropin_copy(s, a, off, len, true, kernel);
   }
 }
@@ -1494,13 +1585,13 @@ extern "C" void kernel_atax(int m, int n, double *A, double *x, double *y, doubl
   // the call's state.
   transpile_array arrays[4] = {
     {(unsigned char *)A, NULL, A_bytes, sizeof(double), "copy A to the device", "copy A to the host",
-     0LL, LLONG_MAX, 0LL, 0LL, 1, -1, 0, 0, 0, 0, 0, 0, 0, false, false},
+     0LL, LLONG_MAX, 0LL, 0LL, 1, -1, 0, 0, 0, 0, 0, 0, 0, false, false, NULL, 0},
     {(unsigned char *)x, NULL, x_bytes, sizeof(double), "copy x to the device", "copy x to the host",
-     0LL, LLONG_MAX, 0LL, 0LL, 1, -1, 0, 0, 0, 0, 0, 0, 0, false, false},
+     0LL, LLONG_MAX, 0LL, 0LL, 1, -1, 0, 0, 0, 0, 0, 0, 0, false, false, NULL, 0},
     {(unsigned char *)y, NULL, y_bytes, sizeof(double), "copy y to the device", "copy y to the host",
-     0LL, 0LL, 0LL, LLONG_MAX, -1, 2, 0, 0, 0, 0, 0, 0, 0, false, false},
+     0LL, 0LL, 0LL, LLONG_MAX, -1, 2, 0, 0, 0, 0, 0, 0, 0, false, false, NULL, 0},
     {(unsigned char *)tmp, NULL, tmp_bytes, sizeof(double), "copy tmp to the device", "copy tmp to the host",
-     0LL, 0LL, 0LL, LLONG_MAX, -1, 2, 0, 0, 0, 0, 0, 0, 0, false, false},
+     0LL, 0LL, 0LL, LLONG_MAX, -1, 2, 0, 0, 0, 0, 0, 0, 0, false, false, NULL, 0},
   };
   transpile_call call = {&transpile_kernel_atax_dropin, arrays, 4, 2, "kernel_atax"};
   transpile_dropin_trace(&call);
