@@ -66,6 +66,18 @@ After (one level shown; ``K = 64``)::
       }
     }
 
+**Linear recurrences** (``y[i] = 0.9f * y[i - 1] + 0.1f * x[i]``, ``a[i] = a[i - 1] * b[i] + c[i]``,
+``s = s * x + c[i]``): a float running value updated as an affine map of itself, ``x = A(i) * x + B(i)``
+(:func:`_linear` finds ``A`` and ``B`` through ``+``, ``-`` and products by factors free of ``x``;
+``B`` not zero and ``A`` not 1, which the running-value scan above or reduce-gpu take), the
+coefficients under the same rule as the term.  Maps compose (``x -> a2 (a1 x + b1) + b2`` is
+``(a2 a1, a2 b1 + b2)``), so the same three phases apply (:func:`_blocked_linear`): each chunk composes
+its maps into ``part_a[c], part_b[c]`` (parallel), the chunks' maps are composed in order (``n / K``
+iterations in one thread, not blocked again), and each chunk runs the body from ``part_a[c - 1] * x0 +
+part_b[c - 1]`` (parallel); a scalar nobody reads per iteration (Horner's rule) needs no phase 3.
+Floats only, under ``reassociate`` (the composition multiplies the coefficients in another order;
+integer maps could overflow where the loop does not).
+
 Packing (``if (c) { out[j] = e; j++; }``, a scan of the condition used as a subscript) is not done:
 phase 3's writes would go where the scanned counter says, which the dependence test cannot prove
 disjoint.
@@ -119,12 +131,16 @@ def _scan(kernel: ir.Kernel, position: int, loop: ir.For, params: frozenset[str]
             loop.hi, params):
         return None
     running = _running(loop)
-    if running is None:
-        return None
-    a = running.acc
-    if not (reassociate or accum.exact(a.op, a.target.ty)):
-        return None
-    stmts, parallel = _blocked(loop, running, ir.identifiers(kernel), LEVELS, k)
+    if running is not None:
+        a = running.acc
+        if not (reassociate or accum.exact(a.op, a.target.ty)):
+            return None
+        stmts, parallel = _blocked(loop, running, ir.identifiers(kernel), LEVELS, k)
+    else:
+        linear = _linear_running(loop) if reassociate else None
+        if linear is None:
+            return None
+        stmts, parallel = _blocked_linear(loop, linear, ir.identifiers(kernel), k)
     body = kernel.body
     allocs = tuple(s for s in stmts if isinstance(s, ir.Alloc))
     rest = tuple(s for s in stmts if not isinstance(s, ir.Alloc))
@@ -351,3 +367,195 @@ def _blocked(loop: ir.For, r: _Running, used: set[str], levels: int, k: int
     stmts = (alloc, *[s for s in middle if isinstance(s, ir.Alloc)], phase1,
              *[s for s in middle if not isinstance(s, ir.Alloc)], phase3, *after)
     return stmts, parallel
+
+
+# ---------------------------------------------------------------------------
+# Linear recurrences: x = A * x + B
+
+
+@dataclasses.dataclass(frozen=True)
+class _Linear:
+    """A loop's first-order linear recurrence ``x = A(i) * x + B(i)``: the statement's index in the body,
+    the value read as ``x`` (the scalar, or ``X[.., i + d - 1]``), the coefficients (``B`` None: 0),
+    the entry value and, for a recurrence on an array, the element each iteration stores ``x`` in."""
+
+    at: int
+    stmt: ir.Assign
+    read_as: ir.Expr
+    coef: ir.Expr
+    offset: ir.Expr | None
+    entry: ir.Expr
+    store: ir.Index | None
+
+
+def _linear(e: ir.Expr, v: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None] | None:
+    """``e`` as ``A * v + B`` (None for a zero part) through ``+``, ``-`` and ``*`` by factors free of
+    ``v``, or None where ``e`` is not affine in ``v``."""
+    if e == v:
+        return ir.const(1.0, v.ty, loc=e.loc), None
+    if not _mentions(e, v):
+        return None, e
+    if not (isinstance(e, ir.Binary) and e.ty == v.ty):
+        return None
+    if e.op in ("+", "-"):
+        left, right = _linear(e.lhs, v), _linear(e.rhs, v)
+        if left is None or right is None:
+            return None
+        return _sum(left[0], right[0], e.op), _sum(left[1], right[1], e.op)
+    if e.op == "*" and _mentions(e.lhs, v) != _mentions(e.rhs, v):
+        inner, factor = (e.lhs, e.rhs) if _mentions(e.lhs, v) else (e.rhs, e.lhs)
+        got = _linear(inner, v)
+        if got is None:
+            return None
+        return tuple(None if x is None else ir.binary("*", x, factor, loc=e.loc) for x in got)  # type: ignore[return-value]
+    return None
+
+
+def _sum(x: ir.Expr | None, y: ir.Expr | None, op: str) -> ir.Expr | None:
+    """``x op y`` where None is 0."""
+    if y is None:
+        return x
+    if x is None:
+        return y if op == "+" else ir.unary("-", y, loc=y.loc)
+    return ir.binary(op, x, y, loc=x.loc)
+
+
+def _linear_running(loop: ir.For) -> _Linear | None:
+    """The loop's linear recurrence, if its body has exactly one statement updating a float running value
+    (a scalar declared outside the loop, or ``X[.., i + d]`` from ``X[.., i + d - 1]``) as an affine map
+    of it whose coefficients read nothing the loop writes (but the stored element itself), and nothing
+    else writes that value."""
+    i = loop.var
+    written_scalars = ir.scalars_written(loop)
+    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
+    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
+                      and isinstance(n.target, ir.Index)}
+    found: list[_Linear] = []
+    for at, st in enumerate(loop.body):
+        if not isinstance(st, ir.Assign) or not st.target.ty.is_float:
+            continue
+        t = st.target
+        read_as: ir.Expr | None = t if isinstance(t, ir.Var) else _previous(t, i)
+        if read_as is None or not _mentions(st.value, read_as):
+            continue
+        got = _linear(st.value, read_as)
+        if got is None or got[0] is None or got[1] is None or got[0] == ir.const(1.0, t.ty, loc=st.value.loc):
+            continue  # not affine, or a plain running sum or product (the running-value scan's, or reduce-gpu's)
+        if isinstance(t, ir.Var):
+            entry: ir.Expr = t
+            store = None
+        else:
+            assert isinstance(read_as, ir.Index)
+            entry, store = _fold_index(ir.substitute(read_as, {i: ir.cast(loop.lo, loop.ty)})), t
+        found.append(_Linear(at, st, read_as, got[0], got[1], entry, store))
+    if len(found) != 1:
+        return None
+    r = found[0]
+    others = [st for k, st in enumerate(loop.body) if k != r.at]
+    t = r.stmt.target
+    if isinstance(t, ir.Var):
+        if t.name in declared or any(t.name in ir.scalars_written(st) for st in others):
+            return None
+    elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) and n.target.array == t.array
+             for st in others for n in ir.walk(st)):
+        return None
+    for part in (r.coef, r.offset):
+        for n in ir.walk(part) if part is not None else ():
+            if isinstance(n, ir.Var) and n.name != i and (n.name in written_scalars or n.name in declared):
+                return None
+            if isinstance(n, ir.Index) and n.array in written_arrays and n != r.store:
+                return None
+            if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
+                return None
+    return r
+
+
+def _blocked_linear(loop: ir.For, r: _Linear, used: set[str], k: int) -> tuple[tuple[ir.Stmt, ...], list[ir.For]]:
+    """The blocked scan of a linear recurrence: each chunk composes its iterations' maps ``x -> A x + B``
+    into one (parallel), the chunks' maps are composed in order (``n / K`` iterations, in one thread),
+    and each chunk runs the body from the value the maps before it give (parallel)."""
+    loc = loop.loc
+    ty = r.stmt.target.ty
+    ity = loop.ty if loop.ty.bits >= 32 else ir.I32
+
+    def fresh(base: str) -> str:
+        name = fresh_name(base, used)
+        used.add(name)
+        return name
+
+    def num(v: int) -> ir.Expr:
+        return ir.const(v, ity, loc=loc)
+
+    def mul(x: ir.Expr, y: ir.Expr) -> ir.Expr:
+        return ir.binary("*", x, y, loc=loc)
+
+    def add(x: ir.Expr, y: ir.Expr) -> ir.Expr:
+        return ir.binary("+", x, y, loc=loc)
+
+    lo, hi = ir.cast(loop.lo, ity), ir.cast(loop.hi, ity)
+    chunks = ir.binary("/", ir.binary("+", ir.binary("-", hi, lo, loc=loc), num(k - 1), loc=loc), num(k), loc=loc)
+    extent = ir.select(ir.binary(">", hi, lo, loc=loc), chunks, num(1), loc=loc)
+    names = {"a": fresh("part_a"), "b": fresh("part_b")}
+    allocs = tuple(ir.Alloc(n, ir.ArrayType(ty, (extent,)), loc=loc) for n in names.values())
+
+    def part(which: str, at: ir.Expr) -> ir.Index:
+        return ir.Index(names[which], (at,), ty, loc=loc)
+
+    i = ir.Var(loop.var, loop.ty, loc=loc)
+    inside = ir.binary("<", ir.cast(i, ity), hi, loc=loc)
+
+    def over_chunk(chunk: ir.Var, body: tuple[ir.Stmt, ...]) -> ir.For:
+        start = ir.binary("+", lo, ir.binary("*", num(k), chunk, loc=loc), loc=loc)
+        return ir.For(loop.var, loop.ty, ir.cast(start, loop.ty), ir.cast(add(start, num(k)), loop.ty), 1, body,
+                      loc=loc)
+
+    one, zero = ir.const(1.0, ty, loc=loc), ir.const(0.0, ty, loc=loc)
+    # phase 1: each chunk's maps composed (the later map applied after the earlier)
+    c1 = ir.Var(fresh("chunk"), ity, loc=loc)
+    ma, mb, coef = (ir.Var(fresh(n), ty, loc=loc) for n in ("map_a", "map_b", "coef"))
+    step = (ir.Decl(coef.name, ty, r.coef, loc=loc),
+            ir.Assign(mb, mul(coef, mb) if r.offset is None else add(mul(coef, mb), r.offset), loc=loc),
+            ir.Assign(ma, mul(coef, ma), loc=loc))
+    phase1 = ir.For(c1.name, ity, num(0), chunks, 1, (
+        ir.Decl(ma.name, ty, one, loc=loc), ir.Decl(mb.name, ty, zero, loc=loc),
+        over_chunk(c1, (ir.If(inside, step, (), loc=loc),)),
+        ir.Assign(part("a", c1), ma, loc=loc), ir.Assign(part("b", c1), mb, loc=loc),
+    ), loc=loc)
+    # phase 2: the chunks' maps composed in order (B before A: it needs the chunk's own A)
+    c2 = ir.Var(fresh("chunk"), ity, loc=loc)
+    before = ir.binary("-", c2, num(1), loc=loc)
+    phase2 = ir.For(c2.name, ity, num(1), chunks, 1, (
+        ir.Assign(part("b", c2), add(mul(part("a", c2), part("b", before)), part("b", c2)), loc=loc),
+        ir.Assign(part("a", c2), mul(part("a", c2), part("a", before)), loc=loc),
+    ), loc=loc)
+    t = r.stmt.target
+    after: tuple[ir.Stmt, ...] = ()
+    if isinstance(t, ir.Var):  # the value after the loop: every chunk's map applied to the entry value
+        last = ir.binary("-", chunks, num(1), loc=loc)
+        after = (ir.If(ir.binary(">", chunks, num(0), loc=loc),
+                       (ir.Assign(t, add(mul(part("a", last), t), part("b", last)), loc=loc),), (), loc=loc),)
+    others = [st for n, st in enumerate(loop.body) if n != r.at]
+    if r.store is None and not any(t in ir.walk(st) for st in others):
+        return (*allocs, phase1, phase2, *after), [phase1]  # nothing reads it per iteration
+    # phase 3: each chunk from the value the chunks before it give, the original body
+    running = ir.Var(fresh("running"), ty, loc=loc)
+    c3 = ir.Var(fresh("chunk"), ity, loc=loc)
+    prior = ir.binary("-", c3, num(1), loc=loc)
+    body: list[ir.Stmt] = []
+    for n, st in enumerate(loop.body):
+        if n == r.at:
+            body.append(ir.Assign(running, _replace(r.stmt.value, r.read_as, running), loc=loc))
+            if r.store is not None:
+                body.append(ir.Assign(r.store, running, loc=loc))
+        elif r.store is None:
+            assert isinstance(t, ir.Var)
+            body.append(ir.substitute(st, {t.name: running}))
+        else:
+            body.append(st)
+    phase3 = ir.For(c3.name, ity, num(0), chunks, 1, (
+        ir.Decl(running.name, ty, r.entry, loc=loc),
+        ir.If(ir.binary(">", c3, num(0), loc=loc),
+              (ir.Assign(running, add(mul(part("a", prior), running), part("b", prior)), loc=loc),), (), loc=loc),
+        over_chunk(c3, (ir.If(inside, tuple(body), (), loc=loc),)),
+    ), loc=loc)
+    return (*allocs, phase1, phase2, phase3, *after), [phase1, phase3]

@@ -165,8 +165,10 @@ def test_float_sum_needs_reassociation_but_integers_and_max_do_not() -> None:
 
 
 @pytest.mark.parametrize("src", [
-    # a linear recurrence (not a running combination of terms)
-    "void k(int n, float a[n], const float b[n]) { for (int i = 1; i < n; i++) a[i] = 0.5f * a[i - 1] + b[i]; }",
+    # not affine in the running value
+    "void k(int n, float a[n], const float b[n]) { for (int i = 1; i < n; i++) a[i] = a[i - 1] * a[i - 1] + b[i]; }",
+    # a linear recurrence whose coefficient reads what the loop writes
+    "void k(int n, float a[n], const float b[n]) { for (int i = 1; i < n - 1; i++) a[i] = a[i - 1] * a[i + 1] + b[i]; }",
     # the term reads what the loop writes
     "void k(int n, float a[n]) { for (int i = 1; i < n - 1; i++) a[i] = a[i - 1] + a[i + 1]; }",
     # another statement reads what the previous iteration wrote: phase 3's chunks would race
@@ -177,7 +179,7 @@ def test_float_sum_needs_reassociation_but_integers_and_max_do_not() -> None:
     "t += s; y[i] = t; } }",
     # a bound that is not a parameter
     "void k(int n, float a[n], const int m[1]) { for (int i = 1; i < m[0]; i++) a[i] = a[i - 1] + 1.0f; }",
-], ids=["linear", "term_reads_written", "race", "two_values", "bound"])
+], ids=["quadratic", "coefficient_reads_written", "term_reads_written", "race", "two_values", "bound"])
 def test_not_a_scan(src: str) -> None:
     k = _module(src).kernels[0]
     assert not _chunk_loops(scan.run(k))
@@ -203,5 +205,117 @@ def test_emitted_scan_verified_with_many_chunks(src: str, tmp_path: Path, monkey
     assert sum(isinstance(s, ir.Alloc) for s in lowered.kernels[0].body) == scan.LEVELS
     code = cuda.emit(lowered, source=path.name)
     opts = Options(seed=3, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
+    (report,) = verify_module(module, code, source=path, lowered=lowered, options=opts)
+    assert report.ok and report.stage("c").status == "pass", report.summary()
+
+
+# ---------------------------------------------------------------------------
+# Linear recurrences: x = A(i) * x + B(i)
+
+DECAY = """\
+    void k(int n, float y[n], const float x[n]) {
+      for (int i = 1; i < n; i++)
+        y[i] = 0.9f * y[i - 1] + 0.1f * x[i];
+    }"""
+
+FIRST_ORDER = """\
+    void k(int n, double a[n], const double b[n], const double c[n]) {
+      for (int i = 1; i < n; i++)
+        a[i] = a[i - 1] * b[i] + c[i];
+    }"""
+
+CARRIED = """\
+    double k(int n, const double b[n], double a[n]) {
+      double s = 0.25;
+      for (int i = 0; i < n; i++) {
+        s = s * 0.5 + b[i];
+        a[i] = s;
+      }
+      return s;
+    }"""
+
+HORNER = """\
+    double k(int n, const double c[n], double x) {
+      double s = 1.0;
+      for (int i = 0; i < n; i++)
+        s = s * x + c[i];
+      return s;
+    }"""
+
+SUBTRACTED = """\
+    void k(int n, double y[n + 1], const double x[n], const double w[n]) {
+      for (int i = 0; i < n; i++)
+        y[i + 1] = x[i] - (w[i] * y[i] - 2.0 * x[i]) * 0.5;
+    }"""
+
+LINEAR = {"decay": DECAY, "first_order": FIRST_ORDER, "carried": CARRIED, "horner": HORNER, "subtracted": SUBTRACTED}
+
+
+def _linear_args(src: str, n: int, rng: np.random.Generator) -> dict[str, object]:
+    k = _module(src).kernels[0]
+    args: dict[str, object] = {}
+    for p in k.params:
+        if not isinstance(p.ty, ir.ArrayType):
+            args[p.name] = n if p.name == "n" else 0.9
+            continue
+        size = 1 if p.name == "result" else n + 1 if p.name == "y" and src is SUBTRACTED else n
+        dtype = np.float32 if p.ty.elem.bits == 32 else np.float64
+        # coefficients below 1 in magnitude: the recurrence stays bounded, so a reordered composition's
+        # rounding stays small
+        args[p.name] = (rng.uniform(-0.95, 0.95, size) if p.name in ("b", "w") and src is not CARRIED
+                        else rng.standard_normal(size)).astype(dtype)
+    return args
+
+
+@pytest.mark.parametrize("name", sorted(LINEAR))
+@pytest.mark.parametrize("chunk", [2, 3, 64])
+def test_linear_recurrence_computes_what_the_loop_does(name: str, chunk: int) -> None:
+    """Each chunk's maps composed, the chunks' maps composed in order, each chunk run from the value
+    before it: the loop's results, with the chunk loops in a random order."""
+    src = LINEAR[name]
+    m = _module(src)
+    got = _scanned(m, chunk)
+    k = got.kernels[0]
+    # phases 1 and 2, and phase 3 unless nothing reads the value per iteration (Horner's rule)
+    assert len(_chunk_loops(k)) == (2 if src is HORNER else 3)
+    assert sum(isinstance(s, ir.Alloc) for s in k.body) == 2
+    rng = np.random.default_rng(chunk)
+    for n in (0, 1, 2, 3, 5, 8, 17, 40, 129, 300):
+        if src is DECAY and n == 0:
+            continue
+        args = _linear_args(src, n, rng)
+        want = _run(m, args)
+        for seed in (1, 2):
+            have = _run(got, args, shuffle=seed)
+            for key, w in want.items():
+                assert np.allclose(have[key], w, rtol=1e-4 if src is DECAY else 1e-9, atol=1e-5 if src is DECAY
+                                   else 1e-12), (name, n, key)
+
+
+def test_linear_recurrence_needs_reassociation() -> None:
+    for src in LINEAR.values():
+        assert not _chunk_loops(scan.run(_module(src).kernels[0], reassociate=False))
+
+
+def test_linear_recurrence_chunks_are_parallel_in_the_pipeline() -> None:
+    for src in (DECAY, CARRIED):
+        lowered = pipeline.lower(_module(src))
+        par = [n for n in ir.walk(lowered.kernels[0]) if isinstance(n, ir.For) and n.par is not None]
+        assert len(par) == 2, src
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None, reason="needs gcc and g++")
+@pytest.mark.parametrize("name", ["decay", "carried"])
+def test_emitted_linear_scan_verified_with_many_chunks(name: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA of the three phases against gcc on the simulator, chunks of 2 iterations."""
+    monkeypatch.setattr(scan, "K", 2)
+    path = tmp_path / "k.c"
+    path.write_text(textwrap.dedent(LINEAR[name]))
+    module = parse_source(path.read_text(), str(path))
+    lowered = pipeline.lower(module)
+    assert sum(isinstance(s, ir.Alloc) for s in lowered.kernels[0].body) == 2
+    code = cuda.emit(lowered, source=path.name)
+    opts = Options(seed=5, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
     (report,) = verify_module(module, code, source=path, lowered=lowered, options=opts)
     assert report.ok and report.stage("c").status == "pass", report.summary()

@@ -1,5 +1,5 @@
 // rec_first_order: recurrence
-// expect: sequential
+// expect: scan
 
 void rec_first_order(int n, float a[n], float b[n], float c[n]) {
   for (int i = 1; i < n; i++)

@@ -1,5 +1,5 @@
 // rec_scalar_carried: recurrence
-// expect: sequential
+// expect: scan
 
 void rec_scalar_carried(int n, float a[n], float b[n], float c[n]) {
   float s = 0.0f;

@@ -1,5 +1,5 @@
-// scan_linear_rec: a first-order linear recurrence (a decaying average): not a running combination of terms
-// expect: sequential
+// scan_linear_rec: a first-order linear recurrence (a decaying average): a scan of affine maps
+// expect: scan
 
 void scan_linear_rec(int n, float y[n], const float x[n]) {
   for (int i = 1; i < n; i++)
