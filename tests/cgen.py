@@ -778,8 +778,36 @@ def early_return(p: Pool) -> str:
             f"    if ({a}[i][j] > {thr})\n      return;\n    {out}[i] += {a}[i][j];\n  }}\n}}")
 
 
+def linear_scan(p: Pool) -> str:
+    """A first-order linear recurrence over a whole vector (passes/scan.py's scan of affine maps): on an
+    element, on a scalar written out, Horner's rule, a coefficient from an array; sometimes with a
+    statement reading the previous element (which keeps it sequential)."""
+    r = p.rng
+    t = _tag(p)
+    d = r.choice(SIZES)
+    x = p.get((d,))
+    y = p.get((d,), avoid=(x,))
+    w = p.get((d,), avoid=(x, y))
+    c = _lit(r, 0.2, 0.9)
+    kind = r.choice(["element", "coefficient", "scalar", "horner", "offset", "reads_previous"])
+    if kind == "element":
+        return f"for (i = 1; i < {d}; i++)\n  {y}[i] = {c} * {y}[i - 1] + {x}[i];"
+    if kind == "coefficient":
+        return f"for (i = 1; i < {d}; i++)\n  {y}[i] = {y}[i - 1] * ({w}[i] * 0.5) - {x}[i];"
+    if kind == "scalar":
+        return (f"{{\n  {p.ty} s{t} = {x}[0];\n  for (i = 0; i < {d}; i++) {{\n    s{t} = s{t} * {c} + {x}[i];\n"
+                f"    {y}[i] = s{t} * 2.0;\n  }}\n  {w}[0] = s{t};\n}}")
+    if kind == "horner":
+        return (f"{{\n  {p.ty} s{t} = 1.0;\n  for (i = 0; i < {d}; i++)\n    s{t} = s{t} * {c} + {x}[i];\n"
+                f"  {y}[0] = s{t};\n}}")
+    if kind == "offset":
+        return f"for (i = 0; i + 1 < {d}; i++)\n  {y}[i + 1] = {x}[i] - {y}[i] * {c};"
+    return (f"for (i = 1; i < {d}; i++) {{\n  {y}[i] = {c} * {y}[i - 1] + {x}[i];\n"
+            f"  {w}[i] = {y}[i - 1] + {w}[i];\n}}")
+
+
 ORDINARY = (goto_if, switch_case, pointer_walk, strided, induction, if_reduction, search_break, halves, unrolled,
-            early_return)
+            early_return, linear_scan)
 
 PHASES = (matmul, matmul, matvec, stencil, stencil, reduce, outer, elementwise, recurrence, accumulate,
           reversed_scan, symmetric, init, two_statements, scalar_chain, flat, relax, local_array, mathy,
