@@ -200,12 +200,20 @@ def _as_running(s: ir.Assign, at: int, loop: ir.For) -> _Running | None:
     prev = _previous(t, loop.var)
     if prev is None or not _mentions(s.value, prev):
         return None
-    # X[.., i + d - 1] read as the running value: the accumulation 'target = target op e'
-    a = accum.accumulation(dataclasses.replace(s, value=_replace(s.value, prev, t)))
-    if a is None or any(isinstance(n, ir.Index) and n.array == t.array and n != t for n in ir.walk(a.term)):
+    # X[.., i + d - 1] read as the running value: the accumulation 'target = target op e', found with the
+    # previous element as a placeholder (the term may read X[.., i + d] itself, its entry value, but not
+    # the running value: 'a[i] += a[i - 1] * b[i]' is a linear recurrence, not a sum of terms)
+    held = ir.Var(_PLACEHOLDER, t.ty, loc=t.loc)
+    a = accum.accumulation(dataclasses.replace(s, target=held, value=_replace(s.value, prev, held)))
+    if a is None or _mentions(a.term, held) or any(
+            isinstance(n, ir.Index) and n.array == t.array and n != t for n in ir.walk(a.term)):
         return None
     entry = _fold_index(ir.substitute(prev, {loop.var: ir.cast(loop.lo, loop.ty)}))
     return _Running(accum.Accumulation(s, t, a.op, a.term, a.fn), at, entry, t)
+
+
+_PLACEHOLDER = "running value"
+"""The name the running value is matched under (no C identifier has a space)."""
 
 
 def _fold_index(e: ir.Index) -> ir.Index:

@@ -319,3 +319,23 @@ def test_emitted_linear_scan_verified_with_many_chunks(name: str, tmp_path: Path
     opts = Options(seed=5, stages="abc", gpu=False, mode="quick")  # type: ignore[arg-type]
     (report,) = verify_module(module, code, source=path, lowered=lowered, options=opts)
     assert report.ok and report.stage("c").status == "pass", report.summary()
+
+
+@pytest.mark.parametrize("src", [
+    "void k(int n, double a[n]) { for (int i = 1; i < n; i++) a[i] += a[i - 1] * 2.0; }",
+    "void k(int n, double a[n], const double b[n]) { for (int i = 1; i < n; i++) a[i] += a[i - 1] * b[i]; }",
+], ids=["scaled", "s321"])
+def test_the_previous_element_in_the_term_is_not_a_running_sum(src: str) -> None:
+    """``a[i] += a[i - 1] * b[i]`` reads the running value in its term: a linear recurrence (the running-value
+    scan once took it as a sum of ``a[i] * b[i]``, with ``a[i]`` standing for ``a[i - 1]``)."""
+    m = _module(src)
+    got = _scanned(m, 3)
+    assert sum(isinstance(s, ir.Alloc) for s in got.kernels[0].body) == 2  # part_a, part_b
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 4, 7, 20):
+        args = {"n": n, "a": rng.uniform(-1, 1, n), "b": rng.uniform(-0.9, 0.9, n)}
+        if "b[n]" not in src:
+            del args["b"]
+        want = _run(m, args)
+        for seed in (1, 2):
+            assert np.allclose(_run(got, args, shuffle=seed)["a"], want["a"], rtol=1e-9, atol=1e-12), n
