@@ -549,6 +549,19 @@ def test_changed_element_run_gets_its_own_tolerance() -> None:
     assert kept > prep.tol(f32, extra="p")  # the first call's answer is still refused
 
 
+def test_a_zero_the_reference_computed_may_have_either_sign() -> None:
+    """gemm's C[i][j] = -0.0 (the initial bits) stays -0.0 in the reference (-0.0 * beta plus terms of
+    -0.0) and is +0.0 in a kernel whose sum starts at +0.0: a computed zero, not a write where the
+    reference wrote nothing (the clean-clone CI of 93f209c, examples/gemm.c, seed 2130911590).  Any
+    other value there still fails."""
+    init = np.array([-0.0, 1.0, 2.0])
+    ref = np.array([-0.0, 3.0, 2.0])  # elements 0 and 2 keep their initial bits
+    tol = tolerance(np.dtype(np.float64), 4)
+    assert compare("C", np.array([0.0, 3.0, 2.0]), ref, init, tol).ok
+    assert not compare("C", np.array([-0.0, 3.0, -2.0]), ref, init, tol).ok
+    assert not compare("C", np.array([1e-300, 3.0, 2.0]), ref, init, tol).ok
+
+
 def test_amplification_widens_float_outputs_only(tmp_path: Path) -> None:
     """The tolerance holds AMP_FACTOR * amplification * eps * sqrt(depth) of the output's type: float
     outputs widen from an amplification of about 100; double outputs never more than before
