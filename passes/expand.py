@@ -249,18 +249,13 @@ def _rebuild(prefix: list[ir.For], body: tuple[ir.Stmt, ...]) -> ir.For:
 
 def _all_parallel(kernel: ir.Kernel, position: int, depth: int) -> bool:
     """Whether the first ``depth`` loops of the nest at ``kernel.body[position]`` carry no dependence."""
-    graph = deps.analyze_or_none(kernel)
-    if graph is None:
-        return False
-    ids = deps.loop_ids(kernel)
-    par = deps.parallel_loops(kernel, graph)
+    loops: list[ir.For] = []
     s: ir.Stmt = kernel.body[position]
     for _ in range(depth):
         assert isinstance(s, ir.For)
-        if ids[id(s)] not in par:
-            return False
+        loops.append(s)
         s = s.body[0]
-    return True
+    return deps.proven_parallel(kernel, loops)
 
 
 class _Rename(ir.Transformer):
