@@ -69,7 +69,8 @@ After (one level shown; ``K = 64``)::
 **Linear recurrences** (``y[i] = 0.9f * y[i - 1] + 0.1f * x[i]``, ``a[i] = a[i - 1] * b[i] + c[i]``,
 ``s = s * x + c[i]``): a float running value updated as an affine map of itself, ``x = A(i) * x + B(i)``
 (:func:`_linear` finds ``A`` and ``B`` through ``+``, ``-`` and products by factors free of ``x``;
-``B`` not zero and ``A`` not 1, which the running-value scan above or reduce-gpu take), the
+``B`` not zero, and ``A`` not 1 for a scalar, which the running-value scan above or reduce-gpu take;
+an element's ``a[i] = a[i - 1] + s1 + b[i]``, a sum the accumulation form does not match, is one), the
 coefficients under the same rule as the term.  Maps compose (``x -> a2 (a1 x + b1) + b2`` is
 ``(a2 a1, a2 b1 + b2)``), so the same three phases apply (:func:`_blocked_linear`): each chunk composes
 its maps into ``part_a[c], part_b[c]`` (parallel), the chunks' maps are composed in order (``n / K``
@@ -447,8 +448,10 @@ def _linear_running(loop: ir.For) -> _Linear | None:
         if read_as is None or not _mentions(st.value, read_as):
             continue
         got = _linear(st.value, read_as)
-        if got is None or got[0] is None or got[1] is None or got[0] == ir.const(1.0, t.ty, loc=st.value.loc):
-            continue  # not affine, or a plain running sum or product (the running-value scan's, or reduce-gpu's)
+        if got is None or got[0] is None or got[1] is None:
+            continue  # not affine, or a plain running product (the running-value scan's)
+        if isinstance(t, ir.Var) and got[0] == ir.const(1.0, t.ty, loc=st.value.loc):
+            continue  # a scalar's running sum: the running-value scan's, or reduce-gpu's where nobody reads it
         if isinstance(t, ir.Var):
             entry: ir.Expr = t
             store = None

@@ -248,7 +248,14 @@ SUBTRACTED = """\
         y[i + 1] = x[i] - (w[i] * y[i] - 2.0 * x[i]) * 0.5;
     }"""
 
-LINEAR = {"decay": DECAY, "first_order": FIRST_ORDER, "carried": CARRIED, "horner": HORNER, "subtracted": SUBTRACTED}
+COMPOUND = """\
+    void k(int n, double s1, double a[n], const double b[n], const double c[n]) {
+      for (int i = 1; i < n; i++)
+        a[i] = a[i - 1] + s1 + b[i] + c[i];
+    }"""
+
+LINEAR = {"decay": DECAY, "first_order": FIRST_ORDER, "carried": CARRIED, "horner": HORNER, "subtracted": SUBTRACTED,
+          "compound": COMPOUND}
 
 
 def _linear_args(src: str, n: int, rng: np.random.Generator) -> dict[str, object]:
@@ -281,7 +288,7 @@ def test_linear_recurrence_computes_what_the_loop_does(name: str, chunk: int) ->
     assert sum(isinstance(s, ir.Alloc) for s in k.body) == 2
     rng = np.random.default_rng(chunk)
     for n in (0, 1, 2, 3, 5, 8, 17, 40, 129, 300):
-        if src is DECAY and n == 0:
+        if src in (DECAY, COMPOUND) and n == 0:
             continue
         args = _linear_args(src, n, rng)
         want = _run(m, args)
