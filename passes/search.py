@@ -24,6 +24,15 @@ sequential loop would::
     for i in lo..hi { if (i < first) { R(i) } }
     if (first < hi) { Q(first); f = 1; }
 
+**Last matches.**  ``if (c(i)) j = i;`` in an upward loop of at most 32 bits, ``j`` an integer scalar read
+and written nowhere else in it, ``c`` reading nothing the loop writes: ``j`` ends as the last ``i`` where
+``c`` holds, ``max{i : c(i)}``, or keeps its value where none does (TSVC's s331)::
+
+    i64 last = lo - 1;
+    for i in lo..hi { last = e > last ? e : last; }     // e = c(i) ? i : lo - 1; reduce(max)
+    for i in lo..hi { the rest of the body }
+    if (last > lo - 1) { j = last; }
+
 **Precondition**: valid IR without ``Launch`` regions.
 
 **Rule.**  A top-level loop of step 1 whose body is ``if (!f) { B }``, ``f`` a scalar declared at the
@@ -46,10 +55,67 @@ from transpile import ir
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
-    """``kernel`` with its search loops made parallel searches (see the module docstring)."""
+    """``kernel`` with its search loops made parallel searches, and its last matches maximums (see the
+    module docstring)."""
     if any(isinstance(n, (ir.Launch, ir.Return)) for n in ir.walk(kernel)):
         return kernel
-    return each_top_loop(kernel, _search)
+    return each_top_loop(each_top_loop(kernel, _search), _last_match)
+
+
+def _last_match(kernel: ir.Kernel, position: int, loop: ir.For) -> ir.Kernel | None:
+    """``if (c(i)) j = i;`` in an upward loop, ``j`` read nowhere else in it: the last ``i`` where ``c``
+    holds, ``max{i : c(i)}`` (TSVC's s331), as an exact integer maximum in ``i64`` from ``lo - 1`` (no
+    ``i`` of a loop of at most 32 bits is that small), then ``j`` set after the loop where one was found.
+    ``c`` must read nothing the loop writes: it is evaluated in a loop of its own, before the rest."""
+    if loop.step != 1 or loop.par is not None or loop.reduce or loop.ty.bits > 32:
+        return None
+    picks = [k for k, st in enumerate(loop.body) if isinstance(st, ir.If) and not st.orelse and len(st.then) == 1
+             and isinstance(a := st.then[0], ir.Assign) and isinstance(a.target, ir.Var) and a.target.ty.is_int
+             and _the_counter(a.value, loop.var)]
+    if len(picks) != 1:
+        return None
+    pick = loop.body[picks[0]]
+    assert isinstance(pick, ir.If) and isinstance(pick.then[0], ir.Assign)
+    assign = pick.then[0]
+    j = assign.target
+    assert isinstance(j, ir.Var)
+    rest = tuple(st for k, st in enumerate(loop.body) if k != picks[0])
+    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
+    written = ir.scalars_written(loop)
+    if j.name in declared or any(j.name in ir.var_names(st) for st in rest) or j.name in ir.var_names(pick.cond):
+        return None
+    arrays = _arrays_written(loop.body)
+    for n in ir.walk(pick.cond):
+        if isinstance(n, ir.Var) and n.name != loop.var and (n.name in written or n.name in declared):
+            return None
+        if isinstance(n, ir.Index) and n.array in arrays:
+            return None
+        if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
+            return None
+    if (written - declared) & (ir.var_names(loop.lo) | ir.var_names(loop.hi)):
+        return None
+    loc = loop.loc
+    last = ir.Var(fresh_name("last", ir.identifiers(kernel)), ir.I64, loc=loc)
+    none = ir.binary("-", ir.cast(loop.lo, ir.I64), ir.const(1, ir.I64, loc=loc), loc=loc)
+    # 'last = e > last ? e : last', e = c ? i : lo - 1: an exact integer max accumulation (transpile/ir/accum.py)
+    e = ir.select(pick.cond, ir.cast(ir.Var(loop.var, loop.ty, loc=loc), ir.I64), none, loc=loc)
+    find = ir.For(loop.var, loop.ty, loop.lo, loop.hi, 1, (
+        ir.Assign(last, ir.select(ir.binary(">", e, last, loc=loc), e, last, loc=loc), loc=loc),), loc=loc)
+    found = ir.If(ir.binary(">", last, none, loc=loc), (
+        dataclasses.replace(assign, value=ir.substitute(assign.value, {loop.var: ir.cast(last, loop.ty)})),), (),
+        loc=loc)
+    out: list[ir.Stmt] = [ir.Decl(last.name, ir.I64, none, loc=loc), find]
+    if rest:
+        out.append(dataclasses.replace(loop, body=rest))
+    out.append(found)
+    return dataclasses.replace(kernel, body=(*kernel.body[:position], *out, *kernel.body[position + 1:]))
+
+
+def _the_counter(e: ir.Expr, var: str) -> bool:
+    """``e`` is the loop counter ``var``, possibly converted."""
+    while isinstance(e, ir.Cast):
+        e = e.operand
+    return isinstance(e, ir.Var) and e.name == var
 
 
 @dataclasses.dataclass(frozen=True)

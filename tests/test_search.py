@@ -121,3 +121,71 @@ def test_not_a_parallel_search(src: str) -> None:
     k = _module(src).kernels[0]
     got = search.run(k)
     assert not any(isinstance(s, ir.Decl) and s.name.startswith("first") for s in got.body)
+
+
+# ---------------------------------------------------------------------------
+# Last matches: if (c(i)) j = i;
+
+LAST = """\
+    void k(int n, const float a[n], float out[1]) {
+      int j = -7;
+      for (int i = 0; i < n; i++)
+        if (a[i] < 0.0f)
+          j = i;
+      out[0] = j + 1.0f;
+    }"""
+
+LAST_WITH_WORK = """\
+    void k(int n, const float a[n], float b[n], long where[1]) {
+      long j = 1000;
+      for (int i = 2; i < n; i++) {
+        b[i] = a[i] * 2.0f;
+        if (a[i] > 0.5f)
+          j = i;
+      }
+      where[0] = j;
+    }"""
+
+
+@pytest.mark.parametrize("src", [LAST, LAST_WITH_WORK], ids=["last", "with_work"])
+def test_last_match_is_a_maximum(src: str) -> None:
+    """The last ``i`` where the condition holds, by a max reduction; ``j`` keeps its value where none does."""
+    m = _module(src)
+    lowered = pipeline.lower(m)
+    assert any(isinstance(n, ir.For) and n.reduce == ("max",) for n in ir.walk(lowered.kernels[0]))
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 3, 9, 40):
+        for hits in ((), (0,), (n - 1,), (1, n // 2), (0, n - 1)):
+            a = rng.uniform(0.0, 0.4, n).astype(np.float32)  # no match
+            for h in hits:
+                if 0 <= h < n:
+                    a[h] = -1.0 if src is LAST else 0.9
+            args = {"n": n, "a": a, "out": np.zeros(1, np.float32), "b": np.zeros(n, np.float32),
+                    "where": np.zeros(1, np.int64)}
+            args = {p.name: args[p.name] for p in m.kernels[0].params}
+            want = interp.run(m, "k", {q: np.copy(v) if isinstance(v, np.ndarray) else v for q, v in args.items()})
+            for seed in (1, 2):
+                have = interp.run(lowered, "k", {q: np.copy(v) if isinstance(v, np.ndarray) else v
+                                                 for q, v in args.items()}, shuffle=seed)
+                for name, w in want.items():
+                    assert np.array_equal(have[name], w), (n, hits, name)
+
+
+@pytest.mark.parametrize("src", [
+    # j read elsewhere in the loop
+    "void k(int n, const float a[n], float b[n]) { int j = 0; for (int i = 0; i < n; i++) { if (a[i] < 0.0f) j = i; "
+    "b[i] = j; } }",
+    # the condition reads what the loop writes
+    "void k(int n, float a[n], int o[1]) { int j = 0; for (int i = 1; i < n; i++) { a[i] = a[i - 1] * 0.5f; "
+    "if (a[i] < 0.1f) j = i; } o[0] = j; }",
+    # a downward loop: the last match is the smallest i
+    "void k(int n, const float a[n], int o[1]) { int j = 0; for (int i = n - 1; i >= 0; i -= 2) "
+    "if (a[i] < 0.0f) j = i; o[0] = j; }",
+    # something other than the counter
+    "void k(int n, const float a[n], int o[1]) { int j = 0; for (int i = 0; i < n; i++) if (a[i] < 0.0f) j = i + 1; "
+    "o[0] = j; }",
+], ids=["read_elsewhere", "condition_reads_written", "downward", "not_the_counter"])
+def test_not_a_last_match(src: str) -> None:
+    k = _module(src).kernels[0]
+    got = search.run(k)
+    assert not any(isinstance(s, ir.Decl) and s.name.startswith("last") for s in got.body)
