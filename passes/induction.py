@@ -14,7 +14,8 @@ Kennedy, induction-variable substitution).  This pass
 * and assigns ``j`` its exit value ``j_base + S * trip`` after the loop (a later read sees it).
 
 A counter also written anywhere else in the body (a conditional increment: packing) is left alone, as
-is every loop of non-unit step.  Innermost loops go first.  Afterwards :mod:`passes.constprop` runs
+is every loop of non-unit step; a step both branches of an ``if`` take first or last is taken out of
+the ``if`` first (:func:`_hoist_steps`, TSVC's s124).  Innermost loops go first.  Afterwards :mod:`passes.constprop` runs
 again so that ``j_base`` copies of constants and loop-invariant values reach the subscripts.
 
 **Precondition**: valid IR without ``Launch`` regions.
@@ -67,7 +68,7 @@ class _Substitute:
         out: list[ir.Stmt] = []
         for s in stmts:
             if isinstance(s, ir.For):
-                loop = dataclasses.replace(s, body=_restep(self.block(s.body, loops + (s,))))
+                loop = dataclasses.replace(s, body=_restep(_hoist_steps(self.block(s.body, loops + (s,)))))
                 out.extend(self.loop(loop, out, loops))
             elif isinstance(s, ir.If):
                 out.append(dataclasses.replace(s, then=self.block(s.then, loops), orelse=self.block(s.orelse, loops)))
@@ -217,6 +218,36 @@ def _restep(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
             if ({k.name, d.name} & ir.scalars_written(s)):
                 break
     return tuple(out) if any(a is not b for a, b in zip(out, body)) else body
+
+
+def _hoist_steps(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    """``body`` with a counter's step that both branches of an ``if`` take first (or last) taken before
+    (after) the ``if``: ``if (c) { j++; a[j] = x; } else { j++; a[j] = y; }`` steps ``j`` in every
+    iteration (TSVC's s124).  A step moves before the ``if`` only where the condition does not read
+    its counter (the condition was evaluated before it)."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        after: list[ir.Stmt] = []
+        while isinstance(s, ir.If) and s.then and s.orelse:
+            first, last = s.then[0], s.then[-1]
+            if first == s.orelse[0] and _is_step(first) and not (ir.scalars_written(first) & _names(s.cond)):
+                out.append(first)
+                s = dataclasses.replace(s, then=s.then[1:], orelse=s.orelse[1:])
+            elif last == s.orelse[-1] and _is_step(last):
+                after.insert(0, last)
+                s = dataclasses.replace(s, then=s.then[:-1], orelse=s.orelse[:-1])
+            else:
+                break
+        if not (isinstance(s, ir.If) and not s.then and not s.orelse):
+            out.append(s)
+        out.extend(after)
+    return tuple(out) if len(out) != len(body) or any(a is not b for a, b in zip(out, body)) else body
+
+
+def _is_step(s: ir.Stmt) -> bool:
+    """``s`` steps an integer scalar by an amount that does not read it (``j++``, ``k -= c``)."""
+    return isinstance(s, ir.Assign) and isinstance(s.target, ir.Var) and s.target.ty.is_int and \
+        _step(s, s.target.name) is not None
 
 
 def _rebase(e: ir.Expr, base: str, k: ir.Var) -> ir.Expr:

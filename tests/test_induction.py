@@ -35,6 +35,11 @@ CASES = {  # (pass, body): each loop is parallel only after the pass
     # two counters into one array, from 0 and from n: comparable only through their initial values
     "two_walkers": (induction, "i32 lo = 0;\ni32 hi = n;\nfor i in 0..n { a[lo] = b[i];\na[hi] = -b[i];\n"
                                "lo += 1;\nhi += 1; }\nq[0] = hi;"),
+    # a step both branches take first (TSVC s124) or last: taken out of the if
+    "both_branches_first": (induction, "i32 j = 0 - 1;\nfor i in 0..n { if (b[i] > 0.0f) { j += 1;\na[j] = b[i]; } "
+                                       "else { j += 1;\na[j] = -b[i]; } }\nq[0] = j;"),
+    "both_branches_last": (induction, "i32 j = 0;\nfor i in 0..n { if (b[i] > 0.0f) { a[j] = b[i];\nj += 2; } "
+                                      "else { a[j] = 1.0f;\nj += 2; } }\nq[0] = j;"),
     "copy_decl": (constprop, "for i in 0..n { i32 j = i + m;\na[j] = a[j] + b[i]; }\nq[0] = 0;"),
     "const_decl": (constprop, "i32 c = 2;\nfor i in 0..n { a[c * i] = a[c * i + 1] + b[i]; }\nq[0] = c;"),
     "copy_assign": (constprop, "i32 j;\nfor i in 0..n { j = n - i;\na[j] = b[j]; }\nq[0] = 0;"),
@@ -64,6 +69,10 @@ def test_loops_become_parallel_and_compute_the_same(name: str) -> None:
 @pytest.mark.parametrize("body", [
     "i32 j = 0;\nfor i in 0..n { if (b[i] > 0.0f) { a[j] = b[i];\nj += 1; } }\nq[0] = j;",  # packing
     "i32 j = 0;\nfor i in 0..n { a[j] = b[i];\nj += i; }\nq[0] = j;",  # the step varies
+    # both branches step j first, but the condition reads j (evaluated before the step)
+    "i32 j = 0;\nfor i in 0..n { if (j > 2) { j += 1;\na[j] = b[i]; } else { j += 1;\na[j] = 0.0f; } }\nq[0] = j;",
+    # the branches step it by different amounts
+    "i32 j = 0;\nfor i in 0..n { if (b[i] > 0.0f) { j += 1;\na[j] = b[i]; } else { j += 2;\na[j] = 0.0f; } }\nq[0] = j;",
 ])
 def test_leaves_conditional_and_variant_counters_alone(body: str) -> None:
     k = _module(body).kernels[0]
