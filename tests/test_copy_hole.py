@@ -120,15 +120,17 @@ def _in_bytes(err: str) -> list[int]:
 
 
 @needs_gxx
-@pytest.mark.parametrize("first", ["pageable", "full"])
-def test_jacobi_copies_in_only_the_ring(tmp_path: Path, first: str, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("first, rows", [("pageable", 16), ("full", 16), ("pageable", 1000)])
+def test_jacobi_copies_in_only_the_ring(tmp_path: Path, first: str, rows: int, monkeypatch: pytest.MonkeyPatch,
                                         capfd: pytest.CaptureFixture[str]) -> None:
     """Fresh device memory is NaN (the simulator's fill): an element of the hole read before the kernel
-    wrote it would spread NaN.  The trace's byte count shows what crossed."""
+    wrote it would spread NaN.  The trace's byte count shows what crossed: the ring where the strided
+    copy between the hole's rows has at most TRANSPILE_HOLE_MAX_PAGEABLE_ROWS rows (the arrays are
+    pageable), else all of B."""
     monkeypatch.setenv("TRANSPILE_DROPIN_TRACE", "1")
     monkeypatch.setenv("TRANSPILE_DROPIN_FIRST", first)
     monkeypatch.setenv("TRANSPILE_DROPIN_HOST", "0")
-    lib = _lib(tmp_path, JACOBI, "stencil")
+    lib = _lib(tmp_path, JACOBI, "stencil", (f"-DTRANSPILE_HOLE_MAX_PAGEABLE_ROWS={rows}",))
     rng = np.random.default_rng(7)
     capfd.readouterr()
     cases = ((2, 9), (0, 9), (1, 3), (3, 2), (1, 30), (2, 9))
@@ -143,9 +145,11 @@ def test_jacobi_copies_in_only_the_ring(tmp_path: Path, first: str, monkeypatch:
     got = _in_bytes(capfd.readouterr().err)
     ring = {n: n * n - (n - 2) ** 2 for _, n in cases}
     # A whole; B: its ring where a step runs and the hole is at least half the range, else whole
-    want = [8 * (n * n + (ring[n] if t >= 1 and 2 * (n - 2) ** 2 >= n * n else n * n)) for t, n in cases]
+    holed = [t >= 1 and 2 * (n - 2) ** 2 >= n * n and n - 3 <= rows for t, n in cases]
+    want = [8 * (n * n + (ring[n] if h else n * n)) for (t, n), h in zip(cases, holed)]
     assert got == want
-    assert want[0] < 8 * 2 * 81 and want[4] < 8 * 2 * 900  # the ring is copied, not the whole of B
+    assert want[0] < 8 * 2 * 81  # the ring is copied, not the whole of B
+    assert (want[4] < 8 * 2 * 900) == (rows >= 27)  # n = 30: 27 strided rows
 
 
 @needs_gxx

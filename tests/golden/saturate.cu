@@ -1083,13 +1083,20 @@ struct transpile_call {
 #ifndef TRANSPILE_HOLE_MAX_BLOCKS
 #define TRANSPILE_HOLE_MAX_BLOCKS 4
 #endif
+// The most rows a strided copy between a hole's rows may have from memory that is not page-locked: the
+// driver copies such a copy row by row (jacobi-2d at LARGE, 1298 rows of 16 bytes from pageable memory,
+// H100 run 90: as slow as the 13.5 MB the hole saves); past it the range is copied whole.
+#ifndef TRANSPILE_HOLE_MAX_PAGEABLE_ROWS
+#define TRANSPILE_HOLE_MAX_PAGEABLE_ROWS 16
+#endif
 
 // Host to device, elements [lo, hi) of `a` (byte range [off, off + len)) less its hole: the box
 // a->hole (transpile/cuda/host.py, _hole), which the kernels write before they read any of it, so its
 // host values are never seen.  The elements of the range between the hole's rows go as one strided copy
 // per block (a block: the hole's last two dimensions at one index of the others), the rest as
 // contiguous pieces.  False (nothing copied) where the hole is absent at these sizes, not inside the
-// range, smaller than half of it, or of more than TRANSPILE_HOLE_MAX_BLOCKS blocks: the caller copies the
+// range, smaller than half of it, of more than TRANSPILE_HOLE_MAX_BLOCKS blocks, or of more than
+// TRANSPILE_HOLE_MAX_PAGEABLE_ROWS strided rows from memory that is not page-locked: the caller copies the
 // range whole.  Copy-out is unchanged: the hole's elements are written, the rest were copied in.
 [[maybe_unused]] static bool transpile_dropin_in_holed(transpile_dropin *s, transpile_array *a, size_t off,
                                                       size_t len, const char *kernel)
@@ -1131,6 +1138,10 @@ struct transpile_call {
   const char *what = a->to_device;
   const long long pitch = ext[rank - 1], width = last[rank - 1] - first[rank - 1] + 1;
   const long long rows = rank >= 2 ? last[rank - 2] - first[rank - 2] + 1 : 1;
+  transpile_dropin_pin(a, len);  // decided on the first copy: the caller's page-locked memory or not
+  if (rows - 1 > TRANSPILE_HOLE_MAX_PAGEABLE_ROWS && pitch > width && a->pinned != 1 && a->pinned != 2) {
+    return false;
+  }
   long long ix[8], pos = lo;
   for (int d = 0; d < rank; ++d) {
     ix[d] = first[d];
