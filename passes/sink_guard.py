@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes.builders import fresh_name
+from transpile.ir.cscalars import const_of
 from transpile import ir
 
 
@@ -106,7 +107,7 @@ def _sink(s: ir.If, names: _Names) -> tuple[ir.Stmt, ...] | None:
     before: list[ir.Stmt] = []
     if decls:  # names are unique in a kernel (ircheck): declared before the if, assigned in its branch
         # (zero first: a reduction the guard made conditional adds to it where the guard is false)
-        before += [ir.Decl(d.name, d.ty, ir.const(0, d.ty, loc=d.loc), loc=d.loc) for d in decls]
+        before += [ir.Decl(d.name, d.ty, const_of(0, d.ty, d.loc), loc=d.loc) for d in decls]
         s = dataclasses.replace(s, then=_undeclared(s.then), orelse=_undeclared(s.orelse))
     if reads & written:
         # the branches change what the condition reads ('if (!done) { ...; done = 1; }'): its value on
@@ -115,7 +116,8 @@ def _sink(s: ir.If, names: _Names) -> tuple[ir.Stmt, ...] | None:
             return None
         g = fresh_name("guard", names.used)
         names.used.add(g)
-        before.append(ir.Decl(g, ir.I32, ir.binary("!=", s.cond, ir.const(0, s.cond.ty, loc=s.loc), loc=s.loc)
+        # (a narrow condition, a u8 element, is compared as C promotes it: no literal of a narrow type)
+        before.append(ir.Decl(g, ir.I32, ir.binary("!=", s.cond, const_of(0, ir.promote(s.cond.ty), s.loc), loc=s.loc)
                               if s.cond.ty != ir.I32 else s.cond, loc=s.loc))
         s = dataclasses.replace(s, cond=ir.Var(g, ir.I32, loc=s.loc))
     # A bound reading a scalar the guarded code assigns would be evaluated with its old value where

@@ -110,3 +110,22 @@ def test_sunk_and_mapped_guards_shuffled_equal_the_original(body: str) -> None:
     except Exception:  # a declaration drawn twice in one scope
         return
     _check(m)
+
+
+def test_narrow_conditions_and_declarations_give_valid_ir() -> None:
+    """A condition of a narrow type its branch writes (a u8 element) is snapshotted as C promotes it, and
+    a u8 declared in a branch is zeroed before the if, neither with a literal of type u8 (found by
+    hypothesis in tests/test_map_gpu.py: 'literal of type u8')."""
+    m = text.parse("kernel k(i32 n, inout u8 c[n + 1], inout f32 a[n + 4]) {\n"
+                   "if (c[0]) { c[0] = c[0] + 1;\nu8 t = c[0];\nfor i in 0..n { a[i] = a[i] + t; } }\n"
+                   "else { for i in 0..n { a[i] = 2.0f * a[i]; } }\n}\n")
+    got = ir.Module(m.funcs, tuple(sink_guard.run(k) for k in m.kernels))
+    assert got.kernels[0] is not m.kernels[0]
+    ircheck.check(got)
+    for n in (0, 2, 5):
+        for first in (0, 1, 255):
+            rng = np.random.default_rng(n)
+            c = rng.integers(0, 255, n + 1).astype(np.uint8)
+            c[0] = first
+            assert_same_results(m, got, "k", {"n": n, "c": c, "a": rng.uniform(-1, 1, n + 4).astype(np.float32)},
+                                ["c", "a"])
