@@ -44,8 +44,8 @@ from __future__ import annotations
 import dataclasses
 
 from passes.builders import fresh_name
-from transpile.ir.cscalars import const_of
 from transpile import ir
+from transpile.ir.cscalars import const_of
 
 
 def run(kernel: ir.Kernel) -> ir.Kernel:
