@@ -156,11 +156,7 @@ def _over(e: ir.Expr, params: frozenset[str]) -> bool:
 
 def _running(loop: ir.For) -> _Running | None:
     """The loop's running value, if its body has the shape of the module docstring."""
-    i = loop.var
-    written_scalars = ir.scalars_written(loop)
     declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
-    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
-                      and isinstance(n.target, ir.Index)}
     found = [got for at, s in enumerate(loop.body) if isinstance(s, ir.Assign)
              and (got := _as_running(s, at, loop)) is not None]
     if len(found) != 1:
@@ -179,14 +175,25 @@ def _running(loop: ir.For) -> _Running | None:
         return None
     # the term reads nothing the loop writes (but the recurrence's own element): phase 1 computes every
     # term before phase 3 runs the body
-    for n in ir.walk(a.term):
-        if isinstance(n, ir.Var) and n.name != i and (n.name in written_scalars or n.name in declared):
-            return None
-        if isinstance(n, ir.Index) and n.array in written_arrays and n != r.store:
-            return None
+    return r if _invariant(a.term, loop, r.store) else None
+
+
+def _invariant(e: ir.Expr, loop: ir.For, store: ir.Index | None) -> bool:
+    """Whether ``e`` reads nothing ``loop`` writes but its counter and the element ``store`` (a
+    recurrence's own, whose entry value it is until the iteration writes it), and calls no helper (not
+    known here to be free of effects)."""
+    written_scalars = ir.scalars_written(loop)
+    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
+    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
+                      and isinstance(n.target, ir.Index)}
+    for n in ir.walk(e):
+        if isinstance(n, ir.Var) and n.name != loop.var and (n.name in written_scalars or n.name in declared):
+            return False
+        if isinstance(n, ir.Index) and n.array in written_arrays and n != store:
+            return False
         if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
-            return None  # a helper: not known here to be free of effects
-    return r
+            return False
+    return True
 
 
 def _as_running(s: ir.Assign, at: int, loop: ir.For) -> _Running | None:
@@ -286,6 +293,37 @@ def _replace(e: ir.Expr, old: ir.Expr, new: ir.Expr) -> ir.Expr:
     return got
 
 
+class _Chunks:
+    """The chunking of ``loop`` into chunks of ``k`` iterations that both scans build on: fresh names
+    (added to ``used``), the chunk count, the extent of a per-chunk array, the test that an iteration
+    of a chunk is one of the loop's, and the loop over one chunk's iterations."""
+
+    def __init__(self, loop: ir.For, used: set[str], k: int) -> None:
+        self.loop, self.used, self.k, self.loc = loop, used, k, loop.loc
+        self.ity = loop.ty if loop.ty.bits >= 32 else ir.I32
+        loc = self.loc
+        self.lo, self.hi = ir.cast(loop.lo, self.ity), ir.cast(loop.hi, self.ity)
+        self.count = ir.binary("/", ir.binary("+", ir.binary("-", self.hi, self.lo, loc=loc), self.num(k - 1),
+                                              loc=loc), self.num(k), loc=loc)
+        self.extent = ir.select(ir.binary(">", self.hi, self.lo, loc=loc), self.count, self.num(1), loc=loc)
+        self.inside = ir.binary("<", ir.cast(ir.Var(loop.var, loop.ty, loc=loc), self.ity), self.hi, loc=loc)
+
+    def fresh(self, base: str) -> str:
+        name = fresh_name(base, self.used)
+        self.used.add(name)
+        return name
+
+    def num(self, v: int) -> ir.Expr:
+        return ir.const(v, self.ity, loc=self.loc)
+
+    def over(self, chunk: ir.Var, body: tuple[ir.Stmt, ...]) -> ir.For:
+        """The iterations of chunk ``chunk`` (the last one's past ``hi`` too: guard them with ``inside``)."""
+        loc, lp = self.loc, self.loop
+        start = ir.binary("+", self.lo, ir.binary("*", self.num(self.k), chunk, loc=loc), loc=loc)
+        return ir.For(lp.var, lp.ty, ir.cast(start, lp.ty), ir.cast(ir.binary("+", start, self.num(self.k), loc=loc),
+                                                                    lp.ty), 1, body, loc=loc)
+
+
 def _blocked(loop: ir.For, r: _Running, used: set[str], levels: int, k: int
              ) -> tuple[tuple[ir.Stmt, ...], list[ir.For]]:
     """The three phases of the blocked scan of ``loop`` (the middle one blocked again, ``levels`` in all),
@@ -293,32 +331,13 @@ def _blocked(loop: ir.For, r: _Running, used: set[str], levels: int, k: int
     loc = loop.loc
     a = r.acc
     ty = a.target.ty
-    ity = loop.ty if loop.ty.bits >= 32 else ir.I32
-
-    def fresh(base: str) -> str:
-        name = fresh_name(base, used)
-        used.add(name)
-        return name
-
-    def num(v: int) -> ir.Expr:
-        return ir.const(v, ity, loc=loc)
-
-    lo, hi = ir.cast(loop.lo, ity), ir.cast(loop.hi, ity)
-    chunks = ir.binary("/", ir.binary("+", ir.binary("-", hi, lo, loc=loc), num(k - 1), loc=loc), num(k), loc=loc)
+    c = _Chunks(loop, used, k)
+    ity, fresh, num, chunks, inside, over_chunk = c.ity, c.fresh, c.num, c.count, c.inside, c.over
     part_name = fresh("part")
-    extent = ir.select(ir.binary(">", hi, lo, loc=loc), chunks, num(1), loc=loc)
-    alloc = ir.Alloc(part_name, ir.ArrayType(ty, (extent,)), loc=loc)
+    alloc = ir.Alloc(part_name, ir.ArrayType(ty, (c.extent,)), loc=loc)
 
     def part(at: ir.Expr) -> ir.Index:
         return ir.Index(part_name, (at,), ty, loc=loc)
-
-    i = ir.Var(loop.var, loop.ty, loc=loc)
-    inside = ir.binary("<", ir.cast(i, ity), hi, loc=loc)
-
-    def over_chunk(chunk: ir.Var, body: tuple[ir.Stmt, ...]) -> ir.For:
-        start = ir.binary("+", lo, ir.binary("*", num(k), chunk, loc=loc), loc=loc)
-        return ir.For(loop.var, loop.ty, ir.cast(start, loop.ty), ir.cast(ir.binary("+", start, num(k), loc=loc),
-                                                                          loop.ty), 1, body, loc=loc)
 
     # phase 1: each chunk's total of its terms
     c1 = ir.Var(fresh("chunk"), ity, loc=loc)
@@ -435,10 +454,7 @@ def _linear_running(loop: ir.For) -> _Linear | None:
     of it whose coefficients read nothing the loop writes (but the stored element itself), and nothing
     else writes that value."""
     i = loop.var
-    written_scalars = ir.scalars_written(loop)
     declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
-    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
-                      and isinstance(n.target, ir.Index)}
     found: list[_Linear] = []
     for at, st in enumerate(loop.body):
         if not isinstance(st, ir.Assign) or not st.target.ty.is_float:
@@ -470,15 +486,7 @@ def _linear_running(loop: ir.For) -> _Linear | None:
     elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) and n.target.array == t.array
              for st in others for n in ir.walk(st)):
         return None
-    for part in (r.coef, r.offset):
-        for n in ir.walk(part) if part is not None else ():
-            if isinstance(n, ir.Var) and n.name != i and (n.name in written_scalars or n.name in declared):
-                return None
-            if isinstance(n, ir.Index) and n.array in written_arrays and n != r.store:
-                return None
-            if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
-                return None
-    return r
+    return r if all(_invariant(e, loop, r.store) for e in (r.coef, r.offset) if e is not None) else None
 
 
 def _blocked_linear(loop: ir.For, r: _Linear, used: set[str], k: int) -> tuple[tuple[ir.Stmt, ...], list[ir.For]]:
@@ -487,15 +495,8 @@ def _blocked_linear(loop: ir.For, r: _Linear, used: set[str], k: int) -> tuple[t
     and each chunk runs the body from the value the maps before it give (parallel)."""
     loc = loop.loc
     ty = r.stmt.target.ty
-    ity = loop.ty if loop.ty.bits >= 32 else ir.I32
-
-    def fresh(base: str) -> str:
-        name = fresh_name(base, used)
-        used.add(name)
-        return name
-
-    def num(v: int) -> ir.Expr:
-        return ir.const(v, ity, loc=loc)
+    c = _Chunks(loop, used, k)
+    ity, fresh, num, chunks, inside, over_chunk = c.ity, c.fresh, c.num, c.count, c.inside, c.over
 
     def mul(x: ir.Expr, y: ir.Expr) -> ir.Expr:
         return ir.binary("*", x, y, loc=loc)
@@ -503,22 +504,11 @@ def _blocked_linear(loop: ir.For, r: _Linear, used: set[str], k: int) -> tuple[t
     def add(x: ir.Expr, y: ir.Expr) -> ir.Expr:
         return ir.binary("+", x, y, loc=loc)
 
-    lo, hi = ir.cast(loop.lo, ity), ir.cast(loop.hi, ity)
-    chunks = ir.binary("/", ir.binary("+", ir.binary("-", hi, lo, loc=loc), num(k - 1), loc=loc), num(k), loc=loc)
-    extent = ir.select(ir.binary(">", hi, lo, loc=loc), chunks, num(1), loc=loc)
     names = {"a": fresh("part_a"), "b": fresh("part_b")}
-    allocs = tuple(ir.Alloc(n, ir.ArrayType(ty, (extent,)), loc=loc) for n in names.values())
+    allocs = tuple(ir.Alloc(n, ir.ArrayType(ty, (c.extent,)), loc=loc) for n in names.values())
 
     def part(which: str, at: ir.Expr) -> ir.Index:
         return ir.Index(names[which], (at,), ty, loc=loc)
-
-    i = ir.Var(loop.var, loop.ty, loc=loc)
-    inside = ir.binary("<", ir.cast(i, ity), hi, loc=loc)
-
-    def over_chunk(chunk: ir.Var, body: tuple[ir.Stmt, ...]) -> ir.For:
-        start = ir.binary("+", lo, ir.binary("*", num(k), chunk, loc=loc), loc=loc)
-        return ir.For(loop.var, loop.ty, ir.cast(start, loop.ty), ir.cast(add(start, num(k)), loop.ty), 1, body,
-                      loc=loc)
 
     one, zero = ir.const(1.0, ty, loc=loc), ir.const(0.0, ty, loc=loc)
     # phase 1: each chunk's maps composed (the later map applied after the earlier)
