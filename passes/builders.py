@@ -78,3 +78,21 @@ class _Rename(ir.Transformer):
     def visit_Decl(self, d: ir.Decl) -> ir.Node:
         new = self.generic_visit(d)
         return ir.Decl(self.table.get(new.name, new.name), new.ty, new.init, loc=new.loc)
+
+
+def loop_invariant(e: ir.Expr, loop: ir.For, store: ir.Index | None = None) -> bool:
+    """Whether ``e`` reads nothing ``loop`` writes but its counter and the element ``store`` (a
+    recurrence's own, whose entry value it is until the iteration writes it), and calls no helper (not
+    known here to be free of effects)."""
+    written_scalars = ir.scalars_written(loop)
+    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
+    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
+                      and isinstance(n.target, ir.Index)}
+    for n in ir.walk(e):
+        if isinstance(n, ir.Var) and n.name != loop.var and (n.name in written_scalars or n.name in declared):
+            return False
+        if isinstance(n, ir.Index) and n.array in written_arrays and n != store:
+            return False
+        if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
+            return False
+    return True

@@ -89,7 +89,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
-from passes.builders import each_top_loop, fresh_name
+from passes.builders import each_top_loop, fresh_name, loop_invariant
 from transpile import ir
 from transpile.ir import accum
 from transpile.ir.cscalars import fold
@@ -175,25 +175,7 @@ def _running(loop: ir.For) -> _Running | None:
         return None
     # the term reads nothing the loop writes (but the recurrence's own element): phase 1 computes every
     # term before phase 3 runs the body
-    return r if _invariant(a.term, loop, r.store) else None
-
-
-def _invariant(e: ir.Expr, loop: ir.For, store: ir.Index | None) -> bool:
-    """Whether ``e`` reads nothing ``loop`` writes but its counter and the element ``store`` (a
-    recurrence's own, whose entry value it is until the iteration writes it), and calls no helper (not
-    known here to be free of effects)."""
-    written_scalars = ir.scalars_written(loop)
-    declared = {n.name for n in ir.statements(loop) if isinstance(n, ir.Decl)}
-    written_arrays = {n.target.array for n in ir.walk(loop) if isinstance(n, ir.Assign)
-                      and isinstance(n.target, ir.Index)}
-    for n in ir.walk(e):
-        if isinstance(n, ir.Var) and n.name != loop.var and (n.name in written_scalars or n.name in declared):
-            return False
-        if isinstance(n, ir.Index) and n.array in written_arrays and n != store:
-            return False
-        if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
-            return False
-    return True
+    return r if loop_invariant(a.term, loop, r.store) else None
 
 
 def _as_running(s: ir.Assign, at: int, loop: ir.For) -> _Running | None:
@@ -486,7 +468,7 @@ def _linear_running(loop: ir.For) -> _Linear | None:
     elif any(isinstance(n, ir.Assign) and isinstance(n.target, ir.Index) and n.target.array == t.array
              for st in others for n in ir.walk(st)):
         return None
-    return r if all(_invariant(e, loop, r.store) for e in (r.coef, r.offset) if e is not None) else None
+    return r if all(loop_invariant(e, loop, r.store) for e in (r.coef, r.offset) if e is not None) else None
 
 
 def _blocked_linear(loop: ir.For, r: _Linear, used: set[str], k: int) -> tuple[tuple[ir.Stmt, ...], list[ir.For]]:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 
 from passes import deps
-from passes.builders import each_top_loop, fresh_name
+from passes.builders import each_top_loop, fresh_name, loop_invariant
 from transpile import ir
 
 
@@ -84,14 +84,8 @@ def _last_match(kernel: ir.Kernel, position: int, loop: ir.For) -> ir.Kernel | N
     written = ir.scalars_written(loop)
     if j.name in declared or any(j.name in ir.var_names(st) for st in rest) or j.name in ir.var_names(pick.cond):
         return None
-    arrays = _arrays_written(loop.body)
-    for n in ir.walk(pick.cond):
-        if isinstance(n, ir.Var) and n.name != loop.var and (n.name in written or n.name in declared):
-            return None
-        if isinstance(n, ir.Index) and n.array in arrays:
-            return None
-        if isinstance(n, ir.Call) and n.fn not in ir.MATH_FUNCS:
-            return None
+    if not loop_invariant(pick.cond, loop):
+        return None
     if (written - declared) & (ir.var_names(loop.lo) | ir.var_names(loop.hi)):
         return None
     loc = loop.loc
